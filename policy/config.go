@@ -1,0 +1,108 @@
+package policy
+
+import (
+	"time"
+)
+
+// Config is a retry configuration in the shape of gRPC's service config,
+// adapted to HTTP: a list of rules, the first matching one of which governs
+// a request, and an optional retry throttle.
+//
+// Read one from JSON with [ParseConfig], or build it in Go and check it with
+// [Config.Validate]. A Config must not be modified once a Transport uses it;
+// it is then safe for concurrent use.
+type Config struct {
+	// Rules are tried in order; the first whose Name list matches a request
+	// governs it. JSON: "methodConfig".
+	Rules []Rule
+	// Throttle limits retries and hedges per host. Nil means no throttle.
+	// JSON: "retryThrottling".
+	Throttle *Throttle
+	// MaxServerDelay is the longest server-directed delay (Retry-After,
+	// X-Retry-Pushback-Ms) that is waited for; a longer one sends the
+	// response back to the caller at once. Zero means
+	// [DefaultMaxServerDelay]. JSON: "maxServerDelay".
+	MaxServerDelay time.Duration
+}
+
+// DefaultMaxServerDelay is the longest server-directed delay waited for when
+// [Config.MaxServerDelay] is zero.
+const DefaultMaxServerDelay = 60 * time.Second
+
+// DefaultJitter is the jitter a JSON retryPolicy gets when it leaves
+// "jitter" out, as gRPC's current retry design uses.
+const DefaultJitter = 0.2
+
+// Rule is one methodConfig entry: which requests it covers and what is done
+// with them. At most one of Retry and Hedge is set; with neither, matching
+// requests get only transparent retries.
+type Rule struct {
+	// Name lists the request patterns the rule covers. JSON: "name".
+	Name []Name
+	// Retry is the retry policy. JSON: "retryPolicy".
+	Retry *Retry
+	// Hedge is the hedging policy. JSON: "hedgingPolicy".
+	Hedge *Hedge
+}
+
+// Name is a request pattern. Each field that is set must match: Host
+// case-insensitively against the URL host (the port is compared only when
+// Host has one), Method exactly, and Path as a prefix ending on a segment
+// boundary ("/v3" matches "/v3" and "/v3/x", not "/v30"). The zero Name
+// matches every request.
+type Name struct {
+	Host   string
+	Method string
+	Path   string
+}
+
+// Retry is gRPC's retry policy for HTTP.
+type Retry struct {
+	// MaxAttempts counts the original request; at least 2.
+	MaxAttempts int
+	// InitialBackoff, MaxBackoff, BackoffMultiplier and Jitter define the
+	// wait before retry n (n = 0 first):
+	// min(InitialBackoff*BackoffMultiplier^n, MaxBackoff) * (1 ± Jitter).
+	// InitialBackoff > 0, MaxBackoff >= InitialBackoff,
+	// BackoffMultiplier >= 1, Jitter in [0, 1] (JSON: left out means
+	// [DefaultJitter]).
+	InitialBackoff    time.Duration
+	MaxBackoff        time.Duration
+	BackoffMultiplier float64
+	Jitter            float64
+	// RetryableStatusCodes are the response statuses that are retried,
+	// each in 100..599.
+	RetryableStatusCodes []int
+	// PerAttemptTimeout bounds each attempt until its response headers
+	// arrive. Zero means no bound beyond the caller's own deadline.
+	PerAttemptTimeout time.Duration
+	// RetryNonIdempotent allows retrying methods that are not idempotent
+	// (POST, PATCH, ...) even without an Idempotency-Key header.
+	RetryNonIdempotent bool
+}
+
+// Hedge is gRPC's hedging policy for HTTP: several copies of a request are
+// sent, staggered by HedgingDelay, and the first good answer wins.
+type Hedge struct {
+	// MaxAttempts counts the original request; at least 2.
+	MaxAttempts int
+	// HedgingDelay is the wait before each next hedge. Zero sends all
+	// attempts at once.
+	HedgingDelay time.Duration
+	// HedgingDelayQuantile, when in (0, 1), replaces HedgingDelay by that
+	// quantile of the recent latencies to the host, once enough are known.
+	// Zero means a fixed delay.
+	HedgingDelayQuantile float64
+	// NonFatalStatusCodes are statuses that send the next hedge at once
+	// instead of ending the request, each in 100..599.
+	NonFatalStatusCodes []int
+}
+
+// Throttle is gRPC's retry throttling, kept per host: a bucket starts with
+// MaxTokens; each failed attempt takes 1 token, each success adds
+// TokenRatio; while the bucket holds MaxTokens/2 or less, no retry or hedge
+// starts. MaxTokens is in (0, 1000], TokenRatio in (0, 1].
+type Throttle struct {
+	MaxTokens  float64
+	TokenRatio float64
+}
