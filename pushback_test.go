@@ -181,7 +181,9 @@ func TestJitterServerDelay(t *testing.T) {
 // strconv, to check parsePushback against.
 func wantPushback(v string) serverDelay {
 	v = strings.Trim(v, " \t")
-	if strings.HasPrefix(v, "+") {
+	// ParseInt accepts a plus sign, and reports an overflow before it
+	// looks at the rest, so the syntax is checked apart.
+	if digits := strings.TrimPrefix(v, "-"); digits == "" || strings.Trim(digits, "0123456789") != "" {
 		return serverDelay{Kind: delayStop}
 	}
 	n, err := strconv.ParseInt(v, 10, 64)
