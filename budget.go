@@ -12,9 +12,9 @@ import (
 )
 
 // defaultMaxBudgetHosts is the number of hosts whose budgets are kept when
-// newBudgets is given no bound. At a few dozen bytes a bucket plus its key,
-// 4096 hosts cost well under a megabyte, and few clients talk to more hosts
-// than that within one outage.
+// newBudgets is given no bound. At roughly 150 bytes a host (bucket, key and
+// map slot), 4096 hosts cost under a megabyte, and few clients talk to more
+// hosts than that within one outage.
 const defaultMaxBudgetHosts = 4096
 
 // milliPerToken is the fixed-point scale of a bucket: gRPC's retry design
@@ -34,13 +34,14 @@ const maxMilliTokens = 1000 * milliPerToken
 //
 // At most maxHosts buckets are kept, so a client that talks to millions of
 // hosts holds a bounded amount of memory. A full bucket is indistinguishable
-// from a new one, so when the map is at its bound the full buckets go first,
-// those not looked up since the last eviction before the others; only if that
-// frees too little are buckets in debt dropped, least recently looked up
-// first. Dropping a bucket in debt forgets its failures, so under that
-// pressure the throttle errs toward allowing retries, never toward blocking
-// them. Each eviction frees at least an eighth of the bound, which keeps its
-// cost amortised to a constant per new host.
+// from a new one, so when the map is at its bound, every full bucket not
+// looked up since the previous eviction goes; if that frees too little, the
+// other full buckets go next, and only then buckets in debt, least recently
+// looked up first. Dropping a bucket in debt forgets its failures, so under
+// that pressure the throttle errs toward allowing retries, never toward
+// blocking them. Each eviction frees at least an eighth of the bound, which
+// keeps its cost (a scan and a sort of the map) amortised to a constant per
+// new host.
 //
 // A nil *budgets is valid and throttles nothing. Its methods are safe for
 // concurrent use.
