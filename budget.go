@@ -1,0 +1,309 @@
+package retryhttp
+
+import (
+	"cmp"
+	"math"
+	"slices"
+	"strings"
+	"sync"
+	"sync/atomic"
+
+	"github.com/retryhttp/retryhttp/policy"
+)
+
+// defaultMaxBudgetHosts is the number of hosts whose budgets are kept when
+// newBudgets is given no bound. At roughly 150 bytes a host (bucket, key and
+// map slot), 4096 hosts cost under a megabyte, and few clients talk to more
+// hosts than that within one outage.
+const defaultMaxBudgetHosts = 4096
+
+// milliPerToken is the fixed-point scale of a bucket: gRPC's retry design
+// gives tokenRatio at most three decimal places, so counting thousandths of
+// a token keeps every step exact (ten successes at 0.1 make exactly one
+// token, which float64 does not promise) and the whole count fits in one
+// machine word that a compare-and-swap can update.
+const milliPerToken = 1000
+
+// maxMilliTokens is the largest bucket kept: 1000 tokens, the upper bound
+// that gRPC's retry design and [policy.Config.Validate] put on maxTokens.
+const maxMilliTokens = 1000 * milliPerToken
+
+// budgets holds the retry throttle of gRPC's retry design (proposal A6), one
+// token bucket per host, so that an outage of one host stops retries to it
+// without starving retries to the others.
+//
+// At most maxHosts buckets are kept, so a client that talks to millions of
+// hosts holds a bounded amount of memory. A full bucket is indistinguishable
+// from a new one, so when the map is at its bound, every full bucket not
+// looked up since the previous eviction goes; if that frees too little, the
+// other full buckets go next, and only then buckets in debt, least recently
+// looked up first. Dropping a bucket in debt forgets its failures, so under
+// that pressure the throttle errs toward allowing retries, never toward
+// blocking them. Each eviction frees at least an eighth of the bound, which
+// keeps its cost (a scan and a sort of the map) amortised to a constant per
+// new host.
+//
+// A nil *budgets is valid and throttles nothing. Its methods are safe for
+// concurrent use.
+type budgets struct {
+	maxMilli   int64 // bucket capacity in milli-tokens, in [1, maxMilliTokens]
+	ratioMilli int64 // refill per success in milli-tokens, at least 1
+	maxHosts   int   // bound on len(hosts), at least 1
+
+	// mu guards the map and the two clocks below. It exists only because a
+	// Go map cannot be read while it is written; the token counts are not
+	// under it, so a goroutine holding a *bucket never takes it. Lookups of
+	// known hosts, by far the common case, share a read lock.
+	mu    sync.RWMutex
+	hosts map[string]*bucket
+	// clock counts insertions; a bucket's seen records its value at the
+	// bucket's last lookup, which orders buckets by recency of use.
+	clock uint64
+	// swept is the clock at the last eviction: a bucket with seen < swept
+	// has not been looked up since, and counts as idle.
+	swept uint64
+}
+
+// newBudgets returns the per-host budgets for throttle t, keeping at most
+// maxHosts hosts (maxHosts <= 0 means defaultMaxBudgetHosts). A nil t gives
+// a nil *budgets, which allows every retry.
+//
+// MaxTokens and TokenRatio are rounded to the nearest thousandth of a token,
+// the precision gRPC's retry design allows. Values that [policy.Config.Validate]
+// rejects are clamped rather than trusted: capacity to [0.001, 1000] tokens,
+// and the refill to at least 0.001 so that successes always refill a bucket.
+func newBudgets(t *policy.Throttle, maxHosts int) *budgets {
+	if t == nil {
+		return nil
+	}
+	if maxHosts <= 0 {
+		maxHosts = defaultMaxBudgetHosts
+	}
+	maxMilli := toMilli(t.MaxTokens)
+	return &budgets{
+		maxMilli:   maxMilli,
+		ratioMilli: min(toMilli(t.TokenRatio), maxMilli),
+		maxHosts:   maxHosts,
+		hosts:      make(map[string]*bucket),
+	}
+}
+
+// toMilli converts a token amount to milli-tokens, rounded to nearest and
+// clamped to [1, maxMilliTokens]; NaN gives 1.
+func toMilli(tokens float64) int64 {
+	m := math.Round(tokens * milliPerToken)
+	if !(m >= 1) {
+		return 1
+	}
+	return int64(min(m, maxMilliTokens))
+}
+
+// maxInlineHost is the longest host that For lowers in a stack buffer; a
+// longer one (DNS names stop at 253 bytes, plus a port) costs an allocation
+// per lookup when it has upper-case letters.
+const maxInlineHost = 128
+
+// For returns the bucket of host, a URL.Host with its port kept; hosts are
+// compared case-insensitively. A host seen for the first time, or again after
+// its bucket was evicted, gets a full bucket. A goroutine that still holds an
+// evicted bucket may keep using it: its updates are simply lost.
+//
+// For on a nil *budgets returns a nil *bucket, which allows everything. For
+// does not allocate for a host it already holds, unless that host is longer
+// than maxInlineHost or not ASCII, and has upper-case letters.
+func (b *budgets) For(host string) *bucket {
+	if b == nil {
+		return nil
+	}
+	var buf [maxInlineHost]byte
+	n, inline := lowerASCII(&buf, host)
+	if !inline {
+		host = strings.ToLower(host)
+	}
+	var k *bucket
+	b.mu.RLock()
+	if inline {
+		k = b.hosts[string(buf[:n])] // converted in the index expression: no copy
+	} else {
+		k = b.hosts[host]
+	}
+	clock := b.clock
+	b.mu.RUnlock()
+	if k == nil {
+		if inline {
+			host = string(buf[:n])
+		}
+		return b.insert(host)
+	}
+	// Store only on change, so that steady lookups of a busy host do not
+	// keep writing to its cache line.
+	if k.seen.Load() != clock {
+		k.seen.Store(clock)
+	}
+	return k
+}
+
+// lowerASCII writes host, ASCII letters lowered, into buf and returns its
+// length, or false when host does not fit or is not ASCII.
+func lowerASCII(buf *[maxInlineHost]byte, host string) (int, bool) {
+	if len(host) > len(buf) {
+		return 0, false
+	}
+	for i := 0; i < len(host); i++ {
+		c := host[i]
+		if c >= 0x80 {
+			return 0, false
+		}
+		if 'A' <= c && c <= 'Z' {
+			c += 'a' - 'A'
+		}
+		buf[i] = c
+	}
+	return len(host), true
+}
+
+// insert adds a full bucket for key, which is already lowered, unless
+// another goroutine added one since the caller's lookup; it evicts first
+// when the map is at its bound.
+func (b *budgets) insert(key string) *bucket {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if k := b.hosts[key]; k != nil {
+		return k
+	}
+	if len(b.hosts) >= b.maxHosts {
+		b.evict()
+	}
+	b.clock++
+	k := &bucket{maxMilli: b.maxMilli, ratioMilli: b.ratioMilli}
+	k.tokens.Store(b.maxMilli)
+	k.seen.Store(b.clock)
+	b.hosts[key] = k
+	return k
+}
+
+// evict frees at least an eighth of the bound (at least one host), so that
+// the next insertions run without evicting. b.mu must be held for writing.
+//
+// Every full bucket that is idle (not looked up since the last eviction)
+// goes: it is worth nothing. If that is not enough, the other buckets go in
+// this order: full ones, then those in debt least recently looked up first,
+// and among equally recent ones those closest to full, so that the debt
+// forgotten is the oldest and the smallest.
+func (b *budgets) evict() {
+	want := max(b.maxHosts/8, 1)
+	freed := 0
+	rest := make([]evictee, 0, len(b.hosts))
+	for key, k := range b.hosts {
+		tokens, seen := k.tokens.Load(), k.seen.Load()
+		if tokens >= k.maxMilli && seen < b.swept {
+			delete(b.hosts, key)
+			freed++
+			continue
+		}
+		rest = append(rest, evictee{key: key, full: tokens >= k.maxMilli, seen: seen, tokens: tokens})
+	}
+	if freed < want {
+		slices.SortFunc(rest, evictee.compare)
+		for _, e := range rest[:min(want-freed, len(rest))] {
+			delete(b.hosts, e.key)
+		}
+	}
+	b.swept = b.clock
+}
+
+// evictee is a snapshot of one bucket, taken to rank it for eviction.
+type evictee struct {
+	key    string
+	full   bool
+	seen   uint64
+	tokens int64
+}
+
+// compare orders evictees first to last to evict: full before in debt, then
+// least recently looked up, then most tokens.
+func (e evictee) compare(o evictee) int {
+	if e.full != o.full {
+		if e.full {
+			return -1
+		}
+		return 1
+	}
+	return cmp.Or(cmp.Compare(e.seen, o.seen), cmp.Compare(o.tokens, e.tokens))
+}
+
+// len reports how many hosts hold a bucket.
+func (b *budgets) len() int {
+	if b == nil {
+		return 0
+	}
+	b.mu.RLock()
+	defer b.mu.RUnlock()
+	return len(b.hosts)
+}
+
+// bucket is the token bucket of one host. Its count is one word of
+// milli-tokens, updated by compare-and-swap, so Allow, Failure and Success
+// never take a lock and never block, however many requests share the host.
+//
+// A nil *bucket is the bucket of an unthrottled host: it allows everything.
+type bucket struct {
+	tokens     atomic.Int64  // milli-tokens, in [0, maxMilli]
+	seen       atomic.Uint64 // budgets.clock at the last lookup
+	maxMilli   int64         // capacity, copied from budgets: read-only
+	ratioMilli int64         // refill per success, copied from budgets: read-only
+}
+
+// Allow reports whether a retry or hedge may start: while the bucket holds
+// more than half its capacity. Exactly half is not enough, as in gRPC.
+func (k *bucket) Allow() bool {
+	if k == nil {
+		return true
+	}
+	// 2*tokens cannot overflow: tokens <= maxMilliTokens.
+	return 2*k.tokens.Load() > k.maxMilli
+}
+
+// Failure takes one token for an attempt that failed in a way that counts
+// against the host (a retryable status or network error, or a pushback that
+// forbids retrying). The count does not go below zero.
+func (k *bucket) Failure() {
+	if k == nil {
+		return
+	}
+	for {
+		old := k.tokens.Load()
+		if old == 0 {
+			return // already empty: skip the write
+		}
+		if k.tokens.CompareAndSwap(old, max(old-milliPerToken, 0)) {
+			return
+		}
+	}
+}
+
+// Success adds the refill ratio for an attempt that the host answered
+// normally. The count does not go above the capacity.
+func (k *bucket) Success() {
+	if k == nil {
+		return
+	}
+	for {
+		old := k.tokens.Load()
+		if old >= k.maxMilli {
+			return // already full, as usual for a healthy host: skip the write
+		}
+		if k.tokens.CompareAndSwap(old, min(old+k.ratioMilli, k.maxMilli)) {
+			return
+		}
+	}
+}
+
+// Tokens returns the tokens held, to a thousandth, for statistics and tests.
+// An unthrottled (nil) bucket holds +Inf, which agrees with its Allow.
+func (k *bucket) Tokens() float64 {
+	if k == nil {
+		return math.Inf(1)
+	}
+	return float64(k.tokens.Load()) / milliPerToken
+}
