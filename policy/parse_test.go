@@ -2,6 +2,7 @@ package policy
 
 import (
 	"encoding/json"
+	"os"
 	"strings"
 	"testing"
 	"time"
@@ -295,4 +296,25 @@ func TestParseConfigTrailingOffset(t *testing.T) {
 	require.Error(t, err, "got nil, want an error")
 	want := "policy: data after the end of the JSON value at offset 2"
 	assert.Equal(t, want, err.Error(), "got %q, want %q", err, want)
+}
+
+// TestPackageDocExample parses the JSON shown in the package documentation,
+// so that the documentation cannot drift from what ParseConfig accepts.
+func TestPackageDocExample(t *testing.T) {
+	t.Parallel()
+	src, err := os.ReadFile("doc.go")
+	require.NoError(t, err, "got %v, want doc.go", err)
+	var doc strings.Builder
+	for line := range strings.Lines(string(src)) {
+		if code, ok := strings.CutPrefix(line, "//\t"); ok {
+			doc.WriteString(code)
+		}
+	}
+	require.NotEmpty(t, doc.String(), "got no example, want the JSON block of doc.go")
+	got, err := ParseConfig([]byte(doc.String()))
+	require.NoError(t, err, "got %v, want nil", err)
+	want, err := ParseConfig([]byte(designExample))
+	require.NoError(t, err, "got %v, want nil", err)
+	want.MaxServerDelay = 60 * time.Second
+	assert.Equal(t, want, got, "got %+v, want %+v", got, want)
 }
