@@ -13,6 +13,9 @@ func newRequest(t *testing.T, method, target string) *http.Request {
 	t.Helper()
 	req, err := http.NewRequest(method, target, nil)
 	require.NoError(t, err, "got %v, want a request for %s", err, target)
+	// NewRequest turns "" into GET; keep the method as given, as a
+	// hand-built request would.
+	req.Method = method
 	return req
 }
 
