@@ -20,9 +20,10 @@ type Backoff interface {
 // before retry n it waits min(Initial*Multiplier^n, Max), scaled by a factor
 // drawn uniformly from [1-Jitter, 1+Jitter].
 //
-// A Multiplier below 1 is taken as 1, Max <= 0 means no cap below the
-// largest [time.Duration], and Jitter is clamped to [0, 1]. The zero value
-// always waits 0. Exponential is a comparable value, safe for concurrent use.
+// A Multiplier below 1 (or NaN) is taken as 1, Max <= 0 means no cap below
+// the largest [time.Duration], and Jitter is clamped to [0, 1], NaN taken
+// as 0. The zero value always waits 0. Exponential is a comparable value,
+// safe for concurrent use.
 type Exponential struct {
 	Initial    time.Duration
 	Max        time.Duration
@@ -45,6 +46,12 @@ func ConnectionBackoff() Exponential {
 // passed in, so that tests can check the formula exactly.
 func exponential(initial, max time.Duration, mult, jitter float64, n int, r float64) time.Duration {
 	base := capped(initial, max, mult, n)
+	// A NaN jitter would turn every wait into 0, retrying at once in a
+	// tight loop; read it as no jitter, as capped reads a NaN multiplier
+	// as 1.
+	if math.IsNaN(jitter) {
+		jitter = 0
+	}
 	jitter = math.Min(math.Max(jitter, 0), 1)
 	return toDuration(base * (1 + jitter*(2*r-1)))
 }

@@ -1,0 +1,42 @@
+package policy
+
+import "time"
+
+// Default returns the configuration a Transport uses when it is given none.
+// Each call returns a new Config that the caller may modify.
+//
+// It has one rule, matching every request, that retries statuses 429, 502,
+// 503 and 504 up to 3 attempts in all: the first retry after 100ms, the
+// second after 200ms, each wait jittered by ±20% (the backoff doubles up
+// to a cap of 2s).
+//
+// Its throttle holds 100 tokens with a token ratio of 0.25:
+//
+//   - A total outage is cheap. The bucket starts full at 100 tokens, every
+//     failed attempt takes one, and retries stop once 50 or fewer are left,
+//     so a host that fails everything costs at most about 50 extra
+//     attempts before retries stop: over 2000 requests, at most 1.025
+//     attempts per request.
+//   - Ordinary flakiness still retries. If a fraction p of attempts fails,
+//     the bucket drifts by -p + (1-p)*0.25 tokens per attempt, which is
+//     zero at p = 0.2: the bucket stays full while fewer than 20% of
+//     attempts fail, so a host answering 10% of requests with 503 keeps
+//     being retried. gRPC's commonly used ratio of 0.1 already drains the
+//     bucket near p = 9% (0.1/1.1), cutting retries off in exactly the
+//     weather they are for.
+func Default() *Config {
+	return &Config{
+		Rules: []Rule{{
+			Name: []Name{{}},
+			Retry: &Retry{
+				MaxAttempts:          3,
+				InitialBackoff:       100 * time.Millisecond,
+				MaxBackoff:           2 * time.Second,
+				BackoffMultiplier:    2,
+				Jitter:               DefaultJitter,
+				RetryableStatusCodes: []int{429, 502, 503, 504},
+			},
+		}},
+		Throttle: &Throttle{MaxTokens: 100, TokenRatio: 0.25},
+	}
+}

@@ -1,0 +1,58 @@
+// Package policy holds the retry and hedging policies of retryhttp as
+// plain data: backoff algorithms, retry and hedging policies, retry
+// throttling, their JSON form and the matching of requests to them.
+//
+// Everything here is pure. Nothing does I/O, starts a goroutine, reads the
+// clock or keeps state between calls; the functions that need randomness
+// draw it from math/rand/v2 and nothing else. Policies are values, safe
+// to share between goroutines once built; acting on them (sending,
+// waiting, counting tokens) is left to the transport.
+//
+// # Backoffs
+//
+// Each [Backoff] maps a retry number n (0 for the first retry) to a wait,
+// holding no state: the caller owns the counter.
+//
+//   - [Exponential]: gRPC's min(Initial*Multiplier^n, Max) * (1 ± Jitter).
+//     [ConnectionBackoff] returns gRPC's connection backoff, 1s growing by
+//     1.6 up to 120s, ±20%.
+//   - [FullJitter]: a uniform wait in [0, min(Initial*Multiplier^n, Max)),
+//     from the first gRPC retry draft.
+//   - [GoogleAPI]: 2^n s plus 0 to 1000 ms, as Google's APIs ask of their
+//     clients.
+//   - [Table]: a fixed list of waits, the last one repeated, each scaled by
+//     a factor in [0.5, 1.5).
+//
+// # Configuration
+//
+// A [Config] is a list of [Rule] values, each covering the requests that
+// one of its [Name] patterns matches and carrying a [Retry] or a [Hedge]
+// policy, plus an optional [Throttle]. [ParseConfig] reads it from the
+// JSON shape of gRPC's service config, adapted to HTTP:
+//
+//	{
+//	  "methodConfig": [{
+//	    "name": [{"host": "api.example.com", "method": "GET", "path": "/v3/"}],
+//	    "retryPolicy": {
+//	      "maxAttempts": 4, "initialBackoff": "0.1s", "maxBackoff": "2s",
+//	      "backoffMultiplier": 2, "jitter": 0.2,
+//	      "retryableStatusCodes": [429, 502, 503, 504],
+//	      "perAttemptTimeout": "5s", "retryNonIdempotent": false
+//	    }
+//	  }, {
+//	    "name": [{"method": "GET"}],
+//	    "hedgingPolicy": {
+//	      "maxAttempts": 3, "hedgingDelay": "0.05s",
+//	      "hedgingDelayQuantile": 0.95, "nonFatalStatusCodes": [502, 503, 504]
+//	    }
+//	  }],
+//	  "retryThrottling": {"maxTokens": 10, "tokenRatio": 0.1},
+//	  "maxServerDelay": "60s"
+//	}
+//
+// [Config.Validate] checks a Config however it was built, and
+// [Config.Match] picks the rule for a request: the first rule with a
+// matching name. As in gRPC, a rule whose name list is empty matches
+// nothing, while the empty name {} matches every request. [Default] is the
+// configuration used when none is given.
+package policy

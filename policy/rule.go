@@ -1,0 +1,45 @@
+package policy
+
+import (
+	"slices"
+	"time"
+)
+
+// Backoff returns the [Exponential] backoff that r describes:
+// InitialBackoff growing by BackoffMultiplier up to MaxBackoff, jittered by
+// Jitter. A nil Retry returns the zero Exponential, which always waits 0.
+func (r *Retry) Backoff() Exponential {
+	if r == nil {
+		return Exponential{}
+	}
+	return Exponential{
+		Initial:    r.InitialBackoff,
+		Max:        r.MaxBackoff,
+		Multiplier: r.BackoffMultiplier,
+		Jitter:     r.Jitter,
+	}
+}
+
+// Retryable reports whether a response with the given status is retried
+// under r, that is, whether status is one of r.RetryableStatusCodes. A nil
+// Retry retries nothing.
+func (r *Retry) Retryable(status int) bool {
+	return r != nil && slices.Contains(r.RetryableStatusCodes, status)
+}
+
+// NonFatal reports whether a response with the given status sends the next
+// hedge at once instead of ending the request, that is, whether status is
+// one of h.NonFatalStatusCodes. A nil Hedge treats every status as fatal.
+func (h *Hedge) NonFatal(status int) bool {
+	return h != nil && slices.Contains(h.NonFatalStatusCodes, status)
+}
+
+// ServerDelayLimit returns the longest server-directed delay to wait for:
+// c.MaxServerDelay, or [DefaultMaxServerDelay] when that is zero or less or
+// c is nil.
+func (c *Config) ServerDelayLimit() time.Duration {
+	if c == nil || c.MaxServerDelay <= 0 {
+		return DefaultMaxServerDelay
+	}
+	return c.MaxServerDelay
+}

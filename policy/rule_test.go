@@ -1,0 +1,83 @@
+package policy
+
+import (
+	"strconv"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+)
+
+func TestRetryBackoff(t *testing.T) {
+	t.Parallel()
+	tests := []struct {
+		name string
+		r    *Retry
+		want Exponential
+	}{
+		{"nil", nil, Exponential{}},
+		{"fields", &Retry{InitialBackoff: time.Second, MaxBackoff: time.Minute, BackoffMultiplier: 1.5, Jitter: 0.1},
+			Exponential{Initial: time.Second, Max: time.Minute, Multiplier: 1.5, Jitter: 0.1}},
+		{"default", Default().Rules[0].Retry,
+			Exponential{Initial: 100 * time.Millisecond, Max: 2 * time.Second, Multiplier: 2, Jitter: 0.2}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			got := tt.r.Backoff()
+			assert.Equal(t, tt.want, got, "got %+v, want %+v", got, tt.want)
+		})
+	}
+}
+
+func TestRetryableAndNonFatal(t *testing.T) {
+	t.Parallel()
+	r := &Retry{RetryableStatusCodes: []int{429, 503}}
+	h := &Hedge{NonFatalStatusCodes: []int{502}}
+	tests := []struct {
+		status              int
+		retryable, nonFatal bool
+	}{
+		{status: 200},
+		{status: 429, retryable: true},
+		{status: 500},
+		{status: 502, nonFatal: true},
+		{status: 503, retryable: true},
+		{status: 0},
+	}
+	for _, tt := range tests {
+		t.Run(strconv.Itoa(tt.status), func(t *testing.T) {
+			t.Parallel()
+			got := r.Retryable(tt.status)
+			assert.Equal(t, tt.retryable, got, "Retryable(%d): got %v, want %v", tt.status, got, tt.retryable)
+			got = h.NonFatal(tt.status)
+			assert.Equal(t, tt.nonFatal, got, "NonFatal(%d): got %v, want %v", tt.status, got, tt.nonFatal)
+			var nr *Retry
+			var nh *Hedge
+			assert.False(t, nr.Retryable(tt.status), "nil Retry: got true, want false")
+			assert.False(t, nh.NonFatal(tt.status), "nil Hedge: got true, want false")
+		})
+	}
+}
+
+func TestServerDelayLimit(t *testing.T) {
+	t.Parallel()
+	tests := []struct {
+		name string
+		c    *Config
+		want time.Duration
+	}{
+		{"nil", nil, DefaultMaxServerDelay},
+		{"zero", &Config{}, DefaultMaxServerDelay},
+		{"negative", &Config{MaxServerDelay: -time.Second}, DefaultMaxServerDelay},
+		{"set", &Config{MaxServerDelay: 5 * time.Second}, 5 * time.Second},
+		{"default config", Default(), 60 * time.Second},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			got := tt.c.ServerDelayLimit()
+			assert.Equal(t, tt.want, got, "got %v, want %v", got, tt.want)
+		})
+	}
+}

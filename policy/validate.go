@@ -1,0 +1,200 @@
+package policy
+
+import (
+	"errors"
+	"fmt"
+	"math"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// ErrInvalid is matched, through [errors.Is], by every error that
+// [ParseConfig] and [Config.Validate] return.
+var ErrInvalid = errors.New("policy: invalid config")
+
+// FieldError reports one bad value in a configuration. Field is the path to
+// it in JSON spelling, such as "methodConfig[0].retryPolicy.maxAttempts";
+// Value is the offending value as written (JSON text from [ParseConfig],
+// the Go value from [Config.Validate]; empty when the problem is not one
+// value); Reason says what is wrong.
+//
+// A *FieldError matches [ErrInvalid] through [errors.Is].
+type FieldError struct {
+	Field  string
+	Value  string
+	Reason string
+}
+
+// Error returns "policy: Field: Value: Reason", leaving out Field or Value
+// when they are empty.
+func (e *FieldError) Error() string {
+	var b strings.Builder
+	b.WriteString("policy: ")
+	if e.Field != "" {
+		b.WriteString(e.Field)
+		b.WriteString(": ")
+	}
+	if e.Value != "" {
+		b.WriteString(e.Value)
+		b.WriteString(": ")
+	}
+	b.WriteString(e.Reason)
+	return b.String()
+}
+
+// Is reports whether target is [ErrInvalid], so that callers can tell a bad
+// configuration from other failures without knowing the field.
+func (e *FieldError) Is(target error) bool {
+	return target == ErrInvalid
+}
+
+// Validate reports the first bad value in c, in the order the fields appear
+// in the JSON form: each rule's names, then its policies, then the throttle,
+// then MaxServerDelay. The error is a *[FieldError] naming the field and
+// the value, and matches [ErrInvalid]. A nil Config is invalid too.
+//
+// The limits are those of gRPC's retry design: MaxAttempts at least 2,
+// InitialBackoff above 0, MaxBackoff at least InitialBackoff,
+// BackoffMultiplier at least 1 and finite, Jitter in [0, 1], status codes
+// in 100..599, no negative durations, HedgingDelayQuantile in [0, 1),
+// MaxTokens in (0, 1000], TokenRatio in (0, 1]. A Rule may not set both
+// Retry and Hedge. A Name's Method, if set, must be an HTTP token and its
+// Path, if set, must start with "/".
+func (c *Config) Validate() error {
+	if c == nil {
+		return &FieldError{Reason: "config is nil"}
+	}
+	for i := range c.Rules {
+		if err := c.Rules[i].validate(fmt.Sprintf("methodConfig[%d]", i)); err != nil {
+			return err
+		}
+	}
+	if c.Throttle != nil {
+		if err := c.Throttle.validate("retryThrottling"); err != nil {
+			return err
+		}
+	}
+	return nonNegative("maxServerDelay", c.MaxServerDelay)
+}
+
+func (r *Rule) validate(path string) error {
+	for i, n := range r.Name {
+		if err := n.validate(fmt.Sprintf("%s.name[%d]", path, i)); err != nil {
+			return err
+		}
+	}
+	if r.Retry != nil && r.Hedge != nil {
+		return &FieldError{Field: path, Reason: "must not have both retryPolicy and hedgingPolicy"}
+	}
+	if r.Retry != nil {
+		return r.Retry.validate(path + ".retryPolicy")
+	}
+	if r.Hedge != nil {
+		return r.Hedge.validate(path + ".hedgingPolicy")
+	}
+	return nil
+}
+
+func (n Name) validate(path string) error {
+	if n.Method != "" && !isToken(n.Method) {
+		return &FieldError{Field: path + ".method", Value: strconv.Quote(n.Method), Reason: "must be an HTTP method token"}
+	}
+	if n.Path != "" && !strings.HasPrefix(n.Path, "/") {
+		return &FieldError{Field: path + ".path", Value: strconv.Quote(n.Path), Reason: `must start with "/"`}
+	}
+	return nil
+}
+
+func (r *Retry) validate(path string) error {
+	if err := atLeast2(path+".maxAttempts", r.MaxAttempts); err != nil {
+		return err
+	}
+	if r.InitialBackoff <= 0 {
+		return &FieldError{Field: path + ".initialBackoff", Value: r.InitialBackoff.String(), Reason: "must be greater than 0"}
+	}
+	if r.MaxBackoff < r.InitialBackoff {
+		return &FieldError{Field: path + ".maxBackoff", Value: r.MaxBackoff.String(),
+			Reason: "must be at least initialBackoff (" + r.InitialBackoff.String() + ")"}
+	}
+	// Written as !(x >= 1) so that NaN fails too.
+	if m := r.BackoffMultiplier; !(m >= 1) || math.IsInf(m, 1) {
+		return &FieldError{Field: path + ".backoffMultiplier", Value: formatFloat(m), Reason: "must be at least 1 and finite"}
+	}
+	if j := r.Jitter; !(j >= 0 && j <= 1) {
+		return &FieldError{Field: path + ".jitter", Value: formatFloat(j), Reason: "must be in [0, 1]"}
+	}
+	if err := statusCodes(path+".retryableStatusCodes", r.RetryableStatusCodes); err != nil {
+		return err
+	}
+	return nonNegative(path+".perAttemptTimeout", r.PerAttemptTimeout)
+}
+
+func (h *Hedge) validate(path string) error {
+	if err := atLeast2(path+".maxAttempts", h.MaxAttempts); err != nil {
+		return err
+	}
+	if err := nonNegative(path+".hedgingDelay", h.HedgingDelay); err != nil {
+		return err
+	}
+	if q := h.HedgingDelayQuantile; !(q >= 0 && q < 1) {
+		return &FieldError{Field: path + ".hedgingDelayQuantile", Value: formatFloat(q), Reason: "must be in [0, 1)"}
+	}
+	return statusCodes(path+".nonFatalStatusCodes", h.NonFatalStatusCodes)
+}
+
+func (t *Throttle) validate(path string) error {
+	if m := t.MaxTokens; !(m > 0 && m <= 1000) {
+		return &FieldError{Field: path + ".maxTokens", Value: formatFloat(m), Reason: "must be in (0, 1000]"}
+	}
+	if r := t.TokenRatio; !(r > 0 && r <= 1) {
+		return &FieldError{Field: path + ".tokenRatio", Value: formatFloat(r), Reason: "must be in (0, 1]"}
+	}
+	return nil
+}
+
+func atLeast2(path string, n int) error {
+	if n < 2 {
+		return &FieldError{Field: path, Value: strconv.Itoa(n), Reason: "must be at least 2"}
+	}
+	return nil
+}
+
+func nonNegative(path string, d time.Duration) error {
+	if d < 0 {
+		return &FieldError{Field: path, Value: d.String(), Reason: "must not be negative"}
+	}
+	return nil
+}
+
+func statusCodes(path string, codes []int) error {
+	for i, code := range codes {
+		if code < 100 || code > 599 {
+			return &FieldError{Field: fmt.Sprintf("%s[%d]", path, i), Value: strconv.Itoa(code), Reason: "must be in 100..599"}
+		}
+	}
+	return nil
+}
+
+func formatFloat(f float64) string {
+	return strconv.FormatFloat(f, 'g', -1, 64)
+}
+
+// isToken reports whether s is an RFC 9110 token, the syntax of an HTTP
+// method. A method outside it can never equal a request's method, so such
+// a Name would silently match nothing.
+func isToken(s string) bool {
+	if s == "" {
+		return false
+	}
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		switch {
+		case 'a' <= c && c <= 'z', 'A' <= c && c <= 'Z', '0' <= c && c <= '9':
+		case strings.IndexByte("!#$%&'*+-.^_`|~", c) >= 0:
+		default:
+			return false
+		}
+	}
+	return true
+}
