@@ -15,10 +15,21 @@ import (
 	"github.com/stretchr/testify/require"
 )
 
-// sourceBody is a caller's request body that counts its Close calls.
+// sourceBody is a caller's request body that counts its Close calls and
+// fails a Read that starts after Close: once the caller's body is closed,
+// nothing may read it.
 type sourceBody struct {
-	io.Reader
+	r      io.Reader
 	closes atomic.Int32
+}
+
+var errReadAfterClose = errors.New("caller's body read after Close")
+
+func (s *sourceBody) Read(p []byte) (int, error) {
+	if s.closes.Load() > 0 {
+		return 0, errReadAfterClose
+	}
+	return s.r.Read(p)
 }
 
 func (s *sourceBody) Close() error {
@@ -29,7 +40,7 @@ func (s *sourceBody) Close() error {
 // streamRequest returns a request whose body, without GetBody, reads r.
 // A length of 0 means unknown, as in net/http.
 func streamRequest(r io.Reader, length int64) (*http.Request, *sourceBody) {
-	src := &sourceBody{Reader: r}
+	src := &sourceBody{r: r}
 	return &http.Request{Method: http.MethodPut, Body: src, ContentLength: length}, src
 }
 

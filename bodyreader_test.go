@@ -158,18 +158,19 @@ func TestCallerBodyIsClosedOnce(t *testing.T) {
 }
 
 // chanSource is a caller's body whose Read returns the chunks sent on
-// chunks, io.EOF once chunks is closed, and errSourceClosed after Close.
+// chunks, io.EOF once chunks is closed, and afterClose after Close.
 type chanSource struct {
-	chunks    chan []byte
-	closed    chan struct{}
-	closeOnce sync.Once
-	closes    atomic.Int32
+	chunks     chan []byte
+	closed     chan struct{}
+	afterClose error
+	closeOnce  sync.Once
+	closes     atomic.Int32
 }
 
 var errSourceClosed = errors.New("source closed")
 
 func newChanSource() *chanSource {
-	return &chanSource{chunks: make(chan []byte), closed: make(chan struct{})}
+	return &chanSource{chunks: make(chan []byte), closed: make(chan struct{}), afterClose: errSourceClosed}
 }
 
 func (s *chanSource) Read(p []byte) (int, error) {
@@ -180,7 +181,7 @@ func (s *chanSource) Read(p []byte) (int, error) {
 		}
 		return copy(p, c), nil
 	case <-s.closed:
-		return 0, errSourceClosed
+		return 0, s.afterClose
 	}
 }
 
@@ -249,28 +250,41 @@ func TestReaderBehindFrontierDoesNotWaitForSource(t *testing.T) {
 
 func TestCloseDuringRead(t *testing.T) {
 	t.Parallel()
-	synctest.Test(t, func(t *testing.T) {
-		src := newChanSource()
-		req := &http.Request{Method: http.MethodPut, Body: src}
-		pool := newBufferPool(BufferLimits{})
-		b := newReplayableBody(req, pool)
-		first, hedge := mustReader(t, b), mustReader(t, b)
+	// A stuck Read of the caller's body may end, once the body is
+	// closed, with an error or with io.EOF; either way the body is closed
+	// only once.
+	for _, afterClose := range []error{errSourceClosed, io.EOF} {
+		t.Run(afterClose.Error(), func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				testCloseDuringRead(t, afterClose)
+			})
+		})
+	}
+}
 
-		pulling := readAsync(first)
-		synctest.Wait()
-		waiting := readAsync(hedge)
-		synctest.Wait()
-		require.NoError(t, hedge.Close())
-		assert.Equal(t, readResult{err: errReadOnClosed}, <-waiting, "Close wakes a reader waiting for another's pull")
+func testCloseDuringRead(t *testing.T, afterClose error) {
+	src := newChanSource()
+	src.afterClose = afterClose
+	req := &http.Request{Method: http.MethodPut, Body: src}
+	pool := newBufferPool(BufferLimits{})
+	b := newReplayableBody(req, pool)
+	first, hedge := mustReader(t, b), mustReader(t, b)
 
-		b.release()
-		assert.Equal(t, int32(0), src.closes.Load(), "a reader is still open")
-		require.NoError(t, first.Close())
-		assert.Equal(t, int32(1), src.closes.Load(), "closed, as net/http would, to stop a stuck read")
-		r := <-pulling
-		assert.ErrorIs(t, r.err, errSourceClosed)
-		assert.Equal(t, int64(0), pool.stats().Buffered)
-	})
+	pulling := readAsync(first)
+	synctest.Wait()
+	waiting := readAsync(hedge)
+	synctest.Wait()
+	require.NoError(t, hedge.Close())
+	assert.Equal(t, readResult{err: errReadOnClosed}, <-waiting, "Close wakes a reader waiting for another's pull")
+
+	b.release()
+	assert.Equal(t, int32(0), src.closes.Load(), "a reader is still open")
+	require.NoError(t, first.Close())
+	assert.Equal(t, int32(1), src.closes.Load(), "closed, as net/http would, to stop a stuck read")
+	r := <-pulling
+	assert.ErrorIs(t, r.err, afterClose)
+	assert.Equal(t, int32(1), src.closes.Load())
+	assert.Equal(t, int64(0), pool.stats().Buffered)
 }
 
 func TestConcurrentReadersGetSameBytes(t *testing.T) {
