@@ -155,6 +155,7 @@ const (
 // caller's request body. It is safe for concurrent use, since hedged
 // attempts read at the same time.
 type replayableBody struct {
+	// Set by newReplayableBody and never changed, so read without mu.
 	req    *http.Request // the caller's request; never modified
 	pool   *bufferPool
 	mode   bodyMode
@@ -164,8 +165,9 @@ type replayableBody struct {
 	// Attempts read from several goroutines, and net/http may Close a
 	// reader on one goroutine while another is in its Read. mu is never
 	// held while the caller's body is read or closed, since either may
-	// block as long as the caller likes. It is held while room is taken
-	// from or given back to the pool, which never blocks.
+	// block as long as the caller likes (GetBody, in newGetBodyReader, is
+	// the one call into the caller made under mu). It is held while room
+	// is taken from or given back to the pool, which never blocks.
 	mu sync.Mutex
 	// moved is broadcast when size, pulling, eof, srcErr, buffering or a
 	// reader's closed flag changes. Readers at the frontier wait on it

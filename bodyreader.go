@@ -13,8 +13,8 @@ const firstChunk = 4 << 10
 
 // bodyReader is one attempt's reader of a stream body. Readers behind the
 // frontier copy from the shared buffer; the reader at the frontier pulls the
-// next bytes from the caller's body and tees them into the buffer. Its
-// fields are guarded by b.mu.
+// next bytes from the caller's body and tees them into the buffer. off and
+// closed are guarded by b.mu.
 type bodyReader struct {
 	b      *replayableBody
 	off    int64 // bytes this reader has returned
