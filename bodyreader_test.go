@@ -83,17 +83,37 @@ func TestCallerBodyErrorIsSurfaced(t *testing.T) {
 
 func TestCallerBodyIsClosedOnce(t *testing.T) {
 	t.Parallel()
-	const limit = 2 * firstChunk
-	data := payload(3 * firstChunk)
+	for _, tt := range closeScenarios() {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			pool := newBufferPool(BufferLimits{PerRequest: closeScenarioLimit})
+			req, src := streamRequest(bytes.NewReader(payload(3*firstChunk)), 0)
+			b := newReplayableBody(req, pool)
+			tt.run(t, b, src)
+			assert.Equal(t, int32(1), src.closes.Load())
+			assert.Equal(t, int64(0), pool.stats().Buffered)
+		})
+	}
+}
+
+// closeScenarioLimit is the per-request limit of closeScenarios' bodies,
+// which are longer.
+const closeScenarioLimit = 2 * firstChunk
+
+// closeScenario is one order in which readers and RoundTrip may end.
+type closeScenario struct {
+	name string
+	run  func(t *testing.T, b *replayableBody, src *sourceBody)
+}
+
+// closeScenarios each leave the caller's body closed exactly once.
+func closeScenarios() []closeScenario {
 	read := func(t *testing.T, rc io.Reader, n int) {
 		t.Helper()
 		_, err := io.ReadFull(rc, make([]byte, n))
 		require.NoError(t, err)
 	}
-	tests := []struct {
-		name string
-		run  func(t *testing.T, b *replayableBody, src *sourceBody)
-	}{
+	return []closeScenario{
 		{"release with no reader", func(t *testing.T, b *replayableBody, src *sourceBody) {
 			b.release()
 		}},
@@ -131,7 +151,7 @@ func TestCallerBodyIsClosedOnce(t *testing.T) {
 		}},
 		{"committed while streaming", func(t *testing.T, b *replayableBody, src *sourceBody) {
 			rc := mustReader(t, b)
-			read(t, rc, limit+1)
+			read(t, rc, closeScenarioLimit+1)
 			b.release()
 			require.NoError(t, rc.Close())
 		}},
@@ -143,17 +163,6 @@ func TestCallerBodyIsClosedOnce(t *testing.T) {
 			b.release()
 			b.release()
 		}},
-	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			t.Parallel()
-			pool := newBufferPool(BufferLimits{PerRequest: limit})
-			req, src := streamRequest(bytes.NewReader(data), 0)
-			b := newReplayableBody(req, pool)
-			tt.run(t, b, src)
-			assert.Equal(t, int32(1), src.closes.Load())
-			assert.Equal(t, int64(0), pool.stats().Buffered)
-		})
 	}
 }
 
