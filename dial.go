@@ -61,8 +61,9 @@ func (e *DialBackoffError) Unwrap() error { return ErrDialBackoff }
 // another dial to it is in flight, as [net/http.Transport] dials in
 // parallel. Attempts started before the same failure are one round: however
 // many of them fail, they move n on once, and the window lasts until the
-// latest of their start+b. A failure of an attempt that started before a
-// success or a Reset of its address is stale and is ignored.
+// latest of their start+b. A connection ends the backoff however old its
+// attempt, while a failure of an attempt that started before a success or
+// a Reset of its address is stale and is ignored.
 //
 // To use one under an [net/http.Transport], set its DialContext to
 // d.DialContext and, for HTTPS, its DialTLSContext to d.DialTLSContext with
@@ -235,15 +236,17 @@ func (d *Dialer) finish(a dialAttempt, err error, callerDone bool) {
 	defer d.mu.Unlock()
 	e := a.entry
 	e.inflight--
-	if d.addrs[a.key] != e {
-		return // stale: a success, Reset or eviction came first
-	}
 	switch {
 	case err == nil:
+		// However old the attempt, a connection is news: the address is
+		// up now.
 		delete(d.addrs, a.key)
 		return
-	case callerDone:
-	default:
+	case d.addrs[a.key] != e:
+		// Stale: a success, Reset or eviction came after this attempt
+		// started, and the entry in the map (if any) is not its own.
+		return
+	case !callerDone:
 		if e.failures == a.round {
 			e.failures++
 		}
