@@ -133,9 +133,9 @@ func TestDialAlwaysFailing(t *testing.T) {
 			base := math.Min(math.Pow(1.6, float64(len(windows))), 120) // seconds
 			assert.InDelta(t, base, w.Seconds(), 0.2*base, "window %d", len(windows))
 			windows = append(windows, w)
-			time.Sleep(w - 1) // one nanosecond early is still too early
-			require.Equal(t, time.Duration(1), window(t, d, f, "db:5432"))
-			time.Sleep(1)
+			time.Sleep(w - time.Nanosecond) // still too early
+			require.Equal(t, time.Nanosecond, window(t, d, f, "db:5432"))
+			time.Sleep(time.Nanosecond)
 		}
 		for i := 1; i < len(f.calls); i++ {
 			require.Equal(t, windows[i-1], f.calls[i].Sub(f.calls[i-1]), "interval %d", i)
