@@ -66,8 +66,8 @@ func (e *DialBackoffError) Unwrap() error { return ErrDialBackoff }
 // a Reset of its address is stale and is ignored.
 //
 // To use one under an [net/http.Transport], set its DialContext to
-// d.DialContext and, for HTTPS, its DialTLSContext to d.DialTLSContext with
-// ForceAttemptHTTP2 so that HTTP/2 is still negotiated.
+// d.DialContext and, for HTTPS, its DialTLSContext to d.DialTLSContext and
+// ForceAttemptHTTP2 to true (see [Dialer.DialTLSContext]).
 //
 // The zero value is ready to use. A Dialer is safe for concurrent use; its
 // fields must not change after its first dial, and it must not be copied
@@ -87,10 +87,12 @@ type Dialer struct {
 	// [DefaultMinConnectTimeout].
 	MinConnectTimeout time.Duration
 
-	// TLSConfig configures the client side of DialTLSContext. It is cloned
-	// and used as given, except that an empty ServerName is taken from
-	// addr's host. Nil means a config with that ServerName, the system
-	// roots and NextProtos "h2" then "http/1.1".
+	// TLSConfig configures the client side of DialTLSContext. It is
+	// cloned, never modified. An empty ServerName is taken from addr's
+	// host, and an empty NextProtos offers "h2" then "http/1.1", as
+	// net/http does with its own TLS config; to keep to HTTP/1.1, set
+	// NextProtos to just "http/1.1". Nil means the system roots with those
+	// defaults.
 	TLSConfig *tls.Config
 
 	// MaxAddrs bounds how many addresses the Dialer keeps state for. Zero
@@ -157,6 +159,12 @@ func (d *Dialer) DialContext(ctx context.Context, network, addr string) (net.Con
 // DialTLSContext is [Dialer.DialContext] followed by a TLS handshake as the
 // client, with [Dialer.TLSConfig]. The connect timeout covers both. The
 // returned connection is a [*tls.Conn] past its handshake.
+//
+// By default the handshake offers HTTP/2, so a [net/http.Transport] that
+// dials through it needs ForceAttemptHTTP2: without it, a Transport with a
+// custom DialTLSContext does not set up HTTP/2 and would speak HTTP/1.1 on
+// a connection where the server chose h2. Such a Transport ignores its own
+// TLSClientConfig and TLSHandshakeTimeout.
 //
 // Only a completed handshake ends addr's backoff, and a failed one counts as
 // a failed connection: a server that accepts TCP but cannot complete TLS (a
@@ -326,14 +334,17 @@ func (d *Dialer) tlsConfig(addr string) *tls.Config {
 	if err != nil {
 		host = addr
 	}
-	if d.TLSConfig == nil {
-		// h2 first, as http.Transport itself offers it: behind a
-		// Transport with ForceAttemptHTTP2, HTTP/2 keeps working.
-		return &tls.Config{ServerName: host, NextProtos: []string{"h2", "http/1.1"}}
+	cfg := &tls.Config{}
+	if d.TLSConfig != nil {
+		cfg = d.TLSConfig.Clone()
 	}
-	cfg := d.TLSConfig.Clone()
 	if cfg.ServerName == "" {
 		cfg.ServerName = host
+	}
+	if len(cfg.NextProtos) == 0 {
+		// What http.Transport offers with its own config, so that
+		// HTTP/2 keeps working behind one.
+		cfg.NextProtos = []string{"h2", "http/1.1"}
 	}
 	return cfg
 }

@@ -325,11 +325,11 @@ func TestDialTLS(t *testing.T) {
 	cfg := (&Dialer{}).tlsConfig("example.com:443")
 	assert.Equal(t, "example.com", cfg.ServerName)
 	assert.Equal(t, []string{"h2", "http/1.1"}, cfg.NextProtos)
-	own := &tls.Config{MinVersion: tls.VersionTLS13}
+	own := &tls.Config{MinVersion: tls.VersionTLS13, NextProtos: []string{"http/1.1"}}
 	cfg = (&Dialer{TLSConfig: own}).tlsConfig("[::1]:443")
 	assert.Equal(t, "::1", cfg.ServerName)
 	assert.Equal(t, uint16(tls.VersionTLS13), cfg.MinVersion)
-	assert.Empty(t, cfg.NextProtos, "a given config is used as given")
+	assert.Equal(t, []string{"http/1.1"}, cfg.NextProtos, "a config's own protocols are kept")
 	assert.Empty(t, own.ServerName, "the caller's config must not change")
 	synctest.Test(t, func(t *testing.T) {
 		// The zero Dialer checks with the system roots, which do not
