@@ -4,7 +4,10 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"net"
+	"net/http"
+	"net/http/httptest"
 	"time"
 
 	"github.com/retryhttp/retryhttp"
@@ -45,6 +48,37 @@ func ExampleDialer_Reset() {
 	// connection refused
 	// backing off: true
 	// connected
+}
+
+// Under an http.Transport, a Dialer backs off per address for both HTTP and
+// HTTPS; ForceAttemptHTTP2 keeps HTTP/2 working through DialTLSContext.
+func ExampleDialer_DialTLSContext() {
+	srv := httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		fmt.Fprintln(w, r.Proto)
+	}))
+	srv.EnableHTTP2 = true
+	srv.StartTLS()
+	defer srv.Close()
+
+	d := &retryhttp.Dialer{
+		// Trust the test server; a real client leaves TLSConfig nil.
+		TLSConfig: srv.Client().Transport.(*http.Transport).TLSClientConfig,
+	}
+	tr := &http.Transport{
+		DialContext:       d.DialContext,
+		DialTLSContext:    d.DialTLSContext,
+		ForceAttemptHTTP2: true,
+	}
+	defer tr.CloseIdleConnections()
+	resp, err := (&http.Client{Transport: tr}).Get(srv.URL)
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	defer resp.Body.Close()
+	body, _ := io.ReadAll(resp.Body)
+	fmt.Print(string(body))
+	// Output: HTTP/2.0
 }
 
 // A reconnect loop in the stateless style: the policy only maps a retry
