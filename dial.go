@@ -30,8 +30,8 @@ var ErrDialBackoff = errors.New("retryhttp: address in dial backoff")
 type DialBackoffError struct {
 	// Addr is the address that was dialed, as given to the Dialer.
 	Addr string
-	// Remaining is how long the window still lasts: a dial to Addr started
-	// this much later goes to the network again.
+	// Remaining is how long the window still lasts: a dial to Addr
+	// started this much later or more goes to the network again.
 	Remaining time.Duration
 }
 
@@ -53,13 +53,16 @@ func (e *DialBackoffError) Unwrap() error { return ErrDialBackoff }
 //
 // Each attempt gets max(b, MinConnectTimeout) to connect, within the
 // caller's context, so that a slow server is not cut off by a short backoff
-// while a long backoff still bounds a hung one. An attempt the caller's
-// context ends (cancelled, or its deadline passed) says nothing about the
-// server: it is neither a failure nor a success.
+// while a long backoff still bounds a hung one. An attempt cut by that
+// timeout is a failure; as its window is counted from its start, one that
+// took longer than b leaves no window and the next dial goes at once, as
+// in gRPC. An attempt the caller's context ends (cancelled, or its
+// deadline passed) says nothing about the server: it is neither a failure
+// nor a success.
 //
 // Dials to an address that is not in a window go to the network even while
 // another dial to it is in flight, as [net/http.Transport] dials in
-// parallel. Attempts started before the same failure are one round: however
+// parallel. Attempts that start with the same n are one round: however
 // many of them fail, they move n on once, and the window lasts until the
 // latest of their start+b. A connection ends the backoff however old its
 // attempt, while a failure of an attempt that started before a success or
@@ -131,7 +134,7 @@ type dialEntry struct {
 
 // dialAttempt is one admitted dial. entry identifies its generation: once
 // the address succeeds, is Reset or is evicted, the map holds another entry
-// (or none) and this attempt's outcome no longer counts.
+// (or none) and this attempt's failure no longer counts.
 type dialAttempt struct {
 	key     dialKey
 	entry   *dialEntry
