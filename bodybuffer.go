@@ -187,6 +187,7 @@ type replayableBody struct {
 	eof       bool      // the caller's body returned io.EOF
 	srcErr    error     // a *callerBodyError, once the caller's body failed
 	srcClosed bool      // the caller's body has been closed
+	committed bool      // counted in the pool's committedForSize
 }
 
 // newReplayableBody prepares the body of req, the caller's request, for one
@@ -221,11 +222,11 @@ func (b *replayableBody) startBuffer() {
 	case limit < 0:
 		return
 	case b.length > limit:
-		b.pool.committedForSize.Add(1)
+		b.commitForSizeLocked()
 		return
 	case b.length > 0:
 		if !b.pool.tryAcquire(b.length) {
-			b.pool.committedForSize.Add(1)
+			b.commitForSizeLocked()
 			return
 		}
 		b.reserved = b.length
@@ -298,6 +299,23 @@ func (b *replayableBody) refusalLocked() error {
 		return errBodyCommitted
 	}
 	return nil
+}
+
+// commitForSizeLocked records that the body cannot be kept whole, once per
+// body. b.mu must be held, or b not yet shared.
+func (b *replayableBody) commitForSizeLocked() {
+	if !b.committed {
+		b.committed = true
+		b.pool.committedForSize.Add(1)
+	}
+}
+
+// committedForSize reports whether the body could not be kept whole: it was
+// declared or grew longer than the per-request limit, or found no room.
+func (b *replayableBody) committedForSize() bool {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.committed
 }
 
 // replayable reports whether newReader would hand out a reader now.

@@ -117,7 +117,7 @@ func (b *replayableBody) teeLocked(p []byte) {
 	}
 	if b.size > b.buf.limit || !b.reserveLocked(b.size) {
 		b.dropLocked()
-		b.pool.committedForSize.Add(1)
+		b.commitForSizeLocked()
 		return
 	}
 	b.buf.write(start, p)
