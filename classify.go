@@ -1,0 +1,158 @@
+package retryhttp
+
+import (
+	"crypto/tls"
+	"crypto/x509"
+	"errors"
+	"io"
+	"net"
+	"strings"
+	"syscall"
+)
+
+// outcome is what an attempt's result means for the request.
+type outcome int
+
+const (
+	// outDone: a response to hand back (a success, or a status the policy
+	// does not retry).
+	outDone outcome = iota
+	// outRetryStatus: a response whose status the policy retries.
+	outRetryStatus
+	// outNetwork: a transient network error after the request may have
+	// reached the server.
+	outNetwork
+	// outNeverSent: the attempt provably never reached the server.
+	outNeverSent
+	// outFatal: an error that no further attempt can mend.
+	outFatal
+	// outCancelled: a hedge cancelled because another attempt won.
+	outCancelled
+)
+
+// classify maps one attempt's result to its outcome under the call's
+// rule: a status its retry policy retries, or its hedging policy holds
+// non-fatal, is outRetryStatus.
+func (c *call) classify(r *result) outcome {
+	if r.err != nil {
+		return classifyError(c.req.Context().Err() != nil, r)
+	}
+	var listed func(int) bool
+	switch {
+	case c.rule == nil:
+	case c.rule.Retry != nil:
+		listed = c.rule.Retry.Retryable
+	case c.rule.Hedge != nil:
+		listed = c.rule.Hedge.NonFatal
+	}
+	if listed != nil && retryableStatus(r.resp.StatusCode, listed) {
+		return outRetryStatus
+	}
+	return outDone
+}
+
+// retryableStatus reports whether status is one the policy lists. Only
+// 4xx and 5xx count: a redirect or an informational status is never
+// retried, whatever a policy lists.
+func retryableStatus(status int, listed func(int) bool) bool {
+	return status >= 400 && listed(status)
+}
+
+func classifyError(callerDone bool, r *result) outcome {
+	err := r.err
+	var cbe *callerBodyError
+	switch {
+	case callerDone, errors.As(err, &cbe), errors.Is(err, errBodyCommitted), certificateError(err):
+		return outFatal
+	case errors.Is(err, ErrDialBackoff):
+		return outNeverSent
+	}
+	transient, refused := transientError(err)
+	switch {
+	case !transient:
+		return outFatal
+	case refused || r.unwritten:
+		return outNeverSent
+	}
+	return outNetwork
+}
+
+// certificateError reports whether err comes from a TLS peer that could
+// not be verified or spoke no TLS: asking again would get the same answer.
+func certificateError(err error) bool {
+	var (
+		cve  *tls.CertificateVerificationError
+		rhe  tls.RecordHeaderError
+		uae  x509.UnknownAuthorityError
+		he   x509.HostnameError
+		cie  x509.CertificateInvalidError
+		sre  x509.SystemRootsError
+		alrt tls.AlertError
+	)
+	return errors.As(err, &cve) || errors.As(err, &rhe) || errors.As(err, &uae) ||
+		errors.As(err, &he) || errors.As(err, &cie) || errors.As(err, &sre) || errors.As(err, &alrt)
+}
+
+// transientError reports whether err is a network failure that a new
+// attempt may not meet (a reset, an EOF, a timeout, a refused
+// connection), and whether it proves the request never reached the
+// server (a failed dial or lookup, a refused connection or stream).
+func transientError(err error) (transient, refused bool) {
+	var (
+		dnsErr *net.DNSError
+		opErr  *net.OpError
+	)
+	switch {
+	case errors.As(err, &dnsErr):
+		// A name that does not exist will not exist in a moment either;
+		// any other lookup failure happened before anything was sent.
+		return !dnsErr.IsNotFound, true
+	case errors.Is(err, syscall.ECONNREFUSED), errors.As(err, &opErr) && opErr.Op == "dial":
+		return true, true
+	case errors.Is(err, errAttemptTimeout), errors.Is(err, io.EOF), errors.Is(err, io.ErrUnexpectedEOF),
+		errors.Is(err, syscall.ECONNRESET), errors.Is(err, syscall.ECONNABORTED),
+		errors.Is(err, syscall.EPIPE), errors.Is(err, syscall.ETIMEDOUT),
+		errors.Is(err, syscall.EHOSTUNREACH), errors.Is(err, syscall.ENETUNREACH):
+		return true, false
+	}
+	if t, r := stdlibErrorText(err); t {
+		return t, r
+	}
+	// Not a net.Error in general: *url.Error is one whatever it wraps.
+	var to interface{ Timeout() bool }
+	return errors.As(err, &opErr) || (errors.As(err, &to) && to.Timeout()), false
+}
+
+// stdlibErrorText is the one place that reads the text of standard-library
+// errors, for the conditions net/http reports with no type to test:
+// HTTP/2's REFUSED_STREAM (the server promises it did not process the
+// stream) and connections the server closed or lost under a request.
+func stdlibErrorText(err error) (transient, refused bool) {
+	msg := err.Error()
+	switch {
+	case strings.Contains(msg, "REFUSED_STREAM"):
+		return true, true
+	case strings.Contains(msg, "server closed idle connection"),
+		strings.Contains(msg, "http2: client connection lost"),
+		strings.Contains(msg, "http2: server sent GOAWAY"),
+		strings.Contains(msg, "http2: client connection force closed"):
+		return true, false
+	}
+	return false, false
+}
+
+// account records an attempt's outcome in the host's budget: failures
+// drain it, successes refill it. The transparent retry's trigger is not
+// counted, as it never reached the server.
+func (c *call) account(out outcome, r *result) {
+	switch out {
+	case outRetryStatus, outNetwork, outNeverSent:
+		c.bucket.Failure()
+	case outDone:
+		if r.resp.StatusCode >= 400 && r.delay.Kind == delayStop {
+			c.bucket.Failure()
+			return
+		}
+		c.bucket.Success()
+	}
+}

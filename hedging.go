@@ -1,0 +1,223 @@
+package retryhttp
+
+import (
+	"context"
+	"errors"
+	"net/http"
+	"strings"
+	"time"
+
+	"github.com/retryhttp/retryhttp/policy"
+)
+
+// errHedgeLost cancels the attempts that lost to another.
+var errHedgeLost = errors.New("retryhttp: another hedge won")
+
+// hedger is the state of one hedged request. Only the hedge loop's
+// goroutine touches it; attempts report through results, which has room
+// for every attempt so that none ever blocks on it.
+type hedger struct {
+	c       *call
+	p       *policy.Hedge
+	results chan hedged
+	cancels map[int]context.CancelCauseFunc // attempts in flight
+	started map[int]time.Time
+	sent    int     // attempts sent, transparent resends not counted
+	last    *hedged // the latest non-fatal outcome, kept for the caller
+	stopped bool    // no further hedge may start
+	spare   bool    // the transparent resend is still unused
+}
+
+type hedged struct {
+	n int
+	r result
+}
+
+// hedge is the hedge loop: attempt 1 at once, each next one after the
+// hedging delay (at once after a non-fatal status), until one succeeds or
+// fails fatally; then every other attempt is cancelled and closed. It
+// returns only when no attempt is running any more.
+func (c *call) hedge() (*http.Response, int, error) {
+	h := &hedger{
+		c: c, p: c.rule.Hedge, spare: true,
+		results: make(chan hedged, c.rule.Hedge.MaxAttempts+1),
+		cancels: make(map[int]context.CancelCauseFunc),
+		started: make(map[int]time.Time),
+	}
+	h.launch(1)
+	timer := time.NewTimer(h.delay())
+	defer timer.Stop()
+	for {
+		var next <-chan time.Time
+		if !h.stopped && h.sent < h.p.MaxAttempts {
+			next = timer.C
+		}
+		if len(h.cancels) == 0 && next == nil {
+			return h.giveUp()
+		}
+		select {
+		case <-next:
+			if h.gate() {
+				h.launch(h.sent + 1)
+				timer.Reset(h.delay())
+			}
+		case hr := <-h.results:
+			if resp, done, err := h.handle(hr, timer); done {
+				return resp, h.sent, err
+			}
+		case <-c.req.Context().Done():
+			h.cancelAll(context.Cause(c.req.Context()))
+			return nil, h.sent, &Error{Attempts: h.sent, Err: context.Cause(c.req.Context())}
+		}
+	}
+}
+
+// launch sends attempt n on its own goroutine, which ends when the
+// attempt has its response headers or its error.
+func (h *hedger) launch(n int) {
+	if n > h.sent {
+		h.sent = n
+	}
+	ctx, cancel := context.WithCancelCause(h.c.req.Context())
+	h.cancels[n] = cancel
+	h.started[n] = time.Now()
+	h.c.attemptStarted(n, n > 1)
+	go func() {
+		h.results <- hedged{n: n, r: h.c.send(ctx, cancel, n, 0)}
+	}()
+}
+
+// gate decides whether the next hedge may start: the host's budget and the
+// body must allow it.
+func (h *hedger) gate() bool {
+	why := RefusalReason("")
+	switch {
+	case !h.c.body.replayable():
+		why = RefusedBuffer
+	case !h.c.bucket.Allow():
+		why = RefusedBudget
+	default:
+		return true
+	}
+	h.stopped = true
+	h.c.refused(h.sent+1, why)
+	return false
+}
+
+// delay is the wait before the next hedge: the chosen quantile of recent
+// latencies to the host once enough are known, else hedgingDelay.
+func (h *hedger) delay() time.Duration {
+	if q := h.p.HedgingDelayQuantile; q > 0 {
+		if d, ok := h.c.latency().quantile(q); ok {
+			return d
+		}
+	}
+	return h.p.HedgingDelay
+}
+
+// handle takes one attempt's result. It reports done with the response or
+// error for the caller once the request is decided.
+func (h *hedger) handle(hr hedged, timer *time.Timer) (*http.Response, bool, error) {
+	delete(h.cancels, hr.n)
+	c := h.c
+	out := c.classify(&hr.r)
+	if out == outNeverSent && h.spare && c.req.Context().Err() == nil {
+		h.spare = false
+		c.transparentRetry()
+		h.launch(hr.n)
+		return nil, false, nil
+	}
+	if errors.Is(hr.r.err, errBodyCommitted) {
+		// The body outgrew its buffer under another attempt, which goes
+		// on; this one could never have been sent whole.
+		h.stopped = true
+		c.attemptDone(hr.n, hr.n > 1, &hr.r, outCancelled)
+		return nil, false, nil
+	}
+	c.attemptDone(hr.n, hr.n > 1, &hr.r, out)
+	c.account(out, &hr.r)
+	if hr.r.resp != nil {
+		c.latency().add(hr.r.latency)
+	}
+	switch out {
+	case outDone:
+		h.cancelAll(errHedgeLost)
+		if hr.n > 1 {
+			c.hedgeWon()
+		}
+		return c.deliver(&hr.r, hr.n), true, nil
+	case outFatal:
+		h.cancelAll(errHedgeLost)
+		return nil, true, c.fail(&hr.r, h.sent)
+	}
+	h.keep(hr)
+	h.nonFatal(hr, timer)
+	return nil, false, nil
+}
+
+// nonFatal sets when the next hedge goes after a non-fatal outcome: at
+// once, or when the server's pushback says, or never.
+func (h *hedger) nonFatal(hr hedged, timer *time.Timer) {
+	sd := hr.r.delay
+	switch sd.Kind {
+	case delayStop:
+		h.stopped = true
+		h.c.refused(h.sent+1, RefusedServerDelay)
+	case delayPushback, delayRetryAfter:
+		if sd.Wait > h.c.st.cfg.ServerDelayLimit() || !fitsDeadline(h.c.req.Context(), sd.Wait) {
+			h.stopped = true
+			h.c.refused(h.sent+1, RefusedServerDelay)
+			return
+		}
+		wait, why := h.c.serverWait(sd, new(int))
+		h.c.waiting(h.sent+1, wait, why)
+		timer.Reset(wait)
+	default:
+		timer.Reset(0)
+	}
+}
+
+// keep makes hr the outcome handed back if every attempt fails, closing
+// the one it replaces.
+func (h *hedger) keep(hr hedged) {
+	if h.last != nil {
+		h.last.r.discard()
+	}
+	h.last = &hr
+}
+
+// giveUp ends a request whose attempts all failed: the last non-fatal
+// outcome goes back.
+func (h *hedger) giveUp() (*http.Response, int, error) {
+	if h.last == nil {
+		return nil, h.sent, &Error{Attempts: h.sent, Err: errBodyCommitted}
+	}
+	resp, err := h.c.giveUp(&h.last.r, h.last.n)
+	return resp, h.sent, err
+}
+
+// cancelAll cancels every attempt still in flight and waits for each to
+// end, closing what it got: after it returns, no attempt of the request is
+// running.
+func (h *hedger) cancelAll(cause error) {
+	for _, cancel := range h.cancels {
+		cancel(cause)
+	}
+	for len(h.cancels) > 0 {
+		hr := <-h.results
+		delete(h.cancels, hr.n)
+		h.c.latency().add(time.Since(h.started[hr.n])) // a lower bound: it was cut short
+		h.c.attemptDone(hr.n, hr.n > 1, &hr.r, outCancelled)
+		hr.r.discard()
+	}
+	if h.last != nil && cause != nil {
+		// Superseded by the winner or by the caller's end.
+		h.last.r.discard()
+		h.last = nil
+	}
+}
+
+// latency returns the latency sketch of the request's host.
+func (c *call) latency() *latencyRing {
+	return c.st.latencies.get(strings.ToLower(c.req.URL.Host))
+}

@@ -1,0 +1,130 @@
+package retryhttp
+
+import (
+	"context"
+	"net/http"
+	"time"
+)
+
+// Hooks are optional functions called as a request is retried or hedged,
+// in the style of [net/http/httptrace.ClientTrace]. Any field may be nil.
+// They are called on the goroutine that runs the request (the hedge loop's,
+// for hedges), never with a lock of the Transport held, and must not
+// modify what they are given. Nothing is logged by default.
+//
+// Hooks reach a request in two ways: [Transport.Hooks] for every request,
+// and [WithHooks] for one request; when both are set, both are called,
+// the Transport's first.
+type Hooks struct {
+	// AttemptStart is called as an attempt is sent.
+	AttemptStart func(AttemptStart)
+	// AttemptDone is called when an attempt has its response headers or
+	// its error.
+	AttemptDone func(AttemptDone)
+	// Wait is called before each wait between attempts.
+	Wait func(Wait)
+	// Refused is called when an attempt that the policy would make is
+	// not made.
+	Refused func(Refused)
+	// Done is called once per request, with the final decision.
+	Done func(Done)
+}
+
+// AttemptStart describes an attempt being sent.
+type AttemptStart struct {
+	Request *http.Request // the caller's request; do not modify
+	Attempt int           // 1-based; a transparent retry repeats its number
+	Hedge   bool          // sent as a hedge, in parallel with others
+}
+
+// Outcome names what an attempt's result meant.
+type Outcome string
+
+// The outcomes an attempt can have.
+const (
+	OutcomeSuccess   Outcome = "success"    // a response handed back as it is
+	OutcomeRetryable Outcome = "retryable"  // a status the policy retries or a non-fatal status
+	OutcomeNetwork   Outcome = "network"    // a transient network error
+	OutcomeNeverSent Outcome = "never-sent" // provably never reached the server
+	OutcomeFatal     Outcome = "fatal"      // an error no attempt can mend
+	OutcomeCancelled Outcome = "cancelled"  // a hedge cancelled because another won
+)
+
+// AttemptDone describes an attempt's result.
+type AttemptDone struct {
+	Request    *http.Request
+	Attempt    int
+	Hedge      bool
+	Outcome    Outcome
+	StatusCode int           // 0 when there was no response
+	Err        error         // nil when there was a response
+	Latency    time.Duration // from sending to the response headers or the error
+}
+
+// WaitReason says why a wait is as long as it is.
+type WaitReason string
+
+// The reasons for a wait.
+const (
+	WaitBackoff     WaitReason = "backoff"      // the policy's backoff
+	WaitRetryAfter  WaitReason = "retry-after"  // the server's Retry-After
+	WaitPushback    WaitReason = "pushback"     // the server's X-Retry-Pushback-Ms
+	WaitDialBackoff WaitReason = "dial-backoff" // the address's connection backoff
+	WaitHedgeDelay  WaitReason = "hedge-delay"  // the hedging delay
+)
+
+// Wait describes a wait before the next attempt.
+type Wait struct {
+	Request *http.Request
+	Attempt int // the attempt that will follow the wait
+	Length  time.Duration
+	Reason  WaitReason
+}
+
+// RefusalReason says why an attempt was not made.
+type RefusalReason string
+
+// The reasons an attempt is refused.
+const (
+	RefusedBudget      RefusalReason = "budget"       // the host's retry budget is spent
+	RefusedBuffer      RefusalReason = "buffer"       // the body can no longer be replayed
+	RefusedDeadline    RefusalReason = "deadline"     // the wait would end past the deadline
+	RefusedServerDelay RefusalReason = "server-delay" // the server asked for too long a wait, or for none
+)
+
+// Refused describes an attempt that was not made.
+type Refused struct {
+	Request *http.Request
+	Attempt int // the attempt that was not made
+	Reason  RefusalReason
+}
+
+// Done describes the end of a request.
+type Done struct {
+	Request    *http.Request
+	Attempts   int // attempts made, transparent retries not counted
+	StatusCode int // of the response handed back; 0 with an error
+	Err        error
+}
+
+type hooksKey struct{}
+
+// WithHooks returns a context that makes the requests carrying it call h,
+// besides any [Transport.Hooks].
+func WithHooks(ctx context.Context, h *Hooks) context.Context {
+	return context.WithValue(ctx, hooksKey{}, h)
+}
+
+// hooksFor returns the hooks that apply to a request, in call order.
+func hooksFor(t *Hooks, req *http.Request) []*Hooks {
+	r, _ := req.Context().Value(hooksKey{}).(*Hooks)
+	switch {
+	case t == nil && r == nil:
+		return nil
+	case t == nil:
+		return []*Hooks{r}
+	case r == nil || r == t:
+		return []*Hooks{t}
+	}
+	return []*Hooks{t, r}
+}

@@ -1,0 +1,98 @@
+package retryhttp
+
+import (
+	"time"
+)
+
+// The call's observation points: each counts the event for the request's
+// rule and host, then calls the hooks. No lock is held while hooks run.
+
+var outcomeNames = [...]Outcome{
+	outDone:        OutcomeSuccess,
+	outRetryStatus: OutcomeRetryable,
+	outNetwork:     OutcomeNetwork,
+	outNeverSent:   OutcomeNeverSent,
+	outFatal:       OutcomeFatal,
+	outCancelled:   OutcomeCancelled,
+}
+
+func (c *call) observeStart() {
+	c.counters.each(func(x *counters) { x.requests.Add(1) })
+}
+
+func (c *call) attemptStarted(n int, hedge bool) {
+	if n > 1 {
+		b := histogramBucket(n - 1)
+		c.counters.each(func(x *counters) {
+			x.histogram[b].Add(1)
+			if hedge {
+				x.hedgesSent.Add(1)
+			}
+		})
+	}
+	for _, h := range c.hooks {
+		if h.AttemptStart != nil {
+			h.AttemptStart(AttemptStart{Request: c.req, Attempt: n, Hedge: hedge})
+		}
+	}
+}
+
+func (c *call) attemptDone(n int, hedge bool, r *result, out outcome) {
+	switch {
+	case out == outCancelled:
+		c.counters.each(func(x *counters) { x.hedgesCancelled.Add(1) })
+	case n > 1 && out != outDone:
+		c.counters.each(func(x *counters) { x.failed.Add(1) })
+	}
+	if len(c.hooks) == 0 {
+		return
+	}
+	info := AttemptDone{Request: c.req, Attempt: n, Hedge: hedge, Outcome: outcomeNames[out], Err: r.err, Latency: r.latency}
+	if r.resp != nil {
+		info.StatusCode = r.resp.StatusCode
+	}
+	for _, h := range c.hooks {
+		if h.AttemptDone != nil {
+			h.AttemptDone(info)
+		}
+	}
+}
+
+func (c *call) transparentRetry() {
+	c.counters.each(func(x *counters) { x.transparent.Add(1) })
+}
+
+func (c *call) hedgeWon() {
+	c.counters.each(func(x *counters) { x.hedgesWon.Add(1) })
+}
+
+func (c *call) waiting(n int, d time.Duration, why WaitReason) {
+	for _, h := range c.hooks {
+		if h.Wait != nil {
+			h.Wait(Wait{Request: c.req, Attempt: n, Length: d, Reason: why})
+		}
+	}
+}
+
+func (c *call) refused(n int, why RefusalReason) {
+	if why == RefusedBudget {
+		c.counters.each(func(x *counters) { x.budgetRefusals.Add(1) })
+	}
+	for _, h := range c.hooks {
+		if h.Refused != nil {
+			h.Refused(Refused{Request: c.req, Attempt: n, Reason: why})
+		}
+	}
+}
+
+// finished reports the end of the request, n attempts made.
+func (c *call) finished(n int, status int, err error) {
+	if c.body.committedForSize() {
+		c.counters.each(func(x *counters) { x.committedForSize.Add(1) })
+	}
+	for _, h := range c.hooks {
+		if h.Done != nil {
+			h.Done(Done{Request: c.req, Attempts: n, StatusCode: status, Err: err})
+		}
+	}
+}

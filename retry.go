@@ -1,0 +1,251 @@
+package retryhttp
+
+import (
+	"context"
+	"errors"
+	"math/rand/v2"
+	"net/http"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/retryhttp/retryhttp/policy"
+)
+
+// call is one RoundTrip: the caller's request and what governs it.
+type call struct {
+	st       *state
+	req      *http.Request
+	rule     *policy.Rule // nil: no rule matched
+	body     *replayableBody
+	bucket   *bucket
+	idem     bool // the request may be sent more than once
+	counters pair
+	hooks    []*Hooks
+}
+
+func newCall(t *Transport, st *state, req *http.Request) *call {
+	rule, i := st.cfg.Match(req)
+	host := strings.ToLower(req.URL.Host)
+	c := &call{
+		st:       st,
+		req:      req,
+		rule:     rule,
+		body:     newReplayableBody(req, st.pool),
+		bucket:   st.budgets.For(host),
+		counters: pair{st.stats.rule(i), st.stats.host(host)},
+		hooks:    hooksFor(t.Hooks, req),
+	}
+	c.idem = idempotent(req) || (rule != nil && rule.Retry != nil && rule.Retry.RetryNonIdempotent)
+	return c
+}
+
+// run sends the request as its rule says and reports the end.
+func (c *call) run() (*http.Response, error) {
+	c.observeStart()
+	var (
+		resp *http.Response
+		err  error
+		n    int
+	)
+	if c.rule != nil && c.rule.Hedge != nil && c.idem {
+		resp, n, err = c.hedge()
+	} else {
+		resp, n, err = c.retry()
+	}
+	status := 0
+	if resp != nil {
+		status = resp.StatusCode
+	}
+	c.finished(n, status, err)
+	return resp, err
+}
+
+// attempt sends attempt n and classifies its result, with the
+// observation points around it.
+func (c *call) attempt(n int, hedge bool, timeout time.Duration) (result, outcome) {
+	c.attemptStarted(n, hedge)
+	ctx, cancel := context.WithCancelCause(c.req.Context())
+	r := c.send(ctx, cancel, n, timeout)
+	out := c.classify(&r)
+	c.attemptDone(n, hedge, &r, out)
+	return r, out
+}
+
+// retry is the retry loop: send, classify, and either hand the outcome
+// back or wait and send again. It returns the number of attempts made.
+func (c *call) retry() (*http.Response, int, error) {
+	var p *policy.Retry
+	if c.rule != nil {
+		p = c.rule.Retry
+	}
+	var timeout time.Duration
+	if p != nil {
+		timeout = p.PerAttemptTimeout
+	}
+	transparentLeft := true
+	backoffN := 0 // the policy's retry counter; pushback restarts it
+	for n := 1; ; n++ {
+		r, out := c.attempt(n, false, timeout)
+		if out == outNeverSent && transparentLeft && c.req.Context().Err() == nil {
+			// It never reached the server: once, at once, for any
+			// method, without spending an attempt or a token.
+			transparentLeft = false
+			c.transparentRetry()
+			r, out = c.attempt(n, false, timeout)
+		}
+		c.account(out, &r)
+		switch out {
+		case outDone:
+			return c.deliver(&r, n), n, nil
+		case outFatal:
+			return nil, n, c.fail(&r, n)
+		}
+		wait, why, refusal := c.nextWait(p, out, &r, n, &backoffN)
+		if refusal != "" {
+			c.refused(n+1, refusal)
+		}
+		if why == "" {
+			resp, err := c.giveUp(&r, n)
+			return resp, n, err
+		}
+		r.discard()
+		c.waiting(n+1, wait, why)
+		if err := sleep(c.req.Context(), wait); err != nil {
+			return nil, n, &Error{Attempts: n, Err: err}
+		}
+	}
+}
+
+// nextWait decides whether attempt n+1 may start and how long to wait for
+// it. An empty reason means no further attempt; the refusal, if any, says
+// which limit stopped it.
+func (c *call) nextWait(p *policy.Retry, out outcome, r *result, n int, backoffN *int) (time.Duration, WaitReason, RefusalReason) {
+	sd := r.delay
+	switch {
+	case p == nil || n >= p.MaxAttempts || !c.mayRepeat(out, r, sd):
+		return 0, "", ""
+	case sd.Kind == delayStop:
+		return 0, "", RefusedServerDelay
+	case !c.body.replayable():
+		return 0, "", RefusedBuffer
+	case !c.bucket.Allow():
+		return 0, "", RefusedBudget
+	}
+	wait, why := c.serverWait(sd, backoffN)
+	if why == "" {
+		return 0, "", RefusedServerDelay
+	}
+	if why == WaitBackoff {
+		wait = p.Backoff().Duration(*backoffN)
+		*backoffN++
+		var dbe *DialBackoffError
+		if errors.As(r.err, &dbe) && dbe.Remaining >= wait {
+			wait, why = dbe.Remaining, WaitDialBackoff
+		}
+	}
+	if !fitsDeadline(c.req.Context(), wait) {
+		return 0, "", RefusedDeadline
+	}
+	return wait, why, ""
+}
+
+// serverWait applies a server delay signal: the wait it asks for, with a
+// little positive jitter; WaitBackoff when there is none; or an empty
+// reason when it asks for longer than the policy allows.
+func (c *call) serverWait(sd serverDelay, backoffN *int) (time.Duration, WaitReason) {
+	switch sd.Kind {
+	case delayPushback, delayRetryAfter:
+		if sd.Wait > c.st.cfg.ServerDelayLimit() {
+			return 0, ""
+		}
+		if sd.Kind == delayPushback {
+			*backoffN = 0 // A6: backoff restarts after a pushback
+			return jitterServerDelay(sd.Wait, rand.Float64()), WaitPushback
+		}
+		*backoffN++
+		return jitterServerDelay(sd.Wait, rand.Float64()), WaitRetryAfter
+	}
+	return 0, WaitBackoff
+}
+
+// mayRepeat applies the idempotency rules: a request that is not
+// idempotent is sent again only when the server surely did not act on it
+// (never sent, 429) or explicitly asked for a retry (pushback).
+func (c *call) mayRepeat(out outcome, r *result, sd serverDelay) bool {
+	switch {
+	case c.idem || out == outNeverSent:
+		return true
+	case out == outRetryStatus:
+		return r.resp.StatusCode == http.StatusTooManyRequests || sd.Kind == delayPushback
+	}
+	return false
+}
+
+// fitsDeadline reports whether a wait of d ends before ctx's deadline.
+// A wait that would end at or past it is not started: the last outcome is
+// worth more to the caller than an error at the deadline.
+func fitsDeadline(ctx context.Context, d time.Duration) bool {
+	dl, ok := ctx.Deadline()
+	return !ok || time.Now().Add(d).Before(dl)
+}
+
+// sleep waits for d or until ctx ends, whichever is first, and then
+// returns ctx's cause.
+func sleep(ctx context.Context, d time.Duration) error {
+	if d <= 0 {
+		return context.Cause(ctx)
+	}
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-t.C:
+		return nil
+	case <-ctx.Done():
+		return context.Cause(ctx)
+	}
+}
+
+// deliver hands attempt n's response to the caller.
+func (c *call) deliver(r *result, n int) *http.Response {
+	resp := r.resp
+	resp.Request = c.req
+	if resp.Header == nil {
+		resp.Header = make(http.Header)
+	}
+	if n > 1 {
+		resp.Header.Set(AttemptsHeader, strconv.Itoa(n-1))
+	}
+	return resp
+}
+
+// giveUp ends the request with attempt n's outcome: its response if it
+// had one (with a nil error, whatever its status), else its error.
+func (c *call) giveUp(r *result, n int) (*http.Response, error) {
+	if r.resp != nil {
+		return c.deliver(r, n), nil
+	}
+	return nil, c.fail(r, n)
+}
+
+// fail builds the error for a request that got no response.
+func (c *call) fail(r *result, n int) error {
+	err := r.err
+	if cerr := c.body.callerErr(); cerr != nil {
+		err = cerr
+	} else if cause := context.Cause(c.req.Context()); cause != nil {
+		err = cause
+	}
+	return &Error{Attempts: n, Err: err}
+}
+
+// idempotent reports whether req may be sent more than once by the rules
+// of RFC 9110 section 9.2.2, or because it carries an idempotency key.
+func idempotent(req *http.Request) bool {
+	switch req.Method {
+	case "", http.MethodGet, http.MethodHead, http.MethodOptions, http.MethodTrace,
+		http.MethodPut, http.MethodDelete:
+		return true
+	}
+	return req.Header.Get("Idempotency-Key") != "" || req.Header.Get("X-Idempotency-Key") != ""
+}

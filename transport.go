@@ -1,0 +1,209 @@
+package retryhttp
+
+import (
+	"errors"
+	"fmt"
+	"net/http"
+	"sync"
+
+	"github.com/hashicorp/go-cleanhttp"
+	"github.com/retryhttp/retryhttp/policy"
+)
+
+// Transport is an [http.RoundTripper] that retries or hedges requests by
+// policy, replays request bodies from a bounded buffer, obeys the server's
+// Retry-After and pushback headers, and gates every extra attempt through a
+// per-host token budget.
+//
+// The zero value is ready to use: set it as an [http.Client]'s Transport.
+// A Transport is safe for concurrent use. Its fields must not change after
+// its first use: it reads them once, on the first request.
+type Transport struct {
+	// Base sends each attempt. Nil means a pooled transport from
+	// go-cleanhttp, built once per Transport (never
+	// http.DefaultTransport), whose dials go through a [Dialer] so that a
+	// host that is down is not hammered.
+	Base http.RoundTripper
+
+	// Policy chooses what is done with each request. Nil means
+	// [policy.Default]. It is validated on first use; an invalid policy
+	// makes every RoundTrip return the validation error.
+	Policy *policy.Config
+
+	// Hooks, when set, are called for every request; see [Hooks] and
+	// [WithHooks].
+	Hooks *Hooks
+
+	// Buffer bounds the memory used to replay request bodies that have no
+	// GetBody. The zero value means 1 MiB per request and 64 MiB for the
+	// whole Transport.
+	Buffer BufferLimits
+
+	once sync.Once
+	st   *state
+	err  error
+}
+
+// state is what a Transport builds from its fields on first use.
+type state struct {
+	base    http.RoundTripper
+	dialer  *Dialer // non-nil when the Transport built its own base
+	cfg     *policy.Config
+	budgets *budgets
+	pool    *bufferPool
+	stats   *statsSet
+	// latencies are the recent latencies per host, for adaptive hedging.
+	latencies *hostMap[latencyRing]
+}
+
+// ErrGiveUp is matched by every [*Error]: a request that obtained no
+// response after all the attempts its policy allowed.
+var ErrGiveUp = errors.New("retryhttp: no response")
+
+// Error is returned by [Transport.RoundTrip] when no response was obtained.
+// It carries the number of attempts sent and wraps the last cause, so that
+// errors.Is(err, context.DeadlineExceeded), errors.As(err, *net.OpError)
+// and the like see through it.
+type Error struct {
+	// Attempts is the number of attempts sent, transparent retries not
+	// counted.
+	Attempts int
+	// Err is the last attempt's error, or the cause of the caller's
+	// context when that ended the request.
+	Err error
+}
+
+// Error implements error.
+func (e *Error) Error() string {
+	return fmt.Sprintf("retryhttp: no response after %d attempt(s): %v", e.Attempts, e.Err)
+}
+
+// Unwrap returns the last cause.
+func (e *Error) Unwrap() error { return e.Err }
+
+// Is reports whether target is [ErrGiveUp].
+func (e *Error) Is(target error) bool { return target == ErrGiveUp }
+
+// Timeout reports whether the last cause was a timeout, as [net.Error]
+// does, so that http.Client and callers that test for timeouts keep
+// working.
+func (e *Error) Timeout() bool {
+	var t interface{ Timeout() bool }
+	return errors.As(e.Err, &t) && t.Timeout()
+}
+
+func (t *Transport) init() (*state, error) {
+	t.once.Do(func() {
+		cfg := t.Policy
+		if cfg == nil {
+			cfg = policy.Default()
+		}
+		if err := cfg.Validate(); err != nil {
+			t.err = fmt.Errorf("retryhttp: invalid policy: %w", err)
+			return
+		}
+		st := &state{
+			base:    t.Base,
+			cfg:     cfg,
+			budgets: newBudgets(cfg.Throttle, 0),
+			pool:    newBufferPool(t.Buffer),
+			stats:   newStatsSet(len(cfg.Rules)),
+			// As many hosts as the stats keep apart, for the same reason.
+			latencies: newHostMap[latencyRing](maxStatsHosts),
+		}
+		if st.base == nil {
+			st.base, st.dialer = defaultBase()
+		}
+		t.st = st
+	})
+	return t.st, t.err
+}
+
+// defaultBase builds the Transport's own base: go-cleanhttp's pooled
+// transport, its dials routed through a [Dialer] that keeps gRPC's
+// connection backoff per address. HTTPS dials go through
+// [Dialer.DialTLSContext], so that only a completed handshake ends an
+// address's backoff; cleanhttp already sets ForceAttemptHTTP2, which keeps
+// HTTP/2 working with a custom TLS dial.
+func defaultBase() (http.RoundTripper, *Dialer) {
+	base := cleanhttp.DefaultPooledTransport()
+	d := &Dialer{}
+	base.DialContext = d.DialContext
+	base.DialTLSContext = d.DialTLSContext
+	return base, d
+}
+
+// RoundTrip implements [http.RoundTripper]. It never modifies req, always
+// closes its body, returns the final response with a nil error even when
+// its status is an error, and never returns both a response and an error.
+// The returned response's Request is req; its X-Retry-Attempts header holds
+// the number of attempts sent before the one that produced it (absent when
+// the first attempt answered).
+//
+// When no response was obtained, the error is an [*Error] that wraps the
+// last cause; when the caller's context ended, it wraps the context's
+// cause.
+func (t *Transport) RoundTrip(req *http.Request) (*http.Response, error) {
+	st, err := t.init()
+	if err == nil {
+		err = checkRequest(req)
+	}
+	if err != nil {
+		if req != nil && req.Body != nil {
+			req.Body.Close()
+		}
+		return nil, err
+	}
+	c := newCall(t, st, req)
+	defer c.body.release()
+	return c.run()
+}
+
+// checkRequest rejects what no attempt could send, before anything is
+// sent or buffered.
+func checkRequest(req *http.Request) error {
+	switch {
+	case req == nil:
+		return errors.New("retryhttp: nil request")
+	case req.URL == nil:
+		return errors.New("retryhttp: nil request URL")
+	case req.Header == nil:
+		return errors.New("retryhttp: nil request header")
+	}
+	return nil
+}
+
+// Stats returns a snapshot of what the Transport has done so far. It is
+// cheap enough to call often: it reads atomic counters and takes no lock
+// that requests wait on.
+func (t *Transport) Stats() Stats {
+	st, err := t.init()
+	if err != nil {
+		return Stats{}
+	}
+	s := st.stats.snapshot()
+	s.Buffer = st.pool.stats()
+	return s
+}
+
+// CloseIdleConnections closes the idle connections of the base transport,
+// if it has such a method.
+func (t *Transport) CloseIdleConnections() {
+	st, err := t.init()
+	if err != nil {
+		return
+	}
+	if c, ok := st.base.(interface{ CloseIdleConnections() }); ok {
+		c.CloseIdleConnections()
+	}
+}
+
+// ResetBackoff cuts short the connection backoff of addr ("host:port"), for
+// an application that has an out-of-band reason to believe the server is
+// back. It has an effect only when the Transport built its own base (Base
+// is nil); otherwise it does nothing.
+func (t *Transport) ResetBackoff(addr string) {
+	if st, err := t.init(); err == nil && st.dialer != nil {
+		st.dialer.Reset(addr)
+	}
+}
