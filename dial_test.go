@@ -4,6 +4,8 @@ import (
 	"context"
 	"crypto/tls"
 	"errors"
+	"io"
+	"log"
 	"math"
 	"net"
 	"net/http"
@@ -318,7 +320,9 @@ func TestDialParallelAttempts(t *testing.T) {
 
 func TestDialTLS(t *testing.T) {
 	defer goleak.VerifyNone(t)
-	srv := httptest.NewTLSServer(http.NotFoundHandler())
+	srv := httptest.NewUnstartedServer(http.NotFoundHandler())
+	srv.Config.ErrorLog = log.New(io.Discard, "", 0) // the refused handshakes are the point
+	srv.StartTLS()
 	defer srv.Close()
 	trusted := srv.Client().Transport.(*http.Transport).TLSClientConfig.Clone()
 	addr := srv.Listener.Addr().String()

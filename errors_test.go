@@ -1,0 +1,162 @@
+package retryhttp_test
+
+import (
+	"crypto/x509"
+	"errors"
+	"io"
+	"net"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"sync/atomic"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/retryhttp/retryhttp"
+	"github.com/retryhttp/retryhttp/policy"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+var errRefused = &net.OpError{Op: "dial", Net: "tcp", Err: syscall.ECONNREFUSED}
+
+func TestTransparentRetryForAnyMethod(t *testing.T) {
+	for _, cfg := range []*policy.Config{
+		retryConfig(3, 503),
+		{Rules: []policy.Rule{{Name: []policy.Name{{Path: "/elsewhere"}}, Retry: retryConfig(3).Rules[0].Retry}}},
+		{},
+	} {
+		tr, s := newScripted(t, cfg, step{err: errRefused}, step{status: 201, body: "made"})
+		resp, err := tr.RoundTrip(newRequest(t, t.Context(), "POST", "payload"))
+		require.NoError(t, err)
+		assert.Equal(t, "made", readAll(t, resp))
+		assert.Equal(t, 2, s.calls())
+		assert.Equal(t, "payload", s.bodies[1])
+		assert.Empty(t, resp.Header.Get(retryhttp.AttemptsHeader), "a transparent retry spends no attempt")
+	}
+}
+
+func TestTransparentRetryOnlyOnce(t *testing.T) {
+	tr, s := newScripted(t, &policy.Config{}, step{err: errRefused})
+	_, err := tr.RoundTrip(newRequest(t, t.Context(), "POST", "payload"))
+	assert.ErrorIs(t, err, syscall.ECONNREFUSED)
+	assert.Equal(t, 2, s.calls())
+}
+
+func TestNetworkErrorRetriedOnlyWhenIdempotent(t *testing.T) {
+	for method, want := range map[string]int{"GET": 3, "PUT": 3, "POST": 1} {
+		t.Run(method, func(t *testing.T) {
+			cfg := retryConfig(3, 503)
+			cfg.Rules[0].Retry.InitialBackoff = time.Microsecond
+			cfg.Rules[0].Retry.MaxBackoff = time.Microsecond
+			tr, s := newScripted(t, cfg, step{err: io.ErrUnexpectedEOF})
+			resp, err := tr.RoundTrip(newRequest(t, t.Context(), method, "x"))
+			assert.Nil(t, resp)
+			assert.ErrorIs(t, err, io.ErrUnexpectedEOF)
+			var rerr *retryhttp.Error
+			require.ErrorAs(t, err, &rerr)
+			assert.Equal(t, want, rerr.Attempts)
+			assert.Equal(t, want, s.calls())
+		})
+	}
+}
+
+// resetFirst is a server that drops the connection under the first
+// request, after reading it, and answers the rest.
+func resetFirst(t *testing.T) (*httptest.Server, *atomic.Int64) {
+	var n atomic.Int64
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		io.Copy(io.Discard, r.Body)
+		if n.Add(1) == 1 {
+			conn, _, err := w.(http.Hijacker).Hijack()
+			if err == nil {
+				conn.(*net.TCPConn).SetLinger(0)
+				conn.Close()
+			}
+			return
+		}
+		io.WriteString(w, "second")
+	}))
+	t.Cleanup(srv.Close)
+	return srv, &n
+}
+
+func TestConnectionResetOverASocket(t *testing.T) {
+	cfg := retryConfig(3, 503)
+	cfg.Rules[0].Retry.InitialBackoff = time.Microsecond
+	cfg.Rules[0].Retry.MaxBackoff = time.Microsecond
+	t.Run("GET is retried", func(t *testing.T) {
+		srv, n := resetFirst(t)
+		c := &http.Client{Transport: &retryhttp.Transport{Base: freshBase(t), Policy: cfg}}
+		resp, err := c.Get(srv.URL)
+		require.NoError(t, err)
+		assert.Equal(t, "second", readAll(t, resp))
+		assert.Equal(t, int64(2), n.Load())
+	})
+	t.Run("POST is not", func(t *testing.T) {
+		srv, n := resetFirst(t)
+		c := &http.Client{Transport: &retryhttp.Transport{Base: freshBase(t), Policy: cfg}}
+		_, err := c.Post(srv.URL, "text/plain", strings.NewReader("once"))
+		var rerr *retryhttp.Error
+		require.ErrorAs(t, err, &rerr)
+		assert.Equal(t, 1, rerr.Attempts)
+		assert.Equal(t, int64(1), n.Load())
+	})
+}
+
+func TestRefusedConnectionOverASocket(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	require.NoError(t, err)
+	addr := ln.Addr().String()
+	require.NoError(t, ln.Close())
+	cfg := retryConfig(2, 503)
+	cfg.Rules[0].Retry.InitialBackoff = time.Microsecond
+	cfg.Rules[0].Retry.MaxBackoff = time.Microsecond
+	tr := &retryhttp.Transport{Base: freshBase(t), Policy: cfg}
+	req, err := http.NewRequest("POST", "http://"+addr+"/", strings.NewReader("x"))
+	require.NoError(t, err)
+	_, err = tr.RoundTrip(req)
+	assert.ErrorIs(t, err, syscall.ECONNREFUSED)
+	var rerr *retryhttp.Error
+	require.ErrorAs(t, err, &rerr)
+	assert.Equal(t, 2, rerr.Attempts, "never sent, so retried by policy for a POST too")
+}
+
+func TestCertificateErrorIsNotRetried(t *testing.T) {
+	var conns atomic.Int64
+	srv := httptest.NewUnstartedServer(http.HandlerFunc(func(http.ResponseWriter, *http.Request) {}))
+	srv.Config.ConnState = func(_ net.Conn, s http.ConnState) {
+		if s == http.StateNew {
+			conns.Add(1)
+		}
+	}
+	srv.Config.ErrorLog = quietLog()
+	srv.StartTLS()
+	t.Cleanup(srv.Close)
+	tr := &retryhttp.Transport{}
+	t.Cleanup(tr.CloseIdleConnections)
+	_, err := (&http.Client{Transport: tr}).Get(srv.URL)
+	var uae x509.UnknownAuthorityError
+	var cve interface{ Unwrap() error }
+	require.Error(t, err)
+	assert.True(t, errors.As(err, &uae) || errors.As(err, &cve), "got %v", err)
+	assert.Equal(t, int64(1), conns.Load())
+}
+
+func TestMalformedURLIsNotRetried(t *testing.T) {
+	tr := &retryhttp.Transport{Base: freshBase(t), Policy: retryConfig(3, 503)}
+	req, err := http.NewRequest("GET", "ftp://example.invalid/x", nil)
+	require.NoError(t, err)
+	_, err = tr.RoundTrip(req)
+	var rerr *retryhttp.Error
+	require.ErrorAs(t, err, &rerr)
+	assert.Equal(t, 1, rerr.Attempts)
+}
+
+// freshBase is a plain net/http transport, closed when the test ends.
+func freshBase(t *testing.T) *http.Transport {
+	base := &http.Transport{}
+	t.Cleanup(base.CloseIdleConnections)
+	return base
+}

@@ -1,0 +1,200 @@
+package retryhttp_test
+
+import (
+	"context"
+	"errors"
+	"net/http"
+	"testing"
+	"testing/synctest"
+	"time"
+
+	"github.com/retryhttp/retryhttp"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+func TestRetriesUntilSuccess(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		tr, s := newScripted(t, retryConfig(4, 503), step{status: 503}, step{status: 503}, step{status: 200, body: "ok"})
+		start := time.Now()
+		resp, err := tr.RoundTrip(newRequest(t, t.Context(), "GET", ""))
+		require.NoError(t, err)
+		assert.Equal(t, 200, resp.StatusCode)
+		assert.Equal(t, "ok", readAll(t, resp))
+		assert.Equal(t, 3, s.calls())
+		assert.Equal(t, "", s.header(0, retryhttp.AttemptsHeader), "first attempt carries no header")
+		assert.Equal(t, "1", s.header(1, retryhttp.AttemptsHeader))
+		assert.Equal(t, "2", s.header(2, retryhttp.AttemptsHeader))
+		assert.Equal(t, "2", resp.Header.Get(retryhttp.AttemptsHeader))
+		assert.Equal(t, int64(3), s.closed.Load(), "discarded bodies and the returned one are closed")
+		// Waits of 100ms and 200ms, each without jitter.
+		assert.Equal(t, 300*time.Millisecond, time.Since(start))
+	})
+}
+
+func TestFirstAnswerHasNoAttemptsHeader(t *testing.T) {
+	tr, _ := newScripted(t, retryConfig(3, 503), step{status: 200})
+	resp, err := tr.RoundTrip(newRequest(t, t.Context(), "GET", ""))
+	require.NoError(t, err)
+	readAll(t, resp)
+	_, ok := resp.Header[retryhttp.AttemptsHeader]
+	assert.False(t, ok, "got X-Retry-Attempts on a first-attempt answer")
+}
+
+func TestLastResponseComesBackWithNilError(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		tr, s := newScripted(t, retryConfig(3, 503), step{status: 503, body: "busy"})
+		req := newRequest(t, t.Context(), "GET", "")
+		resp, err := tr.RoundTrip(req)
+		require.NoError(t, err)
+		assert.Equal(t, 503, resp.StatusCode)
+		assert.Same(t, req, resp.Request)
+		assert.Equal(t, "busy", readAll(t, resp))
+		assert.Equal(t, 3, s.calls())
+		assert.Equal(t, "2", resp.Header.Get(retryhttp.AttemptsHeader))
+		assert.Equal(t, int64(3), s.closed.Load())
+	})
+}
+
+func TestStatusNotListedIsNotRetried(t *testing.T) {
+	for _, code := range []int{200, 301, 400, 404, 500} {
+		t.Run(http.StatusText(code), func(t *testing.T) {
+			tr, s := newScripted(t, retryConfig(3, 503, 301), step{status: code})
+			resp, err := tr.RoundTrip(newRequest(t, t.Context(), "GET", ""))
+			require.NoError(t, err)
+			readAll(t, resp)
+			assert.Equal(t, code, resp.StatusCode)
+			assert.Equal(t, 1, s.calls(), "a redirect or unlisted status is never retried")
+		})
+	}
+}
+
+func TestIdempotencyRules(t *testing.T) {
+	cases := []struct {
+		name   string
+		method string
+		header string
+		status int
+		nonIdm bool
+		want   int // attempts
+	}{
+		{"GET", "GET", "", 503, false, 3},
+		{"HEAD", "HEAD", "", 503, false, 3},
+		{"OPTIONS", "OPTIONS", "", 503, false, 3},
+		{"TRACE", "TRACE", "", 503, false, 3},
+		{"PUT", "PUT", "", 503, false, 3},
+		{"DELETE", "DELETE", "", 503, false, 3},
+		{"POST", "POST", "", 503, false, 1},
+		{"PATCH", "PATCH", "", 503, false, 1},
+		{"POST 429", "POST", "", 429, false, 3},
+		{"POST with Idempotency-Key", "POST", "Idempotency-Key", 503, false, 3},
+		{"POST with X-Idempotency-Key", "POST", "X-Idempotency-Key", 503, false, 3},
+		{"POST with retryNonIdempotent", "POST", "", 503, true, 3},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				cfg := retryConfig(3, 429, 503)
+				cfg.Rules[0].Retry.RetryNonIdempotent = tc.nonIdm
+				tr, s := newScripted(t, cfg, step{status: tc.status})
+				req := newRequest(t, t.Context(), tc.method, "payload")
+				if tc.header != "" {
+					req.Header.Set(tc.header, "k-1")
+				}
+				resp, err := tr.RoundTrip(req)
+				require.NoError(t, err)
+				readAll(t, resp)
+				assert.Equal(t, tc.want, s.calls())
+				for i := range s.calls() {
+					assert.Equal(t, "payload", s.bodies[i], "attempt %d body", i+1)
+				}
+			})
+		})
+	}
+}
+
+func TestNoWaitPastTheDeadline(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		cfg := retryConfig(5, 503)
+		cfg.Rules[0].Retry.InitialBackoff = time.Second
+		cfg.Rules[0].Retry.MaxBackoff = time.Second
+		tr, s := newScripted(t, cfg, step{status: 503})
+		ctx, cancel := context.WithTimeout(t.Context(), 1500*time.Millisecond)
+		defer cancel()
+		start := time.Now()
+		resp, err := tr.RoundTrip(newRequest(t, ctx, "GET", ""))
+		require.NoError(t, err)
+		readAll(t, resp)
+		assert.Equal(t, 503, resp.StatusCode)
+		// One wait of 1s fits; the second would end at 2s, past 1.5s, so
+		// the second answer comes back at once.
+		assert.Equal(t, 2, s.calls())
+		assert.Equal(t, time.Second, time.Since(start))
+	})
+}
+
+func TestCallerCancellationDuringBackoff(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		cfg := retryConfig(5, 503)
+		cfg.Rules[0].Retry.InitialBackoff = 10 * time.Second
+		cfg.Rules[0].Retry.MaxBackoff = 10 * time.Second
+		tr, s := newScripted(t, cfg, step{status: 503})
+		ctx, cancel := context.WithCancelCause(t.Context())
+		why := errors.New("user gave up")
+		time.AfterFunc(time.Second, func() { cancel(why) })
+		start := time.Now()
+		resp, err := tr.RoundTrip(newRequest(t, ctx, "GET", ""))
+		assert.Nil(t, resp)
+		require.Error(t, err)
+		assert.ErrorIs(t, err, why)
+		var rerr *retryhttp.Error
+		require.ErrorAs(t, err, &rerr)
+		assert.Equal(t, 1, rerr.Attempts)
+		assert.Equal(t, 1, s.calls())
+		assert.Equal(t, time.Second, time.Since(start))
+	})
+}
+
+// hang is a base that blocks every attempt until its context ends.
+type hang struct{ calls int }
+
+func (h *hang) RoundTrip(req *http.Request) (*http.Response, error) {
+	h.calls++
+	<-req.Context().Done()
+	return nil, req.Context().Err()
+}
+
+func TestPerAttemptTimeout(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		cfg := retryConfig(3, 503)
+		cfg.Rules[0].Retry.PerAttemptTimeout = 2 * time.Second
+		base := &hang{}
+		tr := &retryhttp.Transport{Base: base, Policy: cfg}
+		start := time.Now()
+		resp, err := tr.RoundTrip(newRequest(t, t.Context(), "GET", ""))
+		assert.Nil(t, resp)
+		var rerr *retryhttp.Error
+		require.ErrorAs(t, err, &rerr)
+		assert.Equal(t, 3, rerr.Attempts)
+		assert.True(t, rerr.Timeout(), "got Timeout() false for a per-attempt timeout")
+		assert.Equal(t, 3, base.calls)
+		// Three attempts of 2s with waits of 100ms and 200ms between.
+		assert.Equal(t, 6300*time.Millisecond, time.Since(start))
+	})
+}
+
+func TestCallerDeadlineBoundsTheChain(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		cfg := retryConfig(10, 503)
+		cfg.Rules[0].Retry.PerAttemptTimeout = 2 * time.Second
+		base := &hang{}
+		tr := &retryhttp.Transport{Base: base, Policy: cfg}
+		ctx, cancel := context.WithTimeout(t.Context(), 3*time.Second)
+		defer cancel()
+		start := time.Now()
+		_, err := tr.RoundTrip(newRequest(t, ctx, "GET", ""))
+		assert.ErrorIs(t, err, context.DeadlineExceeded)
+		assert.Equal(t, 3*time.Second, time.Since(start))
+		assert.Equal(t, 2, base.calls)
+	})
+}
