@@ -1,0 +1,121 @@
+package retryhttp_test
+
+import (
+	"context"
+	"fmt"
+	"testing"
+	"testing/synctest"
+	"time"
+
+	"github.com/retryhttp/retryhttp"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+func TestStatsCountAScriptedSequence(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		steps := make([]step, 0, 12)
+		for range 11 {
+			steps = append(steps, step{status: 503})
+		}
+		steps = append(steps, step{status: 200})
+		cfg := retryConfig(12, 503)
+		cfg.Rules[0].Retry.MaxBackoff = 100 * time.Millisecond
+		tr, s := newScripted(t, cfg, steps...)
+		resp, err := tr.RoundTrip(newRequest(t, t.Context(), "GET", ""))
+		require.NoError(t, err)
+		readAll(t, resp)
+		require.Equal(t, 12, s.calls())
+
+		want := retryhttp.Counters{
+			Requests:            1,
+			RetryAttempts:       11,
+			RetryAttemptsFailed: 10,
+			// Retries 1-4 one each, 5-9 in ">= 5", 10-11 in ">= 10".
+			RetryHistogram: [8]uint64{1, 1, 1, 1, 5, 2, 0, 0},
+		}
+		st := tr.Stats()
+		assert.Equal(t, want, st.Total)
+		assert.Equal(t, want, st.Rules["methodConfig[0]"])
+		assert.Equal(t, want, st.Hosts["api.test"])
+		assert.Equal(t, retryhttp.Counters{}, st.Rules["none"])
+	})
+}
+
+func TestStatsCountTransparentRetriesApart(t *testing.T) {
+	tr, _ := newScripted(t, retryConfig(3, 503), step{err: errRefused}, step{status: 200})
+	resp, err := tr.RoundTrip(newRequest(t, t.Context(), "POST", "x"))
+	require.NoError(t, err)
+	readAll(t, resp)
+	assert.Equal(t, retryhttp.Counters{Requests: 1, TransparentRetries: 1}, tr.Stats().Total)
+}
+
+func TestStatsPerRule(t *testing.T) {
+	cfg := retryConfig(3, 503)
+	cfg.Rules[0].Name[0].Method = "PUT"
+	tr, _ := newScripted(t, cfg, step{status: 200})
+	for _, m := range []string{"GET", "PUT", "GET"} {
+		resp, err := tr.RoundTrip(newRequest(t, t.Context(), m, ""))
+		require.NoError(t, err)
+		readAll(t, resp)
+	}
+	st := tr.Stats()
+	assert.Equal(t, uint64(1), st.Rules["methodConfig[0]"].Requests)
+	assert.Equal(t, uint64(2), st.Rules["none"].Requests)
+	assert.Equal(t, uint64(3), st.Total.Requests)
+	assert.Equal(t, uint64(3), st.Hosts["api.test"].Requests)
+}
+
+// recorder turns hook calls into lines.
+type recorder struct{ lines []string }
+
+func (r *recorder) hooks(tag string) *retryhttp.Hooks {
+	add := func(format string, a ...any) { r.lines = append(r.lines, tag+" "+fmt.Sprintf(format, a...)) }
+	return &retryhttp.Hooks{
+		AttemptStart: func(i retryhttp.AttemptStart) { add("start %d hedge=%v", i.Attempt, i.Hedge) },
+		AttemptDone: func(i retryhttp.AttemptDone) {
+			add("done %d %s %d err=%v", i.Attempt, i.Outcome, i.StatusCode, i.Err)
+		},
+		Wait:    func(i retryhttp.Wait) { add("wait %d %s %v", i.Attempt, i.Reason, i.Length) },
+		Refused: func(i retryhttp.Refused) { add("refused %d %s", i.Attempt, i.Reason) },
+		Done:    func(i retryhttp.Done) { add("end %d %d err=%v", i.Attempts, i.StatusCode, i.Err) },
+	}
+}
+
+func TestHooksSeeEachStep(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		rec := &recorder{}
+		tr, _ := newScripted(t, retryConfig(3, 503), step{status: 503}, step{status: 200})
+		tr.Hooks = rec.hooks("T")
+		ctx := retryhttp.WithHooks(t.Context(), rec.hooks("R"))
+		resp, err := tr.RoundTrip(newRequest(t, ctx, "GET", ""))
+		require.NoError(t, err)
+		readAll(t, resp)
+		assert.Equal(t, []string{
+			"T start 1 hedge=false", "R start 1 hedge=false",
+			"T done 1 retryable 503 err=<nil>", "R done 1 retryable 503 err=<nil>",
+			"T wait 2 backoff 100ms", "R wait 2 backoff 100ms",
+			"T start 2 hedge=false", "R start 2 hedge=false",
+			"T done 2 success 200 err=<nil>", "R done 2 success 200 err=<nil>",
+			"T end 2 200 err=<nil>", "R end 2 200 err=<nil>",
+		}, rec.lines)
+	})
+}
+
+func TestHooksSeeADeadlineRefusal(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		rec := &recorder{}
+		tr, _ := newScripted(t, retryConfig(3, 503), step{status: 503})
+		ctx, cancel := context.WithTimeout(retryhttp.WithHooks(t.Context(), rec.hooks("R")), 50*time.Millisecond)
+		defer cancel()
+		resp, err := tr.RoundTrip(newRequest(t, ctx, "GET", ""))
+		require.NoError(t, err)
+		readAll(t, resp)
+		assert.Equal(t, []string{
+			"R start 1 hedge=false",
+			"R done 1 retryable 503 err=<nil>",
+			"R refused 2 deadline",
+			"R end 1 503 err=<nil>",
+		}, rec.lines)
+	})
+}
