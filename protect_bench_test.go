@@ -1,0 +1,100 @@
+package retryhttp_test
+
+import (
+	"io"
+	"math/rand/v2"
+	"net/http"
+	"net/http/httptest"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/retryhttp/retryhttp"
+	"github.com/retryhttp/retryhttp/policy"
+)
+
+// loadServer answers 503 with probability failRate (seeded), 200 otherwise,
+// and counts the attempts it sees.
+func loadServer(b *testing.B, failRate float64, seed uint64) (*httptest.Server, *atomic.Int64) {
+	var hits atomic.Int64
+	var mu sync.Mutex
+	rng := rand.New(rand.NewPCG(seed, seed))
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		hits.Add(1)
+		mu.Lock()
+		fail := rng.Float64() < failRate
+		mu.Unlock()
+		if fail {
+			w.WriteHeader(http.StatusServiceUnavailable)
+			return
+		}
+		io.WriteString(w, "ok")
+	}))
+	b.Cleanup(srv.Close)
+	return srv, &hits
+}
+
+// loadPolicy is policy.Default with maxAttempts 5 and short waits, so that
+// a run takes little time; the throttle is policy.Default's.
+func loadPolicy() *policy.Config {
+	cfg := policy.Default()
+	r := *cfg.Rules[0].Retry
+	r.MaxAttempts = 5
+	r.InitialBackoff, r.MaxBackoff = time.Millisecond, 5*time.Millisecond
+	cfg.Rules[0].Retry = &r
+	return cfg
+}
+
+// runLoad sends 2000 GETs from 32 goroutines through a fresh Transport and
+// returns the server attempts per request and the share of 200s.
+func runLoad(b *testing.B, srv *httptest.Server, hits *atomic.Int64) (float64, float64) {
+	const requests, workers = 2000, 32
+	tr := &retryhttp.Transport{Policy: loadPolicy(), Base: &http.Transport{MaxIdleConnsPerHost: workers}}
+	defer tr.CloseIdleConnections()
+	client := &http.Client{Transport: tr}
+	hits.Store(0)
+	var ok atomic.Int64
+	var wg sync.WaitGroup
+	for range workers {
+		wg.Go(func() {
+			for range requests / workers {
+				resp, err := client.Get(srv.URL)
+				if err != nil {
+					continue
+				}
+				io.Copy(io.Discard, resp.Body)
+				resp.Body.Close()
+				if resp.StatusCode == 200 {
+					ok.Add(1)
+				}
+			}
+		})
+	}
+	wg.Wait()
+	n := float64(requests / workers * workers)
+	return float64(hits.Load()) / n, float64(ok.Load()) / n
+}
+
+// BenchmarkOutageAmplification: the server is down (always 503). Without
+// a budget, maxAttempts 5 would send 5 attempts per request.
+func BenchmarkOutageAmplification(b *testing.B) {
+	srv, hits := loadServer(b, 1, 1)
+	var amp float64
+	for b.Loop() {
+		amp, _ = runLoad(b, srv, hits)
+	}
+	b.ReportMetric(amp, "attempts/req")
+}
+
+// BenchmarkFlakyServer: 10% of attempts fail with 503 (seeded). The
+// budget must not get in the way: nearly every request succeeds.
+func BenchmarkFlakyServer(b *testing.B) {
+	srv, hits := loadServer(b, 0.1, 7)
+	var amp, success float64
+	for b.Loop() {
+		amp, success = runLoad(b, srv, hits)
+	}
+	b.ReportMetric(amp, "attempts/req")
+	b.ReportMetric(100*success, "success%")
+}

@@ -1,0 +1,154 @@
+package retryhttp_test
+
+import (
+	"context"
+	"net/http"
+	"testing"
+	"testing/synctest"
+	"time"
+
+	"github.com/jarcoal/httpmock"
+	"github.com/retryhttp/retryhttp"
+	"github.com/retryhttp/retryhttp/policy"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+func hdr(kv ...string) http.Header {
+	h := http.Header{}
+	for i := 0; i < len(kv); i += 2 {
+		h.Set(kv[i], kv[i+1])
+	}
+	return h
+}
+
+// elapsedFor runs one GET through a scripted transport and returns the
+// virtual time it took and the number of attempts.
+func elapsedFor(t *testing.T, cfg *policy.Config, method string, ctx context.Context, steps ...step) (time.Duration, int, *http.Response) {
+	t.Helper()
+	tr, s := newScripted(t, cfg, steps...)
+	start := time.Now()
+	resp, err := tr.RoundTrip(newRequest(t, ctx, method, "x"))
+	require.NoError(t, err)
+	readAll(t, resp)
+	return time.Since(start), s.calls(), resp
+}
+
+func TestServerDelays(t *testing.T) {
+	skewed := func() string { return time.Now().Add(time.Hour).UTC().Format(http.TimeFormat) }
+	inFive := func() string { return time.Now().Add(time.Hour + 5*time.Second).UTC().Format(http.TimeFormat) }
+	cases := []struct {
+		name     string
+		method   string
+		header   func() http.Header
+		cfg      func(*policy.Config)
+		min, max time.Duration // the wait, jitter included
+		calls    int
+	}{
+		{"retry-after seconds", "GET", func() http.Header { return hdr("Retry-After", "3") }, nil, 3 * time.Second, 3300 * time.Millisecond, 2},
+		{"retry-after date, server clock an hour ahead", "GET", func() http.Header {
+			return hdr("Date", skewed(), "Retry-After", inFive())
+		}, nil, 5 * time.Second, 5500 * time.Millisecond, 2},
+		{"retry-after over maxServerDelay", "GET", func() http.Header { return hdr("Retry-After", "61") }, nil, 0, 0, 1},
+		{"retry-after under a raised maxServerDelay", "GET", func() http.Header { return hdr("Retry-After", "90") },
+			func(c *policy.Config) { c.MaxServerDelay = 2 * time.Minute }, 90 * time.Second, 91 * time.Second, 2},
+		{"retry-after absurd", "GET", func() http.Header { return hdr("Retry-After", "99999999999999999999999") }, nil, 0, 0, 1},
+		{"retry-after garbage falls back to backoff", "GET", func() http.Header { return hdr("Retry-After", "soon") }, nil, 100 * time.Millisecond, 100 * time.Millisecond, 2},
+		{"pushback ms", "GET", func() http.Header { return hdr("X-Retry-Pushback-Ms", "250") }, nil, 250 * time.Millisecond, 275 * time.Millisecond, 2},
+		{"pushback -1 stops", "GET", func() http.Header { return hdr("X-Retry-Pushback-Ms", "-1") }, nil, 0, 0, 1},
+		{"pushback garbage stops", "GET", func() http.Header { return hdr("X-Retry-Pushback-Ms", "later") }, nil, 0, 0, 1},
+		{"pushback directs a POST", "POST", func() http.Header { return hdr("X-Retry-Pushback-Ms", "10") }, nil, 10 * time.Millisecond, 11 * time.Millisecond, 2},
+		{"retry-after alone does not direct a POST", "POST", func() http.Header { return hdr("Retry-After", "1") }, nil, 0, 0, 1},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				cfg := retryConfig(2, 503)
+				if tc.cfg != nil {
+					tc.cfg(cfg)
+				}
+				took, calls, _ := elapsedFor(t, cfg, tc.method, t.Context(), step{status: 503, header: tc.header()}, step{status: 200})
+				assert.Equal(t, tc.calls, calls)
+				assert.GreaterOrEqual(t, took, tc.min)
+				assert.LessOrEqual(t, took, tc.max)
+			})
+		})
+	}
+}
+
+func TestServerDelayPastTheDeadlineIsNotWaited(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		ctx, cancel := context.WithTimeout(t.Context(), 2*time.Second)
+		defer cancel()
+		took, calls, resp := elapsedFor(t, retryConfig(3, 503), "GET", ctx, step{status: 503, header: hdr("Retry-After", "5")})
+		assert.Equal(t, time.Duration(0), took)
+		assert.Equal(t, 1, calls)
+		assert.Equal(t, 503, resp.StatusCode)
+	})
+}
+
+func TestPushbackRestartsBackoff(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		cfg := retryConfig(5, 503)
+		// Waits: backoff 100ms (n=0), 200ms (n=1), pushback 0ms, then
+		// backoff restarts at 100ms (n=0).
+		took, calls, _ := elapsedFor(t, cfg, "GET", t.Context(),
+			step{status: 503}, step{status: 503}, step{status: 503, header: hdr("X-Retry-Pushback-Ms", "0")},
+			step{status: 503}, step{status: 200})
+		assert.Equal(t, 5, calls)
+		assert.Equal(t, 400*time.Millisecond, took)
+	})
+}
+
+// outage runs n sequential GETs against host, always answered 503, and
+// returns the attempts the server saw.
+func outage(t *testing.T, tr *retryhttp.Transport, host string, n int) int {
+	t.Helper()
+	calls := 0
+	for range n {
+		req, err := http.NewRequestWithContext(t.Context(), "GET", "https://"+host+"/", nil)
+		require.NoError(t, err)
+		resp, err := tr.RoundTrip(req)
+		require.NoError(t, err)
+		calls += 1
+		if v := resp.Header.Get(retryhttp.AttemptsHeader); v != "" {
+			calls += int(v[0] - '0')
+		}
+		readAll(t, resp)
+	}
+	return calls
+}
+
+func throttled(maxAttempts int) *policy.Config {
+	cfg := retryConfig(maxAttempts, 503)
+	cfg.Throttle = &policy.Throttle{MaxTokens: 100, TokenRatio: 0.25}
+	return cfg
+}
+
+func TestBudgetStopsAnOutageAndRecovers(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		mt := httpmock.NewMockTransport()
+		healthy := false
+		mt.RegisterNoResponder(func(req *http.Request) (*http.Response, error) {
+			if healthy && req.URL.Host == "down.test" {
+				return httpmock.NewStringResponse(200, "ok"), nil
+			}
+			return httpmock.NewStringResponse(503, ""), nil
+		})
+		tr := &retryhttp.Transport{Base: mt, Policy: throttled(5)}
+		// 100 tokens, retries stop at 50: ten requests make five
+		// attempts each, every later one a single attempt.
+		assert.Equal(t, 50+190, outage(t, tr, "down.test", 200))
+		assert.Equal(t, uint64(190), tr.Stats().Hosts["down.test"].BudgetRefusals)
+		// Another host has a budget of its own.
+		assert.Equal(t, 50, outage(t, tr, "other.test", 10))
+
+		// Healthy again: 220 successes refill 0.25 each, to 55 tokens.
+		// Retries resume: the next failing request makes all 5
+		// attempts (55 -> 50); the one after it is refused again.
+		healthy = true
+		outage(t, tr, "down.test", 220)
+		healthy = false
+		assert.Equal(t, 5+1, outage(t, tr, "down.test", 2), "got no retries after recovery")
+	})
+}
