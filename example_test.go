@@ -1,0 +1,157 @@
+package retryhttp_test
+
+import (
+	"fmt"
+	"io"
+	"log/slog"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"sync/atomic"
+
+	"github.com/retryhttp/retryhttp"
+	"github.com/retryhttp/retryhttp/policy"
+)
+
+// flakyServer fails the first n requests with 503.
+func flakyServer(n int64) *httptest.Server {
+	var calls atomic.Int64
+	return httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if calls.Add(1) <= n {
+			w.WriteHeader(http.StatusServiceUnavailable)
+			return
+		}
+		io.WriteString(w, "hello")
+	}))
+}
+
+// The zero Transport is a drop-in: policy.Default retries 429, 502, 503
+// and 504 up to 3 attempts, with a per-host budget.
+func Example() {
+	srv := flakyServer(2)
+	defer srv.Close()
+
+	tr := &retryhttp.Transport{}
+	defer tr.CloseIdleConnections()
+	client := &http.Client{Transport: tr}
+	resp, err := client.Get(srv.URL)
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	body, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	fmt.Println(resp.StatusCode, string(body), "after", resp.Header.Get(retryhttp.AttemptsHeader), "failed attempts")
+	// Output:
+	// 200 hello after 2 failed attempts
+}
+
+// A configuration in gRPC's service-config JSON; mistakes name the field.
+func Example_config() {
+	cfg, err := policy.ParseConfig([]byte(`{
+	  "methodConfig": [{
+	    "name": [{"method": "GET"}],
+	    "retryPolicy": {
+	      "maxAttempts": 5, "initialBackoff": "0.01s", "maxBackoff": "0.1s",
+	      "backoffMultiplier": 2, "retryableStatusCodes": [503]
+	    }
+	  }],
+	  "retryThrottling": {"maxTokens": 10, "tokenRatio": 0.1}
+	}`))
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	srv := flakyServer(3)
+	defer srv.Close()
+	tr := &retryhttp.Transport{Policy: cfg}
+	defer tr.CloseIdleConnections()
+	resp, err := (&http.Client{Transport: tr}).Get(srv.URL)
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	resp.Body.Close()
+	fmt.Println(resp.StatusCode, "after", resp.Header.Get(retryhttp.AttemptsHeader), "failed attempts")
+
+	_, err = policy.ParseConfig([]byte(`{"methodConfig": [{"name": [{}],
+	  "retryPolicy": {"maxAttempts": 1, "initialBackoff": "1s", "maxBackoff": "1s",
+	  "backoffMultiplier": 2, "retryableStatusCodes": [503]}}]}`))
+	fmt.Println(err)
+	// Output:
+	// 200 after 3 failed attempts
+	// policy: methodConfig[0].retryPolicy.maxAttempts: 1: must be at least 2
+}
+
+// Hooks adapt to any logger. This one logs with log/slog and never prints
+// what may be secret: no query string, no header value.
+func Example_slog() {
+	logger := slog.New(slog.NewTextHandler(os.Stdout, &slog.HandlerOptions{
+		ReplaceAttr: func(_ []string, a slog.Attr) slog.Attr {
+			if a.Key == slog.TimeKey || a.Key == "wait" {
+				return slog.Attr{} // keep the output stable
+			}
+			return a
+		},
+	}))
+	hooks := &retryhttp.Hooks{
+		AttemptDone: func(a retryhttp.AttemptDone) {
+			logger.Info("attempt", "method", a.Request.Method, "host", a.Request.URL.Host,
+				"path", a.Request.URL.Path, "attempt", a.Attempt, "outcome", a.Outcome, "status", a.StatusCode)
+		},
+		Wait: func(w retryhttp.Wait) {
+			logger.Info("waiting", "attempt", w.Attempt, "reason", w.Reason, "wait", w.Length)
+		},
+	}
+	srv := flakyServer(1)
+	defer srv.Close()
+	tr := &retryhttp.Transport{Hooks: hooks}
+	defer tr.CloseIdleConnections()
+	req, _ := http.NewRequest("GET", srv.URL+"/v1/items?token=secret", nil)
+	req.Host = "api.example.com"
+	req.URL.Host = "api.example.com"
+	tr.Base = rewriteTo(srv)
+	resp, err := (&http.Client{Transport: tr}).Do(req)
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	resp.Body.Close()
+	// Output:
+	// level=INFO msg=attempt method=GET host=api.example.com path=/v1/items attempt=1 outcome=retryable status=503
+	// level=INFO msg=waiting attempt=2 reason=backoff
+	// level=INFO msg=attempt method=GET host=api.example.com path=/v1/items attempt=2 outcome=success status=200
+}
+
+// rewriteTo sends every request to srv, whatever its URL says.
+func rewriteTo(srv *httptest.Server) http.RoundTripper {
+	return roundTripFunc(func(req *http.Request) (*http.Response, error) {
+		r := req.Clone(req.Context())
+		r.URL.Scheme, r.URL.Host = "http", srv.Listener.Addr().String()
+		return srv.Client().Transport.RoundTrip(r)
+	})
+}
+
+type roundTripFunc func(*http.Request) (*http.Response, error)
+
+func (f roundTripFunc) RoundTrip(r *http.Request) (*http.Response, error) { return f(r) }
+
+// Stats count what the Transport did, per rule and per host.
+func ExampleTransport_Stats() {
+	srv := flakyServer(2)
+	defer srv.Close()
+	tr := &retryhttp.Transport{}
+	defer tr.CloseIdleConnections()
+	resp, err := (&http.Client{Transport: tr}).Get(srv.URL)
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	resp.Body.Close()
+	st := tr.Stats().Total
+	fmt.Println("requests:", st.Requests, "retry attempts:", st.RetryAttempts, "failed:", st.RetryAttemptsFailed)
+	fmt.Println("histogram >=1, >=2:", st.RetryHistogram[0], st.RetryHistogram[1])
+	// Output:
+	// requests: 1 retry attempts: 2 failed: 1
+	// histogram >=1, >=2: 1 1
+}
