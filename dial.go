@@ -33,15 +33,28 @@ type DialBackoffError struct {
 	// Remaining is how long the window still lasts: a dial to Addr
 	// started this much later or more goes to the network again.
 	Remaining time.Duration
+	// Err is the failure of the dial that set the window, so that the
+	// reason a host is unreachable is not lost behind its backoff.
+	Err error
 }
 
-// Error says which address is backing off and for how much longer.
+// Error says which address is backing off, for how much longer, and why.
 func (e *DialBackoffError) Error() string {
-	return fmt.Sprintf("%v: %s for another %v", ErrDialBackoff, e.Addr, e.Remaining)
+	msg := fmt.Sprintf("%v: %s for another %v", ErrDialBackoff, e.Addr, e.Remaining)
+	if e.Err != nil {
+		msg += " after: " + e.Err.Error()
+	}
+	return msg
 }
 
-// Unwrap returns [ErrDialBackoff].
-func (e *DialBackoffError) Unwrap() error { return ErrDialBackoff }
+// Unwrap returns [ErrDialBackoff] and Err, so that errors.Is finds both
+// the backoff and its cause, such as [syscall.ECONNREFUSED].
+func (e *DialBackoffError) Unwrap() []error {
+	if e.Err == nil {
+		return []error{ErrDialBackoff}
+	}
+	return []error{ErrDialBackoff, e.Err}
+}
 
 // Dialer dials with gRPC's connection backoff, kept per address (network and
 // addr): after a failed attempt started at time s with backoff b, no
@@ -130,6 +143,7 @@ type dialEntry struct {
 	failures int       // consecutive failed rounds: the next backoff is Duration(failures)
 	until    time.Time // no attempt starts before until
 	inflight int       // attempts that started with this entry and have not ended
+	err      error     // the failure that set until
 }
 
 // dialAttempt is one admitted dial. entry identifies its generation: once
@@ -226,7 +240,7 @@ func (d *Dialer) admit(ctx context.Context, network, addr string, now time.Time)
 	e := d.addrs[key]
 	if e != nil && now.Before(e.until) {
 		d.mu.Unlock()
-		return dialAttempt{}, &DialBackoffError{Addr: addr, Remaining: e.until.Sub(now)}
+		return dialAttempt{}, &DialBackoffError{Addr: addr, Remaining: e.until.Sub(now), Err: e.err}
 	}
 	if e == nil {
 		e = d.insert(key)
@@ -262,7 +276,7 @@ func (d *Dialer) finish(a dialAttempt, err error, callerDone bool) {
 			e.failures++
 		}
 		if until := a.start.Add(a.backoff); until.After(e.until) {
-			e.until = until
+			e.until, e.err = until, err
 		}
 	}
 	if e.failures == 0 && e.inflight == 0 {

@@ -121,7 +121,7 @@ func (h *hedger) handle(hr hedged, timer *time.Timer) (*http.Response, bool, err
 	delete(h.cancels, hr.n)
 	c := h.c
 	out := c.classify(&hr.r)
-	if out == outNeverSent && h.spare && c.req.Context().Err() == nil {
+	if out == outNeverSent && h.spare && resendNow(&hr.r, c.req.Context()) {
 		h.spare = false
 		c.transparentRetry()
 		h.launch(hr.n)

@@ -87,11 +87,35 @@ func (c *call) retry() (*http.Response, int, error) {
 	backoffN := 0 // the policy's retry counter; pushback restarts it
 	for n := 1; ; n++ {
 		r, out := c.attempt(n, false, timeout)
-		if out == outNeverSent && transparentLeft && c.req.Context().Err() == nil {
+		resent := false
+		if out == outNeverSent && transparentLeft && resendNow(&r, c.req.Context()) {
 			// It never reached the server: once, at once, for any
 			// method, without spending an attempt or a token.
-			transparentLeft = false
+			transparentLeft, resent = false, true
 			c.transparentRetry()
+			r, out = c.attempt(n, false, timeout)
+		}
+		if wait := dialWindow(&r); p != nil && !resent && wait > 0 && c.req.Context().Err() == nil {
+			// The dialer refused it without touching the network:
+			// the address is in its backoff window. Under a retry
+			// policy the attempt is made again once the window ends,
+			// without spending an attempt, so that maxAttempts counts
+			// real ones. A transparent resend that met the window is
+			// not made again: the failure before it opened the window
+			// and is the attempt. With no policy the refusal comes
+			// back at once, as gRPC fails fast a call that is not
+			// wait-for-ready while its channel is in transient
+			// failure.
+			if !fitsDeadline(c.req.Context(), wait) {
+				c.refused(n, RefusedDeadline)
+				resp, err := c.giveUp(&r, n)
+				return resp, n, err
+			}
+			r.discard()
+			c.waiting(n, wait, WaitDialBackoff)
+			if err := sleep(c.req.Context(), wait); err != nil {
+				return nil, n, &Error{Attempts: n, Err: err}
+			}
 			r, out = c.attempt(n, false, timeout)
 		}
 		c.account(out, &r)
@@ -117,6 +141,24 @@ func (c *call) retry() (*http.Response, int, error) {
 	}
 }
 
+// resendNow reports whether an attempt that never reached the server may
+// be resent at once, transparently: not when the caller's context has
+// ended, nor when the dialer refused it for its address's backoff window,
+// which an immediate resend would only meet again.
+func resendNow(r *result, ctx context.Context) bool {
+	return ctx.Err() == nil && !errors.Is(r.err, ErrDialBackoff)
+}
+
+// dialWindow returns how long the address of an attempt refused by its
+// dialer's backoff window stays closed, or 0 for any other outcome.
+func dialWindow(r *result) time.Duration {
+	var dbe *DialBackoffError
+	if errors.As(r.err, &dbe) {
+		return max(dbe.Remaining, time.Nanosecond)
+	}
+	return 0
+}
+
 // nextWait decides whether attempt n+1 may start and how long to wait for
 // it. An empty reason means no further attempt; the refusal, if any, says
 // which limit stopped it.
@@ -139,9 +181,8 @@ func (c *call) nextWait(p *policy.Retry, out outcome, r *result, n int, backoffN
 	if why == WaitBackoff {
 		wait = p.Backoff().Duration(*backoffN)
 		*backoffN++
-		var dbe *DialBackoffError
-		if errors.As(r.err, &dbe) && dbe.Remaining >= wait {
-			wait, why = dbe.Remaining, WaitDialBackoff
+		if w := dialWindow(r); w >= wait {
+			wait, why = w, WaitDialBackoff
 		}
 	}
 	if !fitsDeadline(c.req.Context(), wait) {

@@ -1,0 +1,144 @@
+package retryhttp_test
+
+import (
+	"context"
+	"errors"
+	"net"
+	"net/http"
+	"net/http/httptest"
+	"sync"
+	"syscall"
+	"testing"
+	"testing/synctest"
+	"time"
+
+	"github.com/retryhttp/retryhttp"
+	"github.com/retryhttp/retryhttp/policy"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+// failingDial refuses every connection and records when each dial came.
+type failingDial struct {
+	mu    sync.Mutex
+	t0    time.Time
+	times []time.Duration
+}
+
+func (f *failingDial) dial(context.Context, string, string) (net.Conn, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.times = append(f.times, time.Since(f.t0))
+	return nil, &net.OpError{Op: "dial", Net: "tcp", Err: syscall.ECONNREFUSED}
+}
+
+// A dial refused by the address's backoff never reached the server: it is
+// retried by policy for any method, after at least the time left in the
+// window, and never dialled inside it.
+func TestDialBackoffIsWaitedOut(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		f := &failingDial{t0: time.Now()}
+		d := &retryhttp.Dialer{Dial: f.dial, Backoff: policy.Table{Steps: []time.Duration{time.Second}}}
+		base := &http.Transport{DialContext: d.DialContext}
+		defer base.CloseIdleConnections()
+		cfg := retryConfig(3, 503)
+		cfg.Rules[0].Retry.InitialBackoff = 10 * time.Millisecond
+		var waits []retryhttp.Wait
+		tr := &retryhttp.Transport{Base: base, Policy: cfg, Hooks: &retryhttp.Hooks{
+			Wait: func(w retryhttp.Wait) { waits = append(waits, w) },
+		}}
+		req := newRequest(t, t.Context(), "POST", "body")
+		_, err := tr.RoundTrip(req)
+
+		require.ErrorIs(t, err, syscall.ECONNREFUSED)
+		var rerr *retryhttp.Error
+		require.ErrorAs(t, err, &rerr)
+		assert.Equal(t, 3, rerr.Attempts, "a POST is retried: it was never sent")
+		// Attempt 1's transparent resend meets the window its failure
+		// opened, so attempt 2 waits for the window rather than the
+		// 10 ms backoff. Attempt 3, after a 20 ms backoff, meets the
+		// window of attempt 2 and is made again when it ends, without
+		// spending an attempt.
+		require.Len(t, waits, 3)
+		assert.Equal(t, []retryhttp.WaitReason{retryhttp.WaitDialBackoff, retryhttp.WaitBackoff, retryhttp.WaitDialBackoff},
+			[]retryhttp.WaitReason{waits[0].Reason, waits[1].Reason, waits[2].Reason})
+		assert.Equal(t, []int{2, 3, 3}, []int{waits[0].Attempt, waits[1].Attempt, waits[2].Attempt})
+		assert.Equal(t, 20*time.Millisecond, waits[1].Length)
+		// One dial per attempt, none inside a window: Table jitters a
+		// 1 s step into [0.5 s, 1.5 s].
+		require.Len(t, f.times, 3)
+		assert.Equal(t, waits[0].Length, f.times[1])
+		assert.Equal(t, f.times[1]+waits[1].Length+waits[2].Length, f.times[2])
+		for i := 1; i < len(f.times); i++ {
+			assert.GreaterOrEqual(t, f.times[i]-f.times[i-1], 500*time.Millisecond)
+		}
+	})
+}
+
+// A window longer than the caller's deadline is not waited for.
+func TestDialBackoffPastTheDeadlineIsNotWaited(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		f := &failingDial{t0: time.Now()}
+		d := &retryhttp.Dialer{Dial: f.dial, Backoff: policy.Table{Steps: []time.Duration{time.Minute}}}
+		base := &http.Transport{DialContext: d.DialContext}
+		defer base.CloseIdleConnections()
+		tr := &retryhttp.Transport{Base: base, Policy: retryConfig(3, 503)}
+		ctx, cancel := context.WithTimeout(t.Context(), 10*time.Second)
+		defer cancel()
+		start := time.Now()
+		_, err := tr.RoundTrip(newRequest(t, ctx, "GET", ""))
+		require.ErrorIs(t, err, syscall.ECONNREFUSED)
+		assert.Zero(t, time.Since(start), "the outcome comes back at once")
+		assert.Len(t, f.times, 1)
+	})
+}
+
+// Transport.ResetBackoff reaches the Dialer of the Transport's own base:
+// a server that is back is dialled at once instead of after the window.
+func TestResetBackoffThroughTheTransport(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		ln, err := net.Listen("tcp", "127.0.0.1:0")
+		require.NoError(t, err)
+		addr := ln.Addr().String()
+		require.NoError(t, ln.Close()) // the server is down
+
+		tr := &retryhttp.Transport{Policy: &policy.Config{}} // transparent retries only
+		defer tr.CloseIdleConnections()
+		get := func() error {
+			req, err := http.NewRequestWithContext(t.Context(), "GET", "http://"+addr+"/", nil)
+			require.NoError(t, err)
+			resp, err := tr.RoundTrip(req)
+			if err == nil {
+				resp.Body.Close()
+			}
+			return err
+		}
+		require.ErrorIs(t, get(), syscall.ECONNREFUSED)
+
+		ln, err = net.Listen("tcp", addr) // the server is back
+		if err != nil {
+			t.Skipf("port %s taken again meanwhile: %v", addr, err)
+		}
+		srv := httptest.NewUnstartedServer(http.NotFoundHandler())
+		srv.Listener.Close()
+		srv.Listener = ln
+		srv.Start()
+		defer srv.Close()
+
+		err = get()
+		require.ErrorIs(t, err, retryhttp.ErrDialBackoff, "still inside the window, no time has passed")
+		var dbe *retryhttp.DialBackoffError
+		require.ErrorAs(t, err, &dbe)
+		assert.Positive(t, dbe.Remaining)
+
+		tr.ResetBackoff(addr)
+		assert.NoError(t, get())
+	})
+}
+
+func TestDialBackoffErrorIsNotAnHTTPError(t *testing.T) {
+	err := &retryhttp.DialBackoffError{Addr: "h:1", Remaining: time.Second}
+	assert.True(t, errors.Is(err, retryhttp.ErrDialBackoff))
+	assert.Contains(t, err.Error(), "h:1")
+	assert.Contains(t, err.Error(), "1s")
+}
