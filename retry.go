@@ -152,6 +152,9 @@ func resendNow(r *result, ctx context.Context) bool {
 // dialWindow returns how long the address of an attempt refused by its
 // dialer's backoff window stays closed, or 0 for any other outcome.
 func dialWindow(r *result) time.Duration {
+	if r.err == nil {
+		return 0 // the common case, without the allocation of errors.As
+	}
 	var dbe *DialBackoffError
 	if errors.As(r.err, &dbe) {
 		return max(dbe.Remaining, time.Nanosecond)
