@@ -40,8 +40,9 @@ type result struct {
 // send makes attempt n (1-based) of c's request under ctx, a context of
 // its own derived from the caller's, which cancel ends: it lives until the
 // response body is read to its end or closed. The attempt has its own body
-// reader.
-func (c *call) send(ctx context.Context, cancel context.CancelCauseFunc, n int, timeout time.Duration) result {
+// reader. base sends it: the Transport's base or, for an attempt of a
+// hedged request, one that reaches a distinct backend.
+func (c *call) send(ctx context.Context, cancel context.CancelCauseFunc, n int, timeout time.Duration, base http.RoundTripper) result {
 	var traced, wrote atomic.Bool
 	ctx = httptrace.WithClientTrace(ctx, &httptrace.ClientTrace{
 		GetConn:      func(string) { traced.Store(true) },
@@ -65,7 +66,7 @@ func (c *call) send(ctx context.Context, cancel context.CancelCauseFunc, n int, 
 		timer = time.AfterFunc(timeout, func() { cancel(errAttemptTimeout) })
 	}
 	start := time.Now()
-	r.resp, r.err = c.st.base.RoundTrip(areq)
+	r.resp, r.err = base.RoundTrip(areq)
 	r.latency = time.Since(start)
 	// Only a base that reports through httptrace can prove it wrote
 	// nothing: one that never asked for a connection proves nothing.

@@ -189,7 +189,14 @@ func (d *Dialer) DialContext(ctx context.Context, network, addr string) (net.Con
 // refuses, and resetting on the TCP accept would have every client retry it
 // at the initial rate forever.
 func (d *Dialer) DialTLSContext(ctx context.Context, network, addr string) (net.Conn, error) {
-	cfg := d.tlsConfig(addr)
+	return d.dialTLS(ctx, network, addr, addr)
+}
+
+// dialTLS connects to addr and runs the TLS handshake for the server
+// named by nameAddr's host, which differs from addr's when addr is one of
+// the resolved addresses of that name.
+func (d *Dialer) dialTLS(ctx context.Context, network, addr, nameAddr string) (net.Conn, error) {
+	cfg := d.tlsConfig(nameAddr)
 	a, err := d.admit(ctx, network, addr, time.Now())
 	if err != nil {
 		return nil, err
@@ -227,6 +234,15 @@ func (d *Dialer) Reset(addr string) {
 			delete(d.addrs, k)
 		}
 	}
+}
+
+// backingOff reports whether a dial to addr on network would be refused
+// now for its backoff window.
+func (d *Dialer) backingOff(network, addr string) bool {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	e := d.addrs[dialKey{network, addr}]
+	return e != nil && time.Now().Before(e.until)
 }
 
 // admit lets a dial to addr start at now, or refuses it. An admitted dial

@@ -22,10 +22,11 @@ type hedger struct {
 	results chan hedged
 	cancels map[int]context.CancelCauseFunc // attempts in flight
 	started map[int]time.Time
-	sent    int     // attempts sent, transparent resends not counted
-	last    *hedged // the latest non-fatal outcome, kept for the caller
-	stopped bool    // no further hedge may start
-	spare   bool    // the transparent resend is still unused
+	busy    map[int]string // the address each attempt in flight dials, if routed
+	sent    int            // attempts sent, transparent resends not counted
+	last    *hedged        // the latest non-fatal outcome, kept for the caller
+	stopped bool           // no further hedge may start
+	spare   bool           // the transparent resend is still unused
 }
 
 type hedged struct {
@@ -43,6 +44,7 @@ func (c *call) hedge() (*http.Response, int, error) {
 		results: make(chan hedged, c.rule.Hedge.MaxAttempts+1),
 		cancels: make(map[int]context.CancelCauseFunc),
 		started: make(map[int]time.Time),
+		busy:    make(map[int]string),
 	}
 	h.launch(1)
 	timer := time.NewTimer(h.delay())
@@ -81,9 +83,15 @@ func (h *hedger) launch(n int) {
 	ctx, cancel := context.WithCancelCause(h.c.req.Context())
 	h.cancels[n] = cancel
 	h.started[n] = time.Now()
+	base := h.c.st.base
+	if s := h.c.st.spread; s != nil {
+		if rt, addr := s.route(h.c.req, h.busy); rt != nil {
+			base, h.busy[n] = rt, addr
+		}
+	}
 	h.c.attemptStarted(n, n > 1)
 	go func() {
-		h.results <- hedged{n: n, r: h.c.send(ctx, cancel, n, 0)}
+		h.results <- hedged{n: n, r: h.c.send(ctx, cancel, n, 0, base)}
 	}()
 }
 
@@ -119,6 +127,7 @@ func (h *hedger) delay() time.Duration {
 // error for the caller once the request is decided.
 func (h *hedger) handle(hr hedged, timer *time.Timer) (*http.Response, bool, error) {
 	delete(h.cancels, hr.n)
+	delete(h.busy, hr.n)
 	c := h.c
 	out := c.classify(&hr.r)
 	if out == outNeverSent && h.spare && resendNow(&hr.r, c.req.Context()) {
@@ -206,6 +215,7 @@ func (h *hedger) cancelAll(cause error) {
 	for len(h.cancels) > 0 {
 		hr := <-h.results
 		delete(h.cancels, hr.n)
+		delete(h.busy, hr.n)
 		h.c.latency().add(time.Since(h.started[hr.n])) // a lower bound: it was cut short
 		h.c.attemptDone(hr.n, hr.n > 1, &hr.r, outCancelled)
 		hr.r.discard()

@@ -66,7 +66,7 @@ func (c *call) run() (*http.Response, error) {
 func (c *call) attempt(n int, hedge bool, timeout time.Duration) (result, outcome) {
 	c.attemptStarted(n, hedge)
 	ctx, cancel := context.WithCancelCause(c.req.Context())
-	r := c.send(ctx, cancel, n, timeout)
+	r := c.send(ctx, cancel, n, timeout, c.st.base)
 	out := c.classify(&r)
 	c.attemptDone(n, hedge, &r, out)
 	return r, out

@@ -22,7 +22,12 @@ type Transport struct {
 	// Base sends each attempt. Nil means a pooled transport from
 	// go-cleanhttp, built once per Transport (never
 	// http.DefaultTransport), whose dials go through a [Dialer] so that a
-	// host that is down is not hammered.
+	// host that is down is not hammered. With that base, the attempts of
+	// a hedged request to a host with several addresses go to distinct
+	// ones: each attempt dials, or reuses a connection to, an address that
+	// no other attempt of the request in flight is using and that is not
+	// backing off. Addresses are looked up again every 30 s; requests sent
+	// through a proxy are left to the proxy.
 	Base http.RoundTripper
 
 	// Policy chooses what is done with each request. Nil means
@@ -48,6 +53,7 @@ type Transport struct {
 type state struct {
 	base    http.RoundTripper
 	dialer  *Dialer // non-nil when the Transport built its own base
+	spread  *spread // likewise: hedges to distinct backends
 	cfg     *policy.Config
 	budgets *budgets
 	pool    *bufferPool
@@ -112,7 +118,9 @@ func (t *Transport) init() (*state, error) {
 			latencies: newHostMap[latencyRing](maxStatsHosts),
 		}
 		if st.base == nil {
-			st.base, st.dialer = defaultBase()
+			var base *http.Transport
+			base, st.dialer = defaultBase()
+			st.base, st.spread = base, newSpread(base, st.dialer)
 		}
 		t.st = st
 	})
@@ -125,7 +133,7 @@ func (t *Transport) init() (*state, error) {
 // [Dialer.DialTLSContext], so that only a completed handshake ends an
 // address's backoff; cleanhttp already sets ForceAttemptHTTP2, which keeps
 // HTTP/2 working with a custom TLS dial.
-func defaultBase() (http.RoundTripper, *Dialer) {
+func defaultBase() (*http.Transport, *Dialer) {
 	base := cleanhttp.DefaultPooledTransport()
 	d := &Dialer{}
 	base.DialContext = d.DialContext
@@ -195,6 +203,9 @@ func (t *Transport) CloseIdleConnections() {
 	}
 	if c, ok := st.base.(interface{ CloseIdleConnections() }); ok {
 		c.CloseIdleConnections()
+	}
+	if st.spread != nil {
+		st.spread.closeIdle()
 	}
 }
 

@@ -1,0 +1,165 @@
+package retryhttp
+
+import (
+	"context"
+	"io"
+	"net"
+	"net/http"
+	"net/http/httptest"
+	"net/netip"
+	"strconv"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/retryhttp/retryhttp/policy"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+// backendSet is one port served on several loopback addresses, as a name
+// with several A records would be.
+type backendSet struct {
+	port  int
+	addrs []netip.Addr
+	mu    sync.Mutex
+	hits  map[string]int // by local address
+}
+
+// newBackends serves handler on 127.0.0.1, 127.0.0.2, ... with one port.
+// Linux routes all of 127/8 to loopback; elsewhere the test is skipped.
+func newBackends(t *testing.T, n int, handler func(b *backendSet, w http.ResponseWriter, r *http.Request)) *backendSet {
+	b := &backendSet{hits: make(map[string]int)}
+	for attempt := 0; attempt < 5 && len(b.addrs) < n; attempt++ {
+		var lns []net.Listener
+		ok := true
+		for i := range n {
+			addr := "127.0.0." + strconv.Itoa(i+1) + ":" + strconv.Itoa(b.port)
+			ln, err := net.Listen("tcp", addr)
+			if err != nil {
+				ok = false
+				break
+			}
+			if i == 0 {
+				b.port = ln.Addr().(*net.TCPAddr).Port
+			}
+			lns = append(lns, ln)
+		}
+		if !ok {
+			for _, ln := range lns {
+				ln.Close()
+			}
+			b.port = 0
+			continue
+		}
+		for i, ln := range lns {
+			srv := httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+				local := r.Context().Value(http.LocalAddrContextKey).(net.Addr).String()
+				b.mu.Lock()
+				b.hits[local]++
+				b.mu.Unlock()
+				handler(b, w, r)
+			}))
+			srv.Listener.Close()
+			srv.Listener = ln
+			srv.Start()
+			t.Cleanup(srv.Close)
+			b.addrs = append(b.addrs, netip.AddrFrom4([4]byte{127, 0, 0, byte(i + 1)}))
+		}
+	}
+	if len(b.addrs) < n {
+		t.Skip("cannot listen on several loopback addresses with one port")
+	}
+	return b
+}
+
+// transportFor returns a Transport with its own base, its name lookups
+// answered with b's addresses for "backends.test".
+func transportFor(t *testing.T, b *backendSet, cfg *policy.Config) *Transport {
+	tr := &Transport{Policy: cfg}
+	st, err := tr.init()
+	require.NoError(t, err)
+	st.spread.resolve = func(_ context.Context, host string) ([]netip.Addr, error) {
+		require.Equal(t, "backends.test", host)
+		return append([]netip.Addr(nil), b.addrs...), nil
+	}
+	t.Cleanup(tr.CloseIdleConnections)
+	return tr
+}
+
+// Three hedges sent at once reach three backends, not one, and the
+// attempts on the other two are cancelled when the third answers.
+func TestHedgesReachDistinctBackends(t *testing.T) {
+	var arrived sync.WaitGroup
+	arrived.Add(3)
+	cancelled := make(chan struct{}, 3)
+	b := newBackends(t, 3, func(b *backendSet, w http.ResponseWriter, r *http.Request) {
+		arrived.Done()
+		arrived.Wait() // every copy is in flight at once
+		if r.Context().Value(http.LocalAddrContextKey).(net.Addr).String() == "127.0.0.3:"+strconv.Itoa(b.port) {
+			io.WriteString(w, "from the third")
+			return
+		}
+		select {
+		case <-r.Context().Done():
+			cancelled <- struct{}{}
+		case <-time.After(10 * time.Second):
+			// Only when every copy reached one backend, so that the
+			// test fails instead of hanging.
+			t.Error("a losing attempt was not cancelled")
+			w.WriteHeader(http.StatusServiceUnavailable)
+		}
+	})
+	cfg := &policy.Config{Rules: []policy.Rule{{Name: []policy.Name{{}},
+		Hedge: &policy.Hedge{MaxAttempts: 3}}}} // hedgingDelay 0: all at once
+	tr := transportFor(t, b, cfg)
+	req, err := http.NewRequestWithContext(t.Context(), "GET", "http://backends.test:"+strconv.Itoa(b.port)+"/", nil)
+	require.NoError(t, err)
+	resp, err := tr.RoundTrip(req)
+	require.NoError(t, err)
+	body, err := io.ReadAll(resp.Body)
+	require.NoError(t, err)
+	resp.Body.Close()
+	assert.Equal(t, "from the third", string(body))
+	b.mu.Lock()
+	port := strconv.Itoa(b.port)
+	assert.Equal(t, map[string]int{"127.0.0.1:" + port: 1, "127.0.0.2:" + port: 1, "127.0.0.3:" + port: 1}, b.hits)
+	b.mu.Unlock()
+	for range 2 { // the losers were cancelled on their servers
+		select {
+		case <-cancelled:
+		case <-time.After(15 * time.Second): // reached only on failure
+			t.Fatal("the losers were not cancelled")
+		}
+	}
+}
+
+// A request that is not hedged, or a host with one address, is left to
+// the base; a later request reuses the connection of its address.
+func TestRouteLeavesSingleAddressesToTheBase(t *testing.T) {
+	s := newSpread(&http.Transport{}, &Dialer{})
+	s.resolve = func(context.Context, string) ([]netip.Addr, error) {
+		return []netip.Addr{netip.MustParseAddr("127.0.0.1")}, nil
+	}
+	for _, u := range []string{"http://one.test/", "http://127.0.0.1:8080/", "http://[::1]/"} {
+		req, err := http.NewRequest("GET", u, nil)
+		require.NoError(t, err)
+		rt, addr := s.route(req, nil)
+		assert.Nil(t, rt, u)
+		assert.Empty(t, addr, u)
+	}
+	s.resolve = func(context.Context, string) ([]netip.Addr, error) {
+		return []netip.Addr{netip.MustParseAddr("10.0.0.1"), netip.MustParseAddr("::ffff:10.0.0.2")}, nil
+	}
+	req, err := http.NewRequest("GET", "https://Two.test/", nil)
+	require.NoError(t, err)
+	rt1, addr1 := s.route(req, nil)
+	assert.Equal(t, "10.0.0.1:443", addr1)
+	rt2, addr2 := s.route(req, map[int]string{1: addr1})
+	assert.Equal(t, "10.0.0.2:443", addr2, "a v4-mapped address is dialled as v4")
+	assert.NotSame(t, rt1, rt2)
+	_, addr3 := s.route(req, map[int]string{1: addr1, 2: addr2})
+	assert.Empty(t, addr3, "every address busy: the base chooses")
+	again, _ := s.route(req, nil)
+	assert.Same(t, rt1, again, "one transport, and pool, per address")
+}
