@@ -162,15 +162,7 @@ type dialAttempt struct {
 // connection returned ends addr's backoff. When ctx is already done it
 // returns ctx.Err() without dialing.
 func (d *Dialer) DialContext(ctx context.Context, network, addr string) (net.Conn, error) {
-	a, err := d.admit(ctx, network, addr, time.Now())
-	if err != nil {
-		return nil, err
-	}
-	actx, cancel := context.WithTimeout(ctx, d.connectTimeout(a.backoff))
-	defer cancel()
-	conn, err := d.dial(actx, network, addr)
-	d.finish(a, err, ctx.Err() != nil)
-	return conn, err
+	return d.connect(ctx, network, addr, nil)
 }
 
 // DialTLSContext is [Dialer.DialContext] followed by a TLS handshake as the
@@ -196,7 +188,13 @@ func (d *Dialer) DialTLSContext(ctx context.Context, network, addr string) (net.
 // named by nameAddr's host, which differs from addr's when addr is one of
 // the resolved addresses of that name.
 func (d *Dialer) dialTLS(ctx context.Context, network, addr, nameAddr string) (net.Conn, error) {
-	cfg := d.tlsConfig(nameAddr)
+	return d.connect(ctx, network, addr, d.tlsConfig(nameAddr))
+}
+
+// connect is one admitted attempt: a dial and, with a TLS config, the
+// handshake, both within the attempt's connect timeout. Its outcome is
+// recorded in addr's backoff.
+func (d *Dialer) connect(ctx context.Context, network, addr string, cfg *tls.Config) (net.Conn, error) {
 	a, err := d.admit(ctx, network, addr, time.Now())
 	if err != nil {
 		return nil, err
@@ -204,7 +202,7 @@ func (d *Dialer) dialTLS(ctx context.Context, network, addr, nameAddr string) (n
 	actx, cancel := context.WithTimeout(ctx, d.connectTimeout(a.backoff))
 	defer cancel()
 	conn, err := d.dial(actx, network, addr)
-	if err == nil {
+	if err == nil && cfg != nil {
 		conn, err = handshake(actx, conn, cfg)
 	}
 	d.finish(a, err, ctx.Err() != nil)
