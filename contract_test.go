@@ -5,11 +5,13 @@ import (
 	"io"
 	"log"
 	"net/http"
+	"net/http/httptest"
 	"net/url"
 	"strings"
 	"sync/atomic"
 	"testing"
 	"testing/synctest"
+	"time"
 
 	"github.com/retryhttp/retryhttp"
 	"github.com/stretchr/testify/assert"
@@ -73,5 +75,58 @@ func TestCallerBodyIsAlwaysClosed(t *testing.T) {
 			}
 			assert.Equal(t, int64(1), body.closes.Load())
 		})
+	}
+}
+
+// A discarded response whose body never ends (a server trickling bytes
+// forever) delays the caller by the drain bound only: the attempt is cut
+// off and the retry goes ahead.
+func TestEndlessDiscardedBodyIsCutOff(t *testing.T) {
+	var calls atomic.Int64
+	cut := make(chan struct{})
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if calls.Add(1) > 1 {
+			io.WriteString(w, "ok")
+			return
+		}
+		w.WriteHeader(http.StatusServiceUnavailable)
+		tick := time.NewTicker(time.Millisecond)
+		defer tick.Stop()
+		for {
+			select {
+			case <-r.Context().Done():
+				close(cut)
+				return
+			case <-tick.C:
+				w.Write([]byte("x"))
+				w.(http.Flusher).Flush()
+			}
+		}
+	}))
+	t.Cleanup(srv.Close)
+	cfg := retryConfig(2, 503)
+	cfg.Rules[0].Retry.InitialBackoff = time.Millisecond
+	tr := &retryhttp.Transport{Base: freshBase(t), Policy: cfg}
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		req, err := http.NewRequestWithContext(t.Context(), "GET", srv.URL, nil)
+		if !assert.NoError(t, err) {
+			return
+		}
+		resp, err := tr.RoundTrip(req)
+		if assert.NoError(t, err) {
+			assert.Equal(t, "ok", readAll(t, resp))
+		}
+	}()
+	select {
+	case <-done:
+	case <-time.After(30 * time.Second): // reached only on failure
+		t.Fatal("the caller waited for an endless discarded body")
+	}
+	select {
+	case <-cut: // the server saw the attempt end
+	case <-time.After(30 * time.Second): // reached only on failure
+		t.Fatal("the first attempt was never cut off")
 	}
 }
