@@ -302,3 +302,28 @@ func TestAdaptiveDelayFollowsTheQuantileOnceKnown(t *testing.T) {
 		assert.Equal(t, uint64(2), st.HedgesCancelled)
 	})
 }
+
+func TestPushbackAfterTheLastHedgeReportsNothing(t *testing.T) {
+	// Every attempt the policy allows is already sent when the 503
+	// comes: no wait or refusal concerns an attempt 3 that could never
+	// be made, as the retry loop reports none past maxAttempts either.
+	for _, v := range []string{"300", "-1"} {
+		t.Run(v, func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				srv := &slowServer{
+					delays:   []time.Duration{time.Second, 10 * time.Millisecond},
+					statuses: []int{200, 503},
+					headers:  []http.Header{nil, pushback(v)},
+				}
+				var log hookLog
+				tr := &retryhttp.Transport{Base: srv, Policy: hedgeConfig(2, 50*time.Millisecond, 503), Hooks: log.hooks()}
+				resp, err := tr.RoundTrip(newRequest(t, t.Context(), "GET", ""))
+				require.NoError(t, err)
+				assert.Equal(t, "attempt 1", readAll(t, resp))
+				assert.Len(t, srv.starts, 2)
+				assert.Empty(t, log.waits)
+				assert.Empty(t, log.refused)
+			})
+		})
+	}
+}
