@@ -165,8 +165,12 @@ func (h *hedger) handle(hr hedged, timer *time.Timer) (*http.Response, bool, err
 }
 
 // nonFatal sets when the next hedge goes after a non-fatal outcome: at
-// once, or when the server's pushback says, or never.
+// once, or when the server's pushback says, or never. When no hedge can
+// follow anyway, there is nothing to set or report.
 func (h *hedger) nonFatal(hr hedged, timer *time.Timer) {
+	if h.stopped || h.sent >= h.p.MaxAttempts {
+		return
+	}
 	sd := hr.r.delay
 	switch sd.Kind {
 	case delayStop:

@@ -22,6 +22,7 @@ import (
 type slowServer struct {
 	delays   []time.Duration
 	statuses []int
+	headers  []http.Header // per attempt, when set
 
 	mu        sync.Mutex
 	starts    []time.Duration // since t0, per attempt
@@ -35,6 +36,10 @@ func (s *slowServer) RoundTrip(req *http.Request) (*http.Response, error) {
 	s.starts = append(s.starts, time.Since(s.t0))
 	s.cancelled = append(s.cancelled, false)
 	d, code := s.delays[min(i, len(s.delays)-1)], s.statuses[min(i, len(s.statuses)-1)]
+	header := http.Header{}
+	if i < len(s.headers) && s.headers[i] != nil {
+		header = s.headers[i].Clone()
+	}
 	s.mu.Unlock()
 	if req.Body != nil {
 		io.Copy(io.Discard, req.Body)
@@ -48,7 +53,7 @@ func (s *slowServer) RoundTrip(req *http.Request) (*http.Response, error) {
 		s.mu.Unlock()
 		return nil, req.Context().Err()
 	}
-	return &http.Response{StatusCode: code, Header: http.Header{}, Request: req,
+	return &http.Response{StatusCode: code, Header: header, Request: req,
 		Body: io.NopCloser(strings.NewReader(fmt.Sprint("attempt ", i+1)))}, nil
 }
 
@@ -142,4 +147,183 @@ func TestCallerCancellationStopsEveryHedge(t *testing.T) {
 		assert.Equal(t, []bool{true, true, true}, srv.cancelled)
 		// synctest.Test fails if any goroutine of the request outlives it.
 	})
+}
+
+// hookLog records the waits and refusals a Transport reports.
+type hookLog struct {
+	mu      sync.Mutex
+	waits   []retryhttp.Wait
+	refused []retryhttp.Refused
+}
+
+func (l *hookLog) hooks() *retryhttp.Hooks {
+	return &retryhttp.Hooks{
+		Wait: func(w retryhttp.Wait) {
+			l.mu.Lock()
+			defer l.mu.Unlock()
+			l.waits = append(l.waits, w)
+		},
+		Refused: func(r retryhttp.Refused) {
+			l.mu.Lock()
+			defer l.mu.Unlock()
+			l.refused = append(l.refused, r)
+		},
+	}
+}
+
+func pushback(v string) http.Header { return http.Header{"X-Retry-Pushback-Ms": {v}} }
+
+func TestNegativePushbackStopsFurtherHedges(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		srv := &slowServer{
+			delays:   []time.Duration{time.Second, 10 * time.Millisecond},
+			statuses: []int{200, 503},
+			headers:  []http.Header{nil, pushback("-1")},
+			t0:       time.Now(),
+		}
+		var log hookLog
+		tr := &retryhttp.Transport{Base: srv, Policy: hedgeConfig(3, 50*time.Millisecond, 503), Hooks: log.hooks()}
+		resp, err := tr.RoundTrip(newRequest(t, t.Context(), "GET", ""))
+		require.NoError(t, err)
+		assert.Equal(t, "attempt 1", readAll(t, resp), "the attempt in flight goes on")
+		assert.Equal(t, time.Second, time.Since(srv.t0))
+		assert.Equal(t, []time.Duration{0, 50 * time.Millisecond}, srv.starts, "no hedge after the pushback")
+		assert.Equal(t, []retryhttp.Refused{{Request: resp.Request, Attempt: 3, Reason: retryhttp.RefusedServerDelay}}, log.refused)
+		st := tr.Stats().Total
+		assert.Equal(t, uint64(1), st.HedgesSent)
+		assert.Equal(t, uint64(0), st.HedgesWon)
+		assert.Equal(t, uint64(0), st.HedgesCancelled)
+		assert.Equal(t, uint64(1), st.RetryAttemptsFailed)
+	})
+}
+
+func TestPushbackDelaysTheNextHedgeOnly(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		srv := &slowServer{
+			delays:   []time.Duration{time.Second, 10 * time.Millisecond, time.Second, 10 * time.Millisecond},
+			statuses: []int{200, 503, 200, 200},
+			headers:  []http.Header{nil, pushback("300")},
+			t0:       time.Now(),
+		}
+		var log hookLog
+		tr := &retryhttp.Transport{Base: srv, Policy: hedgeConfig(4, 50*time.Millisecond, 503), Hooks: log.hooks()}
+		resp, err := tr.RoundTrip(newRequest(t, t.Context(), "GET", ""))
+		require.NoError(t, err)
+		assert.Equal(t, "attempt 4", readAll(t, resp))
+		require.Len(t, log.waits, 1)
+		w := log.waits[0]
+		assert.Equal(t, 3, w.Attempt)
+		assert.Equal(t, retryhttp.WaitPushback, w.Reason)
+		// 300 ms plus a jitter of less than a tenth of it, never minus.
+		assert.GreaterOrEqual(t, w.Length, 300*time.Millisecond)
+		assert.Less(t, w.Length, 330*time.Millisecond)
+		require.Len(t, srv.starts, 4)
+		assert.Equal(t, []time.Duration{0, 50 * time.Millisecond}, srv.starts[:2])
+		assert.Equal(t, 60*time.Millisecond+w.Length, srv.starts[2], "the pushback runs from the 503")
+		assert.Equal(t, 50*time.Millisecond, srv.starts[3]-srv.starts[2], "then the hedging delay again")
+		assert.Equal(t, []bool{true, false, true, false}, srv.cancelled)
+		st := tr.Stats().Total
+		assert.Equal(t, uint64(3), st.HedgesSent)
+		assert.Equal(t, uint64(1), st.HedgesWon)
+		assert.Equal(t, uint64(2), st.HedgesCancelled)
+	})
+}
+
+func TestSpentBudgetSendsNoHedge(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		// Six 503s take a budget of 10 tokens to 4: at most half, so
+		// it refuses. The seventh attempt is the slow one that a hedge
+		// would have raced.
+		srv := &slowServer{
+			delays:   []time.Duration{0, 0, 0, 0, 0, 0, time.Second},
+			statuses: []int{503, 503, 503, 503, 503, 503, 200},
+		}
+		cfg := hedgeConfig(2, 0, 503)
+		cfg.Throttle = &policy.Throttle{MaxTokens: 10, TokenRatio: 0.1}
+		tr := &retryhttp.Transport{Base: srv, Policy: cfg}
+		for range 3 {
+			resp, err := tr.RoundTrip(newRequest(t, t.Context(), "GET", ""))
+			require.NoError(t, err)
+			assert.Equal(t, 503, resp.StatusCode)
+			readAll(t, resp)
+		}
+		require.Len(t, srv.starts, 6, "while the budget lasts, each request is hedged")
+		before := tr.Stats().Total
+		require.Equal(t, uint64(3), before.HedgesSent)
+		require.Equal(t, uint64(0), before.BudgetRefusals)
+
+		srv.t0 = time.Now()
+		resp, err := tr.RoundTrip(newRequest(t, t.Context(), "GET", ""))
+		require.NoError(t, err)
+		assert.Equal(t, "attempt 7", readAll(t, resp))
+		assert.Equal(t, time.Second, time.Since(srv.t0), "no hedge raced the slow attempt")
+		assert.Len(t, srv.starts, 7)
+		st := tr.Stats().Total
+		assert.Equal(t, uint64(3), st.HedgesSent)
+		assert.Equal(t, uint64(1), st.BudgetRefusals)
+		assert.Equal(t, uint64(0), st.HedgesWon)
+		assert.Equal(t, uint64(0), st.HedgesCancelled)
+	})
+}
+
+func TestAdaptiveDelayFollowsTheQuantileOnceKnown(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		const fast, slow = 30 * time.Millisecond, time.Second
+		delays := make([]time.Duration, 19, 23)
+		for i := range delays {
+			delays[i] = fast
+		}
+		delays = append(delays, slow, fast, slow, fast)
+		srv := &slowServer{delays: delays, statuses: []int{200}, t0: time.Now()}
+		cfg := hedgeConfig(2, 100*time.Millisecond, 503)
+		cfg.Rules[0].Hedge.HedgingDelayQuantile = 0.5
+		tr := &retryhttp.Transport{Base: srv, Policy: cfg}
+		get := func() string {
+			resp, err := tr.RoundTrip(newRequest(t, t.Context(), "GET", ""))
+			require.NoError(t, err)
+			return readAll(t, resp)
+		}
+		for range 19 {
+			get() // 19 latencies of 30 ms: one short of the minimum
+		}
+		require.Len(t, srv.starts, 19, "30 ms answers are not hedged at 100 ms")
+
+		assert.Equal(t, "attempt 21", get())
+		require.Len(t, srv.starts, 21)
+		assert.Equal(t, 100*time.Millisecond, srv.starts[20]-srv.starts[19], "too few samples: hedgingDelay")
+
+		// 20 latencies of 30 ms and the loser's 130 ms: the median is 30 ms.
+		assert.Equal(t, "attempt 23", get())
+		require.Len(t, srv.starts, 23)
+		assert.Equal(t, fast, srv.starts[22]-srv.starts[21], "the median of recent latencies")
+		st := tr.Stats().Total
+		assert.Equal(t, uint64(2), st.HedgesSent)
+		assert.Equal(t, uint64(2), st.HedgesWon)
+		assert.Equal(t, uint64(2), st.HedgesCancelled)
+	})
+}
+
+func TestPushbackAfterTheLastHedgeReportsNothing(t *testing.T) {
+	// Every attempt the policy allows is already sent when the 503
+	// comes: no wait or refusal concerns an attempt 3 that could never
+	// be made, as the retry loop reports none past maxAttempts either.
+	for _, v := range []string{"300", "-1"} {
+		t.Run(v, func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				srv := &slowServer{
+					delays:   []time.Duration{time.Second, 10 * time.Millisecond},
+					statuses: []int{200, 503},
+					headers:  []http.Header{nil, pushback(v)},
+				}
+				var log hookLog
+				tr := &retryhttp.Transport{Base: srv, Policy: hedgeConfig(2, 50*time.Millisecond, 503), Hooks: log.hooks()}
+				resp, err := tr.RoundTrip(newRequest(t, t.Context(), "GET", ""))
+				require.NoError(t, err)
+				assert.Equal(t, "attempt 1", readAll(t, resp))
+				assert.Len(t, srv.starts, 2)
+				assert.Empty(t, log.waits)
+				assert.Empty(t, log.refused)
+			})
+		})
+	}
 }

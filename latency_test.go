@@ -1,0 +1,106 @@
+package retryhttp
+
+import (
+	"math/rand/v2"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+func TestLatencyQuantileIsTheNearestRank(t *testing.T) {
+	var r latencyRing
+	// 1..100 ms in a shuffled order: the ring must not depend on it.
+	rng := rand.New(rand.NewPCG(1, 2))
+	for _, i := range rng.Perm(100) {
+		r.add(time.Duration(i+1) * time.Millisecond)
+	}
+	for _, tc := range []struct {
+		q    float64
+		want time.Duration
+	}{
+		{0.01, 1 * time.Millisecond},
+		{0.5, 50 * time.Millisecond},
+		{0.501, 51 * time.Millisecond},
+		{0.9, 90 * time.Millisecond},
+		{0.95, 95 * time.Millisecond},
+		{0.99, 99 * time.Millisecond},
+		{0.999, 100 * time.Millisecond},
+	} {
+		got, ok := r.quantile(tc.q)
+		require.True(t, ok)
+		assert.Equal(t, tc.want, got, "q=%v", tc.q)
+	}
+}
+
+func TestLatencyQuantileNeedsEnoughSamples(t *testing.T) {
+	var r latencyRing
+	r.add(0) // not a latency: ignored
+	r.add(-time.Millisecond)
+	for i := range minLatencySamples - 1 {
+		r.add(time.Duration(i+1) * time.Millisecond)
+		_, ok := r.quantile(0.5)
+		require.False(t, ok, "after %d samples", i+1)
+	}
+	r.add(time.Hour)
+	got, ok := r.quantile(0.95)
+	require.True(t, ok, "after %d samples", minLatencySamples)
+	// 20 samples: nearest rank of 0.95 is the 19th, 19 ms.
+	assert.Equal(t, 19*time.Millisecond, got)
+	got, _ = r.quantile(0.96)
+	assert.Equal(t, time.Hour, got)
+}
+
+func TestLatencyRingKeepsOnlyTheLatestSamples(t *testing.T) {
+	var r latencyRing
+	for range latencySamples {
+		r.add(time.Millisecond)
+	}
+	for range latencySamples {
+		r.add(5 * time.Millisecond)
+	}
+	got, _ := r.quantile(0.01)
+	assert.Equal(t, 5*time.Millisecond, got, "every old sample is overwritten")
+
+	// Half the window moves on: the oldest half (5 ms) stays, the rest
+	// is 9 ms.
+	for range latencySamples / 2 {
+		r.add(9 * time.Millisecond)
+	}
+	got, _ = r.quantile(0.5)
+	assert.Equal(t, 5*time.Millisecond, got)
+	got, _ = r.quantile(0.51)
+	assert.Equal(t, 9*time.Millisecond, got)
+}
+
+func TestLatencyRingUnderConcurrentUse(t *testing.T) {
+	const writers, each = 8, 1000
+	var r latencyRing
+	var wg sync.WaitGroup
+	for w := range writers {
+		wg.Go(func() {
+			for i := range each {
+				r.add(time.Duration(1+(w*each+i)%50) * time.Millisecond)
+			}
+		})
+	}
+	for range 2 {
+		wg.Go(func() {
+			for range each {
+				if d, ok := r.quantile(0.9); ok {
+					assert.True(t, d >= time.Millisecond && d <= 50*time.Millisecond, "got %v", d)
+				}
+			}
+		})
+	}
+	wg.Wait()
+	assert.Equal(t, uint64(writers*each), r.n.Load())
+	for i := range r.slots {
+		v := time.Duration(r.slots[i].Load())
+		assert.True(t, v >= time.Millisecond && v <= 50*time.Millisecond, "slot %d holds %v", i, v)
+	}
+	_, ok := r.quantile(0.5)
+	assert.True(t, ok)
+}
