@@ -177,12 +177,21 @@ func (h *hedger) nonFatal(hr hedged, timer *time.Timer) {
 		h.stopped = true
 		h.c.refused(h.sent+1, RefusedServerDelay)
 	case delayPushback, delayRetryAfter:
-		if sd.Wait > h.c.st.cfg.ServerDelayLimit() || !fitsDeadline(h.c.req.Context(), sd.Wait) {
+		// The deadline is checked against the wait with its jitter, as
+		// in the retry loop.
+		wait, why := h.c.serverWait(sd, new(int))
+		refusal := RefusalReason("")
+		switch {
+		case why == "":
+			refusal = RefusedServerDelay
+		case !fitsDeadline(h.c.req.Context(), wait):
+			refusal = RefusedDeadline
+		}
+		if refusal != "" {
 			h.stopped = true
-			h.c.refused(h.sent+1, RefusedServerDelay)
+			h.c.refused(h.sent+1, refusal)
 			return
 		}
-		wait, why := h.c.serverWait(sd, new(int))
 		h.c.waiting(h.sent+1, wait, why)
 		timer.Reset(wait)
 	default:

@@ -25,8 +25,11 @@ type Counters struct {
 	// provably never reached the server; they are not RetryAttempts.
 	TransparentRetries uint64
 	// HedgesSent counts the hedges among RetryAttempts; HedgesWon those
-	// whose response was handed to the caller; HedgesCancelled those
-	// cancelled because another attempt won.
+	// whose response was handed to the caller. HedgesCancelled counts the
+	// attempts of hedged requests, the first included, cut off before
+	// they ended: because another attempt won, the caller's context ended,
+	// or the body outgrew its buffer. It measures work thrown away, so it
+	// may exceed HedgesSent.
 	HedgesSent      uint64
 	HedgesWon       uint64
 	HedgesCancelled uint64
