@@ -6,6 +6,7 @@ import (
 	"errors"
 	"io"
 	"net"
+	"os"
 	"strings"
 	"syscall"
 )
@@ -62,7 +63,7 @@ func classifyError(callerDone bool, r *result) outcome {
 	err := r.err
 	var cbe *callerBodyError
 	switch {
-	case callerDone, errors.As(err, &cbe), errors.Is(err, errBodyCommitted), certificateError(err):
+	case callerDone, errors.As(err, &cbe), bodyCopyError(err), errors.Is(err, errBodyCommitted), certificateError(err):
 		return outFatal
 	case errors.Is(err, ErrDialBackoff):
 		return outNeverSent
@@ -75,6 +76,25 @@ func classifyError(callerDone bool, r *result) outcome {
 		return outNeverSent
 	}
 	return outNetwork
+}
+
+// bodyCopyError reports whether err is a request body's own read error
+// that net/http hands back inside the *net.OpError ("readfrom") of the
+// connection's ReadFrom, as it does when it copies a body of known length
+// over plain TCP. That OpError wraps the failure of either end of the
+// copy: the connection's end fails with an errno, a closed connection or a
+// deadline; anything else is the body's, so the caller's failure. A body
+// without GetBody is read through a bodyReader, which marks its errors as
+// a *callerBodyError; a GetBody body goes to net/http as it is, and this
+// is how its failure shows.
+func bodyCopyError(err error) bool {
+	var opErr *net.OpError
+	if !errors.As(err, &opErr) || opErr.Op != "readfrom" {
+		return false
+	}
+	var errno syscall.Errno
+	return !errors.As(opErr.Err, &errno) && !errors.Is(opErr.Err, net.ErrClosed) &&
+		!errors.Is(opErr.Err, os.ErrDeadlineExceeded)
 }
 
 // certificateError reports whether err comes from a TLS peer that could

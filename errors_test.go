@@ -7,6 +7,7 @@ import (
 	"net"
 	"net/http"
 	"net/http/httptest"
+	"os"
 	"strings"
 	"sync/atomic"
 	"syscall"
@@ -159,4 +160,41 @@ func freshBase(t *testing.T) *http.Transport {
 	base := &http.Transport{}
 	t.Cleanup(base.CloseIdleConnections)
 	return base
+}
+
+// net/http reports a request body that fails while it copies it into the
+// connection as a *net.OpError "readfrom" that wraps the failure of either
+// end: the body's own error is the caller's and ends the request, the
+// connection's is a network error and is retried.
+func TestBodyCopyErrorIsTheCallers(t *testing.T) {
+	errDisk := errors.New("disk read failed")
+	readfrom := func(err error) error { return &net.OpError{Op: "readfrom", Net: "tcp", Err: err} }
+	write := func(err error) error { return &net.OpError{Op: "write", Net: "tcp", Err: err} }
+	cases := []struct {
+		name string
+		err  error
+		want int // attempts
+	}{
+		{"the body's error", readfrom(errDisk), 1},
+		{"the body's unexpected EOF", readfrom(io.ErrUnexpectedEOF), 1},
+		{"a reset connection", readfrom(write(os.NewSyscallError("write", syscall.ECONNRESET))), 3},
+		{"a closed connection", readfrom(write(net.ErrClosed)), 3},
+		{"a write deadline", readfrom(write(os.ErrDeadlineExceeded)), 3},
+		{"a reset while splicing", readfrom(os.NewSyscallError("sendfile", syscall.EPIPE)), 3},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			cfg := retryConfig(3, 503)
+			cfg.Rules[0].Retry.InitialBackoff = time.Microsecond
+			cfg.Rules[0].Retry.MaxBackoff = time.Microsecond
+			tr, s := newScripted(t, cfg, step{err: tc.err})
+			resp, err := tr.RoundTrip(newRequest(t, t.Context(), "PUT", "payload"))
+			assert.Nil(t, resp)
+			assert.ErrorIs(t, err, tc.err)
+			var rerr *retryhttp.Error
+			require.ErrorAs(t, err, &rerr)
+			assert.Equal(t, tc.want, rerr.Attempts)
+			assert.Equal(t, tc.want, s.calls())
+		})
+	}
 }

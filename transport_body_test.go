@@ -1,0 +1,484 @@
+package retryhttp_test
+
+import (
+	"bytes"
+	"crypto/sha256"
+	"errors"
+	"fmt"
+	"io"
+	"math/rand/v2"
+	"net"
+	"net/http"
+	"net/http/httptest"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"testing/iotest"
+	"time"
+
+	"github.com/retryhttp/retryhttp"
+	"github.com/retryhttp/retryhttp/policy"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+// Request bodies through the public API, over real loopback sockets, so
+// that net/http itself reads, frames and closes every attempt's body.
+
+// testPerRequest is a small per-request limit, so that bodies around it
+// stay cheap.
+const testPerRequest = 64 << 10
+
+// bodySizes are 0, 1, and the sizes on either side of each boundary a
+// body of unknown length crosses in its buffer: chunks of 4 KiB, 8 KiB,
+// 16 KiB... start at 4 KiB*(2^k-1), and the per-request limit.
+func bodySizes() []int {
+	sizes := []int{0, 1}
+	for _, edge := range []int{4 << 10, 12 << 10, 28 << 10, 60 << 10, testPerRequest} {
+		sizes = append(sizes, edge-1, edge, edge+1)
+	}
+	return sizes
+}
+
+// bodyBytes returns n bytes that differ from one offset to the next and
+// from one seed to the next, so that a byte sent at the wrong offset, or
+// from another request, shows in the digest.
+func bodyBytes(n int, seed uint64) []byte {
+	p := make([]byte, n)
+	_, _ = rand.NewChaCha8([32]byte{byte(seed), byte(seed >> 8), byte(n), byte(n >> 8), byte(n >> 16)}).Read(p)
+	return p
+}
+
+// bodyPolicy retries every request on 503, POST included, with waits of a
+// microsecond: these tests are about bytes, not time.
+func bodyPolicy(maxAttempts int) *policy.Config {
+	cfg := retryConfig(maxAttempts, 503)
+	cfg.Rules[0].Retry.InitialBackoff = time.Microsecond
+	cfg.Rules[0].Retry.MaxBackoff = time.Microsecond
+	return cfg
+}
+
+var errReadAfterClose = errors.New("caller's body read after Close")
+
+// callerBody is a caller's request body that counts its Close calls and
+// refuses a Read that starts after Close: once RoundTrip has closed the
+// caller's body, nothing may read it.
+type callerBody struct {
+	r      io.Reader
+	c      io.Closer // the underlying body's Close, if any
+	closes atomic.Int32
+}
+
+func (b *callerBody) Read(p []byte) (int, error) {
+	if b.closes.Load() > 0 {
+		return 0, errReadAfterClose
+	}
+	return b.r.Read(p)
+}
+
+func (b *callerBody) Close() error {
+	if b.closes.Add(1) == 1 && b.c != nil {
+		return b.c.Close()
+	}
+	return nil
+}
+
+// bodyKind is one way a caller hands a body over.
+type bodyKind struct {
+	name    string
+	getBody bool // http.NewRequest sets GetBody: replayed without a buffer
+	known   bool // ContentLength is declared
+	pipe    bool // fed through an io.Pipe by another goroutine
+}
+
+var bodyKinds = []bodyKind{
+	{name: "GetBody", getBody: true, known: true},
+	{name: "reader known length", known: true},
+	{name: "reader unknown length"},
+	{name: "pipe known length", known: true, pipe: true},
+	{name: "pipe unknown length", pipe: true},
+}
+
+// request returns a POST of data to url with the body made as k says.
+func (k bodyKind) request(t *testing.T, url string, data []byte) (*http.Request, *callerBody) {
+	t.Helper()
+	if k.getBody {
+		req, err := http.NewRequestWithContext(t.Context(), http.MethodPost, url, bytes.NewReader(data))
+		require.NoError(t, err)
+		require.NotNil(t, req.GetBody)
+		cb := &callerBody{r: req.Body, c: req.Body}
+		req.Body = cb
+		return req, cb
+	}
+	req, err := http.NewRequestWithContext(t.Context(), http.MethodPost, url, nil)
+	require.NoError(t, err)
+	cb := &callerBody{r: bytes.NewReader(data)}
+	if k.pipe {
+		pr, pw := io.Pipe()
+		done := make(chan struct{})
+		go func() {
+			defer close(done)
+			// Odd-sized writes, so that reads end away from chunk edges.
+			for rest := data; len(rest) > 0; {
+				n := min(len(rest), 1000)
+				if _, err := pw.Write(rest[:n]); err != nil {
+					return
+				}
+				rest = rest[n:]
+			}
+			pw.Close()
+		}()
+		t.Cleanup(func() { pr.Close(); <-done })
+		cb = &callerBody{r: pr, c: pr}
+	}
+	req.Body, req.ContentLength = cb, -1
+	if k.known {
+		req.ContentLength = int64(len(data))
+	}
+	return req, cb
+}
+
+// upload is what the server got of one attempt's request body.
+type upload struct {
+	attempts string // the attempt's X-Retry-Attempts
+	declared int64  // its Content-Length; -1 when chunked
+	n        int64  // bytes received
+	sum      [sha256.Size]byte
+	err      error // from reading the body
+}
+
+func receive(r *http.Request) upload {
+	h := sha256.New()
+	n, err := io.Copy(h, r.Body)
+	u := upload{attempts: r.Header.Get(retryhttp.AttemptsHeader), declared: r.ContentLength, n: n, err: err}
+	h.Sum(u.sum[:0])
+	return u
+}
+
+// answer is what the server does with one attempt: read the whole body
+// and answer status, or, with cut set, read cutAt bytes and reset the
+// connection.
+type answer struct {
+	status int
+	cut    bool
+	cutAt  int64
+}
+
+// uploadServer answers attempt i (0-based, in arrival order) with
+// answers[min(i, len-1)] and keeps what it received of each body not cut.
+type uploadServer struct {
+	url  string
+	hits atomic.Int32
+	mu   sync.Mutex
+	got  []upload
+}
+
+func newUploadServer(t *testing.T, answers ...answer) *uploadServer {
+	s := &uploadServer{}
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		a := answers[min(int(s.hits.Add(1))-1, len(answers)-1)]
+		if a.cut {
+			io.CopyN(io.Discard, r.Body, a.cutAt)
+			resetConn(w)
+			return
+		}
+		u := receive(r)
+		s.mu.Lock()
+		s.got = append(s.got, u)
+		s.mu.Unlock()
+		w.WriteHeader(a.status)
+	}))
+	t.Cleanup(srv.Close)
+	s.url = srv.URL
+	return s
+}
+
+func (s *uploadServer) uploads() []upload {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return append([]upload(nil), s.got...)
+}
+
+// resetConn drops the connection under w with a reset, mid-request.
+func resetConn(w http.ResponseWriter) {
+	conn, _, err := w.(http.Hijacker).Hijack()
+	if err != nil {
+		return
+	}
+	conn.(*net.TCPConn).SetLinger(0)
+	conn.Close()
+}
+
+// checkUploads asserts that the server got want whole copies of data, from
+// attempts first, first+1, ..., each declared as k says.
+func checkUploads(t *testing.T, s *uploadServer, k bodyKind, data []byte, first, want int) {
+	t.Helper()
+	got := s.uploads()
+	require.Len(t, got, want, "bodies received whole")
+	sum := sha256.Sum256(data)
+	for i, u := range got {
+		assert.NoError(t, u.err, "upload %d", i)
+		assert.Equal(t, int64(len(data)), u.n, "upload %d: bytes", i)
+		assert.Equal(t, sum, u.sum, "upload %d: sha256", i)
+		wantAttempts := ""
+		if n := first + i; n > 0 {
+			wantAttempts = fmt.Sprint(n)
+		}
+		assert.Equal(t, wantAttempts, u.attempts, "upload %d: X-Retry-Attempts", i)
+		if len(data) > 0 {
+			declared := int64(-1)
+			if k.known {
+				declared = int64(len(data))
+			}
+			assert.Equal(t, declared, u.declared, "upload %d: Content-Length", i)
+		}
+	}
+}
+
+func TestBodyReplayIsByteExact(t *testing.T) {
+	t.Parallel()
+	for _, k := range bodyKinds {
+		for _, size := range bodySizes() {
+			t.Run(fmt.Sprintf("%s/%d", k.name, size), func(t *testing.T) {
+				t.Parallel()
+				t.Run("503 twice", func(t *testing.T) { testReplay(t, k, size, false) })
+				t.Run("reset mid-body", func(t *testing.T) { testReplay(t, k, size, true) })
+			})
+		}
+	}
+}
+
+// testReplay sends a POST with an Idempotency-Key whose first attempts
+// fail: two 503s, or a connection reset after half the body and then a
+// 503. A body that can be kept is sent whole by every attempt; one that
+// cannot is sent once.
+func testReplay(t *testing.T, k bodyKind, size int, reset bool) {
+	data := bodyBytes(size, 1)
+	first := answer{status: 503}
+	if reset {
+		first = answer{cut: true, cutAt: int64(size / 2)}
+	}
+	s := newUploadServer(t, first, answer{status: 503}, answer{status: 200})
+	tr := &retryhttp.Transport{Base: freshBase(t), Policy: bodyPolicy(3),
+		Buffer: retryhttp.BufferLimits{PerRequest: testPerRequest}}
+	req, cb := k.request(t, s.url, data)
+	req.Header.Set("Idempotency-Key", "k-1")
+
+	resp, err := tr.RoundTrip(req)
+	replayed := k.getBody || size <= testPerRequest
+	st := tr.Stats()
+	switch {
+	case replayed:
+		require.NoError(t, err)
+		readAll(t, resp)
+		assert.Equal(t, 200, resp.StatusCode)
+		assert.Equal(t, "2", resp.Header.Get(retryhttp.AttemptsHeader))
+		assert.Equal(t, int32(3), s.hits.Load(), "attempts")
+		if reset {
+			checkUploads(t, s, k, data, 1, 2)
+		} else {
+			checkUploads(t, s, k, data, 0, 3)
+		}
+	case reset && err == nil && !k.known:
+		// The reset came before the first attempt had read past the
+		// limit: the second read the rest, outgrew its buffer as it
+		// did, and was the one sent whole.
+		readAll(t, resp)
+		assert.Equal(t, 503, resp.StatusCode)
+		assert.Equal(t, "1", resp.Header.Get(retryhttp.AttemptsHeader))
+		assert.Equal(t, int32(2), s.hits.Load(), "attempts")
+		checkUploads(t, s, k, data, 1, 1)
+	case reset:
+		// Cut under its only attempt: the error comes back.
+		assert.Nil(t, resp)
+		var rerr *retryhttp.Error
+		require.ErrorAs(t, err, &rerr)
+		assert.Equal(t, 1, rerr.Attempts)
+		assert.Equal(t, int32(1), s.hits.Load(), "attempts")
+	default:
+		require.NoError(t, err)
+		readAll(t, resp)
+		assert.Equal(t, 503, resp.StatusCode)
+		assert.NotContains(t, resp.Header, retryhttp.AttemptsHeader)
+		checkUploads(t, s, k, data, 0, 1)
+	}
+	assert.Equal(t, int32(1), cb.closes.Load(), "the caller's body is closed once")
+
+	var committed uint64
+	if !replayed {
+		committed = 1
+	}
+	assert.Equal(t, committed, st.Buffer.CommittedForSize)
+	assert.Equal(t, committed, st.Total.CommittedForSize)
+	assert.Zero(t, st.Buffer.Buffered, "room held after RoundTrip returned")
+	switch {
+	case k.getBody:
+		assert.Zero(t, st.Buffer.HighWater, "a GetBody body takes no room")
+	case replayed && k.known:
+		assert.Equal(t, int64(size), st.Buffer.HighWater, "a declared length takes its room in one piece")
+	case replayed:
+		assert.GreaterOrEqual(t, st.Buffer.HighWater, int64(size))
+	}
+	assert.LessOrEqual(t, st.Buffer.HighWater, int64(testPerRequest))
+}
+
+// POST without an idempotency key is replayed when the policy says so.
+func TestBodyReplayForRetryNonIdempotent(t *testing.T) {
+	t.Parallel()
+	for _, k := range bodyKinds {
+		t.Run(k.name, func(t *testing.T) {
+			t.Parallel()
+			data := bodyBytes(testPerRequest, 2)
+			s := newUploadServer(t, answer{status: 503}, answer{status: 201})
+			cfg := bodyPolicy(2)
+			cfg.Rules[0].Retry.RetryNonIdempotent = true
+			tr := &retryhttp.Transport{Base: freshBase(t), Policy: cfg,
+				Buffer: retryhttp.BufferLimits{PerRequest: testPerRequest}}
+			req, cb := k.request(t, s.url, data)
+			resp, err := tr.RoundTrip(req)
+			require.NoError(t, err)
+			readAll(t, resp)
+			assert.Equal(t, 201, resp.StatusCode)
+			checkUploads(t, s, k, data, 0, 2)
+			assert.Equal(t, int32(1), cb.closes.Load())
+		})
+	}
+}
+
+// A body over the per-request limit, declared so or growing past it, is
+// sent once and whole; the 503 that answers it comes back as it is.
+func TestBodyOverLimitIsSentOnce(t *testing.T) {
+	t.Parallel()
+	for _, k := range bodyKinds {
+		if k.getBody {
+			continue // replayed through GetBody whatever its size
+		}
+		for _, size := range []int{testPerRequest + 1, 1 << 20} {
+			t.Run(fmt.Sprintf("%s/%d", k.name, size), func(t *testing.T) {
+				t.Parallel()
+				data := bodyBytes(size, 3)
+				s := newUploadServer(t, answer{status: 503}, answer{status: 200})
+				tr := &retryhttp.Transport{Base: freshBase(t), Policy: bodyPolicy(3),
+					Buffer: retryhttp.BufferLimits{PerRequest: testPerRequest}}
+				req, cb := k.request(t, s.url, data)
+				req.Header.Set("Idempotency-Key", "k-1")
+				resp, err := tr.RoundTrip(req)
+				require.NoError(t, err)
+				readAll(t, resp)
+				assert.Equal(t, 503, resp.StatusCode)
+				assert.NotContains(t, resp.Header, retryhttp.AttemptsHeader)
+				assert.Equal(t, int32(1), s.hits.Load(), "attempts")
+				checkUploads(t, s, k, data, 0, 1)
+				assert.Equal(t, int32(1), cb.closes.Load())
+
+				st := tr.Stats()
+				assert.Equal(t, uint64(1), st.Buffer.CommittedForSize)
+				assert.Equal(t, uint64(1), st.Total.CommittedForSize)
+				assert.Zero(t, st.Total.RetryAttempts)
+				assert.Zero(t, st.Buffer.Buffered)
+				if k.known {
+					assert.Zero(t, st.Buffer.HighWater, "a declared length over the limit takes no room")
+				}
+				assert.LessOrEqual(t, st.Buffer.HighWater, int64(testPerRequest))
+			})
+		}
+	}
+}
+
+// errDiskRead stands for the caller's body failing.
+var errDiskRead = errors.New("disk read failed")
+
+// countingBase counts the attempts that reach the base transport.
+type countingBase struct {
+	base  http.RoundTripper
+	calls atomic.Int32
+}
+
+func (c *countingBase) RoundTrip(req *http.Request) (*http.Response, error) {
+	c.calls.Add(1)
+	return c.base.RoundTrip(req)
+}
+
+// An error from the caller's body is the caller's, not the server's: it
+// comes back at once, and the body is closed once.
+func TestCallerBodyErrorComesBack(t *testing.T) {
+	t.Parallel()
+	for _, k := range bodyKinds {
+		t.Run(k.name, func(t *testing.T) {
+			t.Parallel()
+			data := bodyBytes(20<<10, 4)
+			s := newUploadServer(t, answer{status: 503})
+			base := &countingBase{base: freshBase(t)}
+			tr := &retryhttp.Transport{Base: base, Policy: bodyPolicy(3),
+				Buffer: retryhttp.BufferLimits{PerRequest: testPerRequest}}
+			req, cb := k.request(t, s.url, data)
+			req.Header.Set("Idempotency-Key", "k-1")
+			// Half the body, then the failure; GetBody would still
+			// give good copies.
+			cb.r = io.MultiReader(io.LimitReader(cb.r, int64(len(data)/2)), iotest.ErrReader(errDiskRead))
+
+			resp, err := tr.RoundTrip(req)
+			assert.Nil(t, resp)
+			require.ErrorIs(t, err, errDiskRead)
+			var rerr *retryhttp.Error
+			require.ErrorAs(t, err, &rerr)
+			assert.Equal(t, 1, rerr.Attempts)
+			assert.Equal(t, int32(1), base.calls.Load(), "attempts")
+			assert.LessOrEqual(t, s.hits.Load(), int32(1), "attempts the server saw")
+			assert.Equal(t, int32(1), cb.closes.Load(), "the caller's body is closed once")
+			assert.Zero(t, tr.Stats().Buffer.Buffered)
+		})
+	}
+}
+
+// The caller's body is closed exactly once however the request ends.
+func TestCallerBodyClosedOnce(t *testing.T) {
+	t.Parallel()
+	cut := answer{cut: true, cutAt: 1000}
+	ends := []struct {
+		name     string
+		answers  []answer
+		status   int // of the response; 0: an error
+		attempts int // of a body that can be replayed
+	}{
+		{"success", []answer{{status: 200}}, 200, 1},
+		{"after retries", []answer{{status: 503}, {status: 503}, {status: 200}}, 200, 3},
+		{"giving up on 503", []answer{{status: 503}}, 503, 3},
+		{"giving up on resets", []answer{cut}, 0, 3},
+	}
+	for _, end := range ends {
+		for _, k := range bodyKinds {
+			for _, size := range []int{10 << 10, testPerRequest + 1} {
+				t.Run(fmt.Sprintf("%s/%s/%d", end.name, k.name, size), func(t *testing.T) {
+					t.Parallel()
+					s := newUploadServer(t, end.answers...)
+					tr := &retryhttp.Transport{Base: freshBase(t), Policy: bodyPolicy(3),
+						Buffer: retryhttp.BufferLimits{PerRequest: testPerRequest}}
+					req, cb := k.request(t, s.url, bodyBytes(size, 5))
+					req.Header.Set("Idempotency-Key", "k-1")
+					resp, err := tr.RoundTrip(req)
+					replayed := k.getBody || size <= testPerRequest
+					switch {
+					case end.status == 0:
+						assert.Nil(t, resp)
+						require.Error(t, err)
+						assert.NotErrorIs(t, err, errReadAfterClose)
+					case !replayed && len(end.answers) > 1:
+						require.NoError(t, err)
+						readAll(t, resp)
+						assert.Equal(t, 503, resp.StatusCode, "sent once")
+					default:
+						require.NoError(t, err)
+						readAll(t, resp)
+						assert.Equal(t, end.status, resp.StatusCode)
+					}
+					if replayed {
+						assert.Equal(t, int32(end.attempts), s.hits.Load(), "attempts")
+					}
+					assert.Equal(t, int32(1), cb.closes.Load())
+					assert.Zero(t, tr.Stats().Buffer.Buffered)
+				})
+			}
+		}
+	}
+}
