@@ -77,9 +77,7 @@ func TestHedgeWinsAndTheServerSeesTheLoserCancelled(t *testing.T) {
 	require.NoError(t, resp.Body.Close())
 	assert.True(t, bytes.Equal(want, got), "the winner's body arrives intact (%d of %d bytes)", len(got), len(want))
 	st := tr.Stats().Total
-	assert.Equal(t, uint64(1), st.HedgesSent)
-	assert.Equal(t, uint64(1), st.HedgesWon)
-	assert.Equal(t, uint64(1), st.HedgesCancelled)
+	assertHedges(t, st, 1, 1, 1)
 }
 
 func TestConcurrentHedgesSendTheSameBody(t *testing.T) {
@@ -142,9 +140,7 @@ func TestConcurrentHedgesSendTheSameBody(t *testing.T) {
 			defer mu.Unlock()
 			assert.Equal(t, map[string][sha256.Size]byte{"": want, "1": want, "2": want}, digests)
 			st := tr.Stats().Total
-			assert.Equal(t, uint64(2), st.HedgesSent)
-			assert.Equal(t, uint64(1), st.HedgesWon)
-			assert.Equal(t, uint64(0), st.HedgesCancelled)
+			assertHedges(t, st, 2, 1, 0)
 			assert.Equal(t, uint64(1), st.RetryAttemptsFailed)
 		})
 	}

@@ -83,9 +83,7 @@ func TestHedgeBeatsASlowFirstAttempt(t *testing.T) {
 		assert.Equal(t, []time.Duration{0, 50 * time.Millisecond}, srv.starts)
 		assert.Equal(t, []bool{true, false}, srv.cancelled, "the loser is cancelled at once")
 		st := tr.Stats().Total
-		assert.Equal(t, uint64(1), st.HedgesSent)
-		assert.Equal(t, uint64(1), st.HedgesWon)
-		assert.Equal(t, uint64(1), st.HedgesCancelled)
+		assertHedges(t, st, 1, 1, 1)
 	})
 }
 
@@ -190,9 +188,7 @@ func TestNegativePushbackStopsFurtherHedges(t *testing.T) {
 		assert.Equal(t, []time.Duration{0, 50 * time.Millisecond}, srv.starts, "no hedge after the pushback")
 		assert.Equal(t, []retryhttp.Refused{{Request: resp.Request, Attempt: 3, Reason: retryhttp.RefusedServerDelay}}, log.refused)
 		st := tr.Stats().Total
-		assert.Equal(t, uint64(1), st.HedgesSent)
-		assert.Equal(t, uint64(0), st.HedgesWon)
-		assert.Equal(t, uint64(0), st.HedgesCancelled)
+		assertHedges(t, st, 1, 0, 0)
 		assert.Equal(t, uint64(1), st.RetryAttemptsFailed)
 	})
 }
@@ -223,9 +219,7 @@ func TestPushbackDelaysTheNextHedgeOnly(t *testing.T) {
 		assert.Equal(t, 50*time.Millisecond, srv.starts[3]-srv.starts[2], "then the hedging delay again")
 		assert.Equal(t, []bool{true, false, true, false}, srv.cancelled)
 		st := tr.Stats().Total
-		assert.Equal(t, uint64(3), st.HedgesSent)
-		assert.Equal(t, uint64(1), st.HedgesWon)
-		assert.Equal(t, uint64(2), st.HedgesCancelled)
+		assertHedges(t, st, 3, 1, 2)
 	})
 }
 
@@ -297,9 +291,7 @@ func TestAdaptiveDelayFollowsTheQuantileOnceKnown(t *testing.T) {
 		require.Len(t, srv.starts, 23)
 		assert.Equal(t, fast, srv.starts[22]-srv.starts[21], "the median of recent latencies")
 		st := tr.Stats().Total
-		assert.Equal(t, uint64(2), st.HedgesSent)
-		assert.Equal(t, uint64(2), st.HedgesWon)
-		assert.Equal(t, uint64(2), st.HedgesCancelled)
+		assertHedges(t, st, 2, 2, 2)
 	})
 }
 
@@ -326,4 +318,12 @@ func TestPushbackAfterTheLastHedgeReportsNothing(t *testing.T) {
 			})
 		})
 	}
+}
+
+// assertHedges checks the hedge counters of c: hedges sent, won, and
+// attempts cancelled.
+func assertHedges(t *testing.T, c retryhttp.Counters, sent, won, cancelled uint64) {
+	t.Helper()
+	assert.Equal(t, [3]uint64{sent, won, cancelled}, [3]uint64{c.HedgesSent, c.HedgesWon, c.HedgesCancelled},
+		"hedges sent, won, cancelled")
 }
