@@ -188,6 +188,7 @@ type replayableBody struct {
 	srcErr    error     // a *callerBodyError, once the caller's body failed
 	srcClosed bool      // the caller's body has been closed
 	committed bool      // counted in the pool's committedForSize
+	onCommit  func()    // called when committed becomes true
 }
 
 // newReplayableBody prepares the body of req, the caller's request, for one
@@ -307,15 +308,24 @@ func (b *replayableBody) commitForSizeLocked() {
 	if !b.committed {
 		b.committed = true
 		b.pool.committedForSize.Add(1)
+		if b.onCommit != nil {
+			b.onCommit()
+		}
 	}
 }
 
-// committedForSize reports whether the body could not be kept whole: it was
-// declared or grew longer than the per-request limit, or found no room.
-func (b *replayableBody) committedForSize() bool {
+// onCommitForSize has f called once if the body could not be kept whole:
+// at once if that is known already, else when it happens, which may be
+// after RoundTrip returned while an attempt still sends the body. f runs
+// with b.mu held, so it must not call back into b.
+func (b *replayableBody) onCommitForSize(f func()) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
-	return b.committed
+	if b.committed {
+		f()
+		return
+	}
+	b.onCommit = f
 }
 
 // replayable reports whether newReader would hand out a reader now.

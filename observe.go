@@ -87,9 +87,6 @@ func (c *call) refused(n int, why RefusalReason) {
 
 // finished reports the end of the request, n attempts made.
 func (c *call) finished(n int, status int, err error) {
-	if c.body.committedForSize() {
-		c.counters.each(func(x *counters) { x.committedForSize.Add(1) })
-	}
 	for _, h := range c.hooks {
 		if h.Done != nil {
 			h.Done(Done{Request: c.req, Attempts: n, StatusCode: status, Err: err})

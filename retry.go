@@ -37,6 +37,11 @@ func newCall(t *Transport, st *state, req *http.Request) *call {
 		hooks:    hooksFor(t.Hooks, req),
 	}
 	c.idem = idempotent(req) || (rule != nil && rule.Retry != nil && rule.Retry.RetryNonIdempotent)
+	if c.body.mode == streamMode {
+		c.body.onCommitForSize(func() {
+			c.counters.each(func(x *counters) { x.committedForSize.Add(1) })
+		})
+	}
 	return c
 }
 
