@@ -3,6 +3,9 @@ package retryhttp_test
 import (
 	"context"
 	"fmt"
+	"io"
+	"net/http"
+	"strings"
 	"testing"
 	"testing/synctest"
 	"time"
@@ -118,4 +121,40 @@ func TestHooksSeeADeadlineRefusal(t *testing.T) {
 			"R end 1 503 err=<nil>",
 		}, rec.lines)
 	})
+}
+
+// A body that passes its limit only after RoundTrip has returned, while
+// the attempt whose response came back early still sends it, counts as
+// committed for size on its rule and host as well as in the buffer.
+func TestLateCommitForSizeIsCounted(t *testing.T) {
+	readRest := make(chan struct{})
+	sent := make(chan error, 1)
+	base := roundTripFunc(func(req *http.Request) (*http.Response, error) {
+		head := make([]byte, 10)
+		if _, err := io.ReadFull(req.Body, head); err != nil {
+			return nil, err
+		}
+		go func() { // the rest of the upload goes on after the answer
+			<-readRest
+			_, err := io.Copy(io.Discard, req.Body)
+			req.Body.Close()
+			sent <- err
+		}()
+		return &http.Response{StatusCode: 200, Body: http.NoBody, Header: http.Header{}, Request: req}, nil
+	})
+	tr := &retryhttp.Transport{Base: base, Policy: retryConfig(3, 503), Buffer: retryhttp.BufferLimits{PerRequest: 1 << 10}}
+	req, err := http.NewRequestWithContext(t.Context(), "POST", "https://api.test/upload",
+		io.NopCloser(strings.NewReader(strings.Repeat("x", 4<<10))))
+	require.NoError(t, err)
+	resp, err := tr.RoundTrip(req)
+	require.NoError(t, err)
+	resp.Body.Close()
+	assert.Zero(t, tr.Stats().Total.CommittedForSize, "not past the limit yet")
+
+	close(readRest)
+	require.NoError(t, <-sent)
+	st := tr.Stats()
+	assert.Equal(t, uint64(1), st.Buffer.CommittedForSize)
+	assert.Equal(t, uint64(1), st.Total.CommittedForSize)
+	assert.Equal(t, uint64(1), st.Hosts["api.test"].CommittedForSize)
 }
