@@ -27,20 +27,20 @@ const (
 	tailSeed     = 42
 )
 
-// tailServer answers each request after tailFast, or after tailSlow with
+// tailServer answers each request after fast(), or after tailSlow with
 // probability tailSlowRate. The draw is made per arrival from a seeded
 // generator, so every run sees the same sequence of slow arrivals whatever
 // the client does; a hedge is an arrival like any other. A request whose
 // context ends (a cancelled hedge) is answered at once, freeing the
 // handler as a real server would on noticing the disconnect.
-func tailServer(b *testing.B) (*httptest.Server, *atomic.Int64) {
+func tailServer(b *testing.B, fast func() time.Duration) (*httptest.Server, *atomic.Int64) {
 	var hits atomic.Int64
 	var mu sync.Mutex // the generator is not safe for concurrent use
 	rng := rand.New(rand.NewPCG(tailSeed, tailSeed))
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		hits.Add(1)
 		mu.Lock()
-		d := tailFast
+		d := fast()
 		if rng.Float64() < tailSlowRate {
 			d = tailSlow
 		}
@@ -80,10 +80,11 @@ func tailPolicy(quantile float64) *policy.Config {
 }
 
 // runTail sends tailRequests GETs from tailWorkers goroutines and appends
-// each one's latency, until its body is read, to lat.
-func runTail(b *testing.B, client *http.Client, url string, lat []time.Duration) []time.Duration {
+// each one's latency, until its body is read, to lat. next counts the
+// requests started, from 0.
+func runTail(b *testing.B, client *http.Client, url string, next *atomic.Int64, lat []time.Duration) []time.Duration {
 	var mu sync.Mutex
-	var next atomic.Int64
+	next.Store(0)
 	var wg sync.WaitGroup
 	for range tailWorkers {
 		wg.Go(func() {
@@ -114,25 +115,26 @@ func nearestRank(sorted []time.Duration, q float64) float64 {
 	return float64(sorted[i]) / float64(time.Millisecond)
 }
 
-// BenchmarkHedgingTail measures what hedging does to the latency tail of a
-// server where 2% of answers take 100 times longer than the rest, and what
-// it costs in extra requests to the server.
-//
-// A delay at the 0.95 quantile hedges every request slower than 95% of
-// recent ones, so it sends at least about 5% extra attempts by design;
-// on this server, where the slow 2% sit far above a fixed 10 ms, it buys a
-// shorter p99 with more load than the fixed delay, not less.
-func BenchmarkHedgingTail(b *testing.B) {
-	for _, bc := range []struct {
-		name   string
-		policy *policy.Config // nil: no retryhttp at all
-	}{
-		{"bare", nil},
-		{"fixed10ms", tailPolicy(0)},
-		{"quantile0.95", tailPolicy(0.95)},
-	} {
+// tailCase is one client setup of a tail benchmark.
+type tailCase struct {
+	name   string
+	policy *policy.Config // nil: no retryhttp at all
+}
+
+var tailCases = []tailCase{
+	{"bare", nil},
+	{"fixed10ms", tailPolicy(0)},
+	{"quantile0.95", tailPolicy(0.95)},
+}
+
+// benchTail runs every tail case against a tailServer whose fast answers
+// take fast(started), started being the number of client requests started
+// so far in the run.
+func benchTail(b *testing.B, fast func(started int64) time.Duration) {
+	for _, bc := range tailCases {
 		b.Run(bc.name, func(b *testing.B) {
-			srv, hits := tailServer(b)
+			var started atomic.Int64
+			srv, hits := tailServer(b, func() time.Duration { return fast(started.Load()) })
 			base := &http.Transport{MaxIdleConnsPerHost: 4 * tailWorkers}
 			defer base.CloseIdleConnections()
 			var rt http.RoundTripper = base
@@ -144,7 +146,7 @@ func BenchmarkHedgingTail(b *testing.B) {
 			client := &http.Client{Transport: rt}
 			var lat []time.Duration
 			for b.Loop() {
-				lat = runTail(b, client, srv.URL, lat)
+				lat = runTail(b, client, srv.URL, &started, lat)
 			}
 			slices.Sort(lat)
 			b.ReportMetric(nearestRank(lat, 0.50), "p50-ms")
@@ -158,4 +160,34 @@ func BenchmarkHedgingTail(b *testing.B) {
 			}
 		})
 	}
+}
+
+// BenchmarkHedgingTail measures what hedging does to the latency tail of a
+// server where 2% of answers take 100 times longer than the rest, and what
+// it costs in extra requests to the server.
+//
+// A delay at the 0.95 quantile hedges every request slower than 95% of
+// recent ones, so it sends at least about 5% extra attempts by design;
+// on this server, where the slow 2% sit far above a fixed 10 ms, it buys a
+// shorter p99 with more load than the fixed delay, not less.
+func BenchmarkHedgingTail(b *testing.B) {
+	benchTail(b, func(int64) time.Duration { return tailFast })
+}
+
+// tailShiftedFast is how long the fast answers take in the second half of
+// BenchmarkHedgingShift: above the fixed delay tuned for the first half.
+const tailShiftedFast = 15 * time.Millisecond
+
+// BenchmarkHedgingShift is BenchmarkHedgingTail on a host whose fast
+// answers slow down from 2 ms to 15 ms halfway through the run, as when a
+// backend gets busier or a dependency of it slows down. The fixed 10 ms
+// delay, right for the first half, then hedges every request; the
+// quantile delay follows the host within one ring of samples.
+func BenchmarkHedgingShift(b *testing.B) {
+	benchTail(b, func(started int64) time.Duration {
+		if started > tailRequests/2 {
+			return tailShiftedFast
+		}
+		return tailFast
+	})
 }
