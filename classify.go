@@ -161,10 +161,14 @@ func stdlibErrorText(err error) (transient, refused bool) {
 	return false, false
 }
 
-// account records an attempt's outcome in the host's budget: failures
-// drain it, successes refill it. The transparent retry's trigger is not
-// counted, as it never reached the server.
-func (c *call) account(out outcome, r *result) {
+// account records the final outcome of attempt n in the host's budget,
+// where failures drain it and successes refill it, and counts a retry
+// attempt that failed. It is called once per attempt: an outcome followed
+// by a transparent resend is not counted, as it never reached the server.
+func (c *call) account(n int, out outcome, r *result) {
+	if n > 1 && out != outDone {
+		c.counters.each(func(x *counters) { x.failed.Add(1) })
+	}
 	switch out {
 	case outRetryStatus, outNetwork, outNeverSent:
 		c.bucket.Failure()

@@ -27,6 +27,8 @@ type hedger struct {
 	last    *hedged        // the latest non-fatal outcome, kept for the caller
 	stopped bool           // no further hedge may start
 	spare   bool           // the transparent resend is still unused
+	resent  hedged         // the outcome that used it, never sent
+	lost    error          // why an attempt got no body, for giveUp
 }
 
 type hedged struct {
@@ -46,7 +48,7 @@ func (c *call) hedge() (*http.Response, int, error) {
 		started: make(map[int]time.Time),
 		busy:    make(map[int]string),
 	}
-	h.launch(1)
+	h.launch(1, false)
 	timer := time.NewTimer(h.delay())
 	defer timer.Stop()
 	for {
@@ -60,7 +62,7 @@ func (c *call) hedge() (*http.Response, int, error) {
 		select {
 		case <-next:
 			if h.gate() {
-				h.launch(h.sent + 1)
+				h.launch(h.sent+1, false)
 				timer.Reset(h.delay())
 			}
 		case hr := <-h.results:
@@ -75,8 +77,9 @@ func (c *call) hedge() (*http.Response, int, error) {
 }
 
 // launch sends attempt n on its own goroutine, which ends when the
-// attempt has its response headers or its error.
-func (h *hedger) launch(n int) {
+// attempt has its response headers or its error. resend says it sends
+// attempt n again, transparently.
+func (h *hedger) launch(n int, resend bool) {
 	if n > h.sent {
 		h.sent = n
 	}
@@ -89,7 +92,7 @@ func (h *hedger) launch(n int) {
 			base, h.busy[n] = rt, addr
 		}
 	}
-	h.c.attemptStarted(n, n > 1)
+	h.c.attemptStarted(n, n > 1, resend)
 	go func() {
 		h.results <- hedged{n: n, r: h.c.send(ctx, cancel, n, 0, base)}
 	}()
@@ -130,21 +133,30 @@ func (h *hedger) handle(hr hedged, timer *time.Timer) (*http.Response, bool, err
 	delete(h.busy, hr.n)
 	c := h.c
 	out := c.classify(&hr.r)
-	if out == outNeverSent && h.spare && resendNow(&hr.r, c.req.Context()) {
+	if out == outNeverSent && h.spare && c.resendNow(&hr.r) {
 		h.spare = false
+		c.attemptDone(hr.n, hr.n > 1, &hr.r, out)
 		c.transparentRetry()
-		h.launch(hr.n)
+		h.resent = hr
+		h.launch(hr.n, true)
 		return nil, false, nil
 	}
 	if errors.Is(hr.r.err, errBodyCommitted) {
-		// The body outgrew its buffer under another attempt, which goes
-		// on; this one could never have been sent whole.
+		// This attempt got no body, or lost it: the body outgrew its
+		// buffer under another attempt, which goes on, or GetBody
+		// failed. It could never have been sent whole.
 		h.stopped = true
+		if h.lost == nil {
+			h.lost = hr.r.err
+			if hr.n == h.resent.n {
+				h.lost = resendError(h.resent.r.err, hr.r.err)
+			}
+		}
 		c.attemptDone(hr.n, hr.n > 1, &hr.r, outCancelled)
 		return nil, false, nil
 	}
 	c.attemptDone(hr.n, hr.n > 1, &hr.r, out)
-	c.account(out, &hr.r)
+	c.account(hr.n, out, &hr.r)
 	if hr.r.resp != nil {
 		c.latency().add(hr.r.latency)
 	}
@@ -209,10 +221,14 @@ func (h *hedger) keep(hr hedged) {
 }
 
 // giveUp ends a request whose attempts all failed: the last non-fatal
-// outcome goes back.
+// outcome goes back, or, if none had a body to send, why.
 func (h *hedger) giveUp() (*http.Response, int, error) {
 	if h.last == nil {
-		return nil, h.sent, &Error{Attempts: h.sent, Err: errBodyCommitted}
+		lost := h.lost
+		if lost == nil {
+			lost = errBodyCommitted
+		}
+		return nil, h.sent, h.c.fail(&result{err: lost}, h.sent)
 	}
 	resp, err := h.c.giveUp(&h.last.r, h.last.n)
 	return resp, h.sent, err

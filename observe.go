@@ -20,8 +20,11 @@ func (c *call) observeStart() {
 	c.counters.each(func(x *counters) { x.requests.Add(1) })
 }
 
-func (c *call) attemptStarted(n int, hedge bool) {
-	if n > 1 {
+// attemptStarted reports the start of attempt n. A transparent resend
+// starts attempt n again: the hooks see it, the counters do not, as it is
+// no further attempt.
+func (c *call) attemptStarted(n int, hedge, resend bool) {
+	if n > 1 && !resend {
 		b := histogramBucket(n - 1)
 		c.counters.each(func(x *counters) {
 			x.histogram[b].Add(1)
@@ -37,12 +40,12 @@ func (c *call) attemptStarted(n int, hedge bool) {
 	}
 }
 
+// attemptDone reports the end of attempt n. Whether a retry attempt
+// failed is counted by account, once per attempt, as a transparent resend
+// may follow this report.
 func (c *call) attemptDone(n int, hedge bool, r *result, out outcome) {
-	switch {
-	case out == outCancelled:
+	if out == outCancelled {
 		c.counters.each(func(x *counters) { x.hedgesCancelled.Add(1) })
-	case n > 1 && out != outDone:
-		c.counters.each(func(x *counters) { x.failed.Add(1) })
 	}
 	if len(c.hooks) == 0 {
 		return

@@ -3,6 +3,7 @@ package retryhttp
 import (
 	"context"
 	"errors"
+	"fmt"
 	"math/rand/v2"
 	"net/http"
 	"strconv"
@@ -67,13 +68,14 @@ func (c *call) run() (*http.Response, error) {
 }
 
 // attempt sends attempt n and classifies its result, with the
-// observation points around it.
-func (c *call) attempt(n int, hedge bool, timeout time.Duration) (result, outcome) {
-	c.attemptStarted(n, hedge)
+// observation points around it. resend says it sends attempt n again,
+// which is then no further attempt.
+func (c *call) attempt(n int, resend bool, timeout time.Duration) (result, outcome) {
+	c.attemptStarted(n, false, resend)
 	ctx, cancel := context.WithCancelCause(c.req.Context())
 	r := c.send(ctx, cancel, n, timeout, c.st.base)
 	out := c.classify(&r)
-	c.attemptDone(n, hedge, &r, out)
+	c.attemptDone(n, false, &r, out)
 	return r, out
 }
 
@@ -93,12 +95,14 @@ func (c *call) retry() (*http.Response, int, error) {
 	for n := 1; ; n++ {
 		r, out := c.attempt(n, false, timeout)
 		resent := false
-		if out == outNeverSent && transparentLeft && resendNow(&r, c.req.Context()) {
+		if out == outNeverSent && transparentLeft && c.resendNow(&r) {
 			// It never reached the server: once, at once, for any
 			// method, without spending an attempt or a token.
 			transparentLeft, resent = false, true
 			c.transparentRetry()
-			r, out = c.attempt(n, false, timeout)
+			first := r.err
+			r, out = c.attempt(n, true, timeout)
+			r.err = resendError(first, r.err)
 		}
 		if wait := dialWindow(&r); p != nil && !resent && wait > 0 && c.req.Context().Err() == nil {
 			// The dialer refused it without touching the network:
@@ -121,9 +125,9 @@ func (c *call) retry() (*http.Response, int, error) {
 			if err := sleep(c.req.Context(), wait); err != nil {
 				return nil, n, &Error{Attempts: n, Err: err}
 			}
-			r, out = c.attempt(n, false, timeout)
+			r, out = c.attempt(n, true, timeout)
 		}
-		c.account(out, &r)
+		c.account(n, out, &r)
 		switch out {
 		case outDone:
 			return c.deliver(&r, n), n, nil
@@ -149,9 +153,21 @@ func (c *call) retry() (*http.Response, int, error) {
 // resendNow reports whether an attempt that never reached the server may
 // be resent at once, transparently: not when the caller's context has
 // ended, nor when the dialer refused it for its address's backoff window,
-// which an immediate resend would only meet again.
-func resendNow(r *result, ctx context.Context) bool {
-	return ctx.Err() == nil && !errors.Is(r.err, ErrDialBackoff)
+// which an immediate resend would only meet again, nor when the body can
+// no longer be replayed.
+func (c *call) resendNow(r *result) bool {
+	return c.req.Context().Err() == nil && !errors.Is(r.err, ErrDialBackoff) && c.body.replayable()
+}
+
+// resendError is the error of a transparent resend that could not get its
+// body (GetBody failed): it keeps the error that made the first try
+// unsendable, which is what the caller most needs to know. Any other
+// outcome of the resend stands alone.
+func resendError(first, resend error) error {
+	if first == nil || !errors.Is(resend, errBodyCommitted) {
+		return resend
+	}
+	return fmt.Errorf("%w; its transparent resend: %w", first, resend)
 }
 
 // dialWindow returns how long the address of an attempt refused by its

@@ -1,0 +1,153 @@
+package retryhttp_test
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"testing/synctest"
+	"time"
+
+	"github.com/retryhttp/retryhttp"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+// steps is a base whose call i is answered by do[min(i, len-1)].
+type steps struct {
+	mu    sync.Mutex
+	calls int
+	do    []func(*http.Request) (*http.Response, error)
+}
+
+func (s *steps) RoundTrip(req *http.Request) (*http.Response, error) {
+	s.mu.Lock()
+	i := s.calls
+	s.calls++
+	s.mu.Unlock()
+	return s.do[min(i, len(s.do)-1)](req)
+}
+
+// answerAfter reads the request body, then answers code with body after d,
+// or fails when the attempt's context ends first.
+func answerAfter(d time.Duration, code int, body string) func(*http.Request) (*http.Response, error) {
+	return func(req *http.Request) (*http.Response, error) {
+		if req.Body != nil {
+			io.Copy(io.Discard, req.Body)
+			req.Body.Close()
+		}
+		select {
+		case <-time.After(d):
+		case <-req.Context().Done():
+			return nil, req.Context().Err()
+		}
+		return &http.Response{StatusCode: code, Header: http.Header{}, Request: req,
+			Body: io.NopCloser(strings.NewReader(body))}, nil
+	}
+}
+
+// refuse fails as a dial to a closed port does: the request never left.
+func refuse(req *http.Request) (*http.Response, error) {
+	if req.Body != nil {
+		req.Body.Close()
+	}
+	return nil, errRefused
+}
+
+// attemptLog records the AttemptStart and AttemptDone hooks.
+type attemptLog struct {
+	mu     sync.Mutex
+	events []string
+}
+
+func (l *attemptLog) hooks() *retryhttp.Hooks {
+	add := func(s string) {
+		l.mu.Lock()
+		defer l.mu.Unlock()
+		l.events = append(l.events, s)
+	}
+	return &retryhttp.Hooks{
+		AttemptStart: func(a retryhttp.AttemptStart) { add(fmt.Sprint("start ", a.Attempt)) },
+		AttemptDone:  func(a retryhttp.AttemptDone) { add(fmt.Sprint("done ", a.Attempt, " ", a.Outcome)) },
+	}
+}
+
+func TestTransparentResendOfAHedgeIsNoFurtherHedge(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		base := &steps{do: []func(*http.Request) (*http.Response, error){
+			answerAfter(time.Second, 200, "attempt 1"),
+			refuse,
+			answerAfter(10*time.Millisecond, 200, "attempt 2, resent"),
+		}}
+		var log attemptLog
+		tr := &retryhttp.Transport{Base: base, Policy: hedgeConfig(2, 50*time.Millisecond, 503), Hooks: log.hooks()}
+		resp, err := tr.RoundTrip(newRequest(t, t.Context(), "GET", ""))
+		require.NoError(t, err)
+		assert.Equal(t, "attempt 2, resent", readAll(t, resp))
+		assert.Equal(t, "1", resp.Header.Get(retryhttp.AttemptsHeader))
+		assert.Equal(t, []string{
+			"start 1", "start 2", "done 2 never-sent", "start 2", "done 2 success", "done 1 cancelled",
+		}, log.events)
+		st := tr.Stats().Total
+		assert.Equal(t, uint64(1), st.TransparentRetries)
+		assert.Equal(t, uint64(1), st.RetryAttempts, "the resend is not a further attempt")
+		assert.Zero(t, st.RetryAttemptsFailed)
+		assertHedges(t, st, 1, 1, 1)
+	})
+}
+
+func TestTransparentResendOfARetryIsNoFurtherAttempt(t *testing.T) {
+	tr, _ := newScripted(t, retryConfig(3, 503), step{status: 503}, step{err: errRefused}, step{status: 200})
+	var log attemptLog
+	tr.Hooks = log.hooks()
+	resp, err := tr.RoundTrip(newRequest(t, t.Context(), "GET", ""))
+	require.NoError(t, err)
+	readAll(t, resp)
+	assert.Equal(t, []string{
+		"start 1", "done 1 retryable", "start 2", "done 2 never-sent", "start 2", "done 2 success",
+	}, log.events)
+	st := tr.Stats().Total
+	assert.Equal(t, uint64(1), st.RetryAttempts)
+	assert.Zero(t, st.RetryAttemptsFailed, "the never-sent try was resent and won")
+	assert.Equal(t, uint64(1), st.TransparentRetries)
+}
+
+func TestNeverSentCauseSurvivesAResendWithoutBody(t *testing.T) {
+	// Attempt 1 is refused at the dial; its resend cannot get the body
+	// again. The caller learns both why the request was not sent and,
+	// when GetBody failed, why it was not sent again.
+	errGone := errors.New("source gone")
+	for _, mode := range []string{"hedge", "retry"} {
+		for _, body := range []string{"GetBody fails", "past the buffer"} {
+			t.Run(mode+"/"+body, func(t *testing.T) {
+				synctest.Test(t, func(t *testing.T) {
+					base := &steps{do: []func(*http.Request) (*http.Response, error){refuse, answerAfter(time.Millisecond, 200, "ok")}}
+					cfg := hedgeConfig(2, 50*time.Millisecond, 503)
+					if mode == "retry" {
+						cfg = retryConfig(2, 503)
+					}
+					tr := &retryhttp.Transport{Base: base, Policy: cfg, Buffer: retryhttp.BufferLimits{PerRequest: 4}}
+					req := newRequest(t, t.Context(), "PUT", "0123456789")
+					if body == "GetBody fails" {
+						req.GetBody = func() (io.ReadCloser, error) { return nil, errGone }
+					} else {
+						req.GetBody = nil
+					}
+					resp, err := tr.RoundTrip(req)
+					require.Nil(t, resp)
+					assert.ErrorIs(t, err, syscall.ECONNREFUSED)
+					if body == "GetBody fails" {
+						assert.ErrorIs(t, err, errGone)
+					}
+					var rerr *retryhttp.Error
+					require.ErrorAs(t, err, &rerr)
+					assert.Equal(t, 1, rerr.Attempts)
+				})
+			})
+		}
+	}
+}
