@@ -13,12 +13,20 @@ import (
 // errHedgeLost cancels the attempts that lost to another.
 var errHedgeLost = errors.New("retryhttp: another hedge won")
 
+// maxHedgeAttempts bounds the attempts of a hedged request, as gRPC bounds
+// maxAttempts: a policy's larger MaxAttempts counts as this many. Every
+// attempt of a hedged request may be in flight at once, so the bound keeps
+// one request from flooding its host and its memory from growing with a
+// policy's figure. Retries, one at a time, have no such bound.
+const maxHedgeAttempts = 5
+
 // hedger is the state of one hedged request. Only the hedge loop's
 // goroutine touches it; attempts report through results, which has room
 // for every attempt so that none ever blocks on it.
 type hedger struct {
 	c       *call
 	p       *policy.Hedge
+	max     int // attempts allowed: MaxAttempts, up to maxHedgeAttempts
 	results chan hedged
 	cancels map[int]context.CancelCauseFunc // attempts in flight
 	started map[int]time.Time
@@ -41,19 +49,21 @@ type hedged struct {
 // fails fatally; then every other attempt is cancelled and closed. It
 // returns only when no attempt is running any more.
 func (c *call) hedge() (*http.Response, int, error) {
+	p := c.rule.Hedge
 	h := &hedger{
-		c: c, p: c.rule.Hedge, spare: true,
-		results: make(chan hedged, c.rule.Hedge.MaxAttempts+1),
+		c: c, p: p, max: min(p.MaxAttempts, maxHedgeAttempts), spare: true,
 		cancels: make(map[int]context.CancelCauseFunc),
 		started: make(map[int]time.Time),
 		busy:    make(map[int]string),
 	}
+	// One more than max: the transparent resend takes a place too.
+	h.results = make(chan hedged, h.max+1)
 	h.launch(1, false)
 	timer := time.NewTimer(h.delay())
 	defer timer.Stop()
 	for {
 		var next <-chan time.Time
-		if !h.stopped && h.sent < h.p.MaxAttempts {
+		if !h.stopped && h.sent < h.max {
 			next = timer.C
 		}
 		if len(h.cancels) == 0 && next == nil {
@@ -61,7 +71,9 @@ func (c *call) hedge() (*http.Response, int, error) {
 		}
 		select {
 		case <-next:
-			if h.gate() {
+			// The timer and the caller's end may be ready together:
+			// no hedge starts for a caller that has gone.
+			if c.req.Context().Err() == nil && h.gate() {
 				h.launch(h.sent+1, false)
 				timer.Reset(h.delay())
 			}
@@ -180,7 +192,7 @@ func (h *hedger) handle(hr hedged, timer *time.Timer) (*http.Response, bool, err
 // once, or when the server's pushback says, or never. When no hedge can
 // follow anyway, there is nothing to set or report.
 func (h *hedger) nonFatal(hr hedged, timer *time.Timer) {
-	if h.stopped || h.sent >= h.p.MaxAttempts {
+	if h.stopped || h.sent >= h.max {
 		return
 	}
 	sd := hr.r.delay

@@ -1,9 +1,11 @@
 package retryhttp_test
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"io"
+	"math"
 	"net/http"
 	"strings"
 	"sync"
@@ -73,6 +75,28 @@ func (l *attemptLog) hooks() *retryhttp.Hooks {
 	return &retryhttp.Hooks{
 		AttemptStart: func(a retryhttp.AttemptStart) { add(fmt.Sprint("start ", a.Attempt)) },
 		AttemptDone:  func(a retryhttp.AttemptDone) { add(fmt.Sprint("done ", a.Attempt, " ", a.Outcome)) },
+	}
+}
+
+func TestHedgedAttemptsAreBoundedAtFive(t *testing.T) {
+	// gRPC takes a larger maxAttempts as 5; here it also bounds the
+	// memory one request takes, whatever the policy says.
+	for _, max := range []int{6, 1_000_000, math.MaxInt} {
+		t.Run(fmt.Sprint(max), func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				srv := &slowServer{delays: []time.Duration{time.Second, time.Hour}, statuses: []int{200}, t0: time.Now()}
+				tr := &retryhttp.Transport{Base: srv, Policy: hedgeConfig(max, 0, 503)}
+				resp, err := tr.RoundTrip(newRequest(t, t.Context(), "GET", ""))
+				require.NoError(t, err)
+				// All five start at once, in any order; the first to
+				// reach the server answers first and wins.
+				assert.Equal(t, "attempt 1", readAll(t, resp))
+				assert.Len(t, srv.starts, 5)
+				st := tr.Stats().Total
+				assert.Equal(t, uint64(4), st.HedgesSent)
+				assert.Equal(t, uint64(4), st.HedgesCancelled)
+			})
+		})
 	}
 }
 
@@ -150,4 +174,20 @@ func TestNeverSentCauseSurvivesAResendWithoutBody(t *testing.T) {
 			})
 		}
 	}
+}
+
+func TestNoHedgeStartsForACallerThatHasGone(t *testing.T) {
+	// The timer of a zero delay and the caller's end are ready together;
+	// the hedge loop must not pick the timer.
+	synctest.Test(t, func(t *testing.T) {
+		srv := &slowServer{delays: []time.Duration{time.Hour}, statuses: []int{200}, t0: time.Now()}
+		tr := &retryhttp.Transport{Base: srv, Policy: hedgeConfig(5, 0, 503)}
+		ctx, cancel := context.WithCancel(t.Context())
+		cancel()
+		for range 50 {
+			_, err := tr.RoundTrip(newRequest(t, ctx, "GET", ""))
+			require.ErrorIs(t, err, context.Canceled)
+		}
+		assert.Zero(t, tr.Stats().Total.HedgesSent)
+	})
 }

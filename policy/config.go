@@ -84,7 +84,9 @@ type Retry struct {
 // Hedge is gRPC's hedging policy for HTTP: several copies of a request are
 // sent, staggered by HedgingDelay, and the first good answer wins.
 type Hedge struct {
-	// MaxAttempts counts the original request; at least 2.
+	// MaxAttempts counts the original request; at least 2. As in gRPC,
+	// a value above 5 is taken as 5, since every attempt may be in
+	// flight at once.
 	MaxAttempts int
 	// HedgingDelay is the wait before each next hedge. Zero sends all
 	// attempts at once.
