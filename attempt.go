@@ -49,7 +49,7 @@ func (c *call) send(ctx context.Context, cancel context.CancelCauseFunc, n int, 
 		WroteHeaders: func() { wrote.Store(true) },
 	})
 	r := result{ctx: ctx, cancel: cancel}
-	body, length, err := c.body.newReader()
+	body, length, err := c.body.newReader(n)
 	if err != nil {
 		cancel(err)
 		r.err = err
@@ -165,6 +165,18 @@ const (
 )
 
 var errDrainTimeout = errors.New("retryhttp: draining a discarded response took too long")
+
+// cut closes the response of an attempt that lost, cancelling the attempt
+// first, so that a body still arriving cannot hold anyone up: no drain, at
+// the cost of its connection.
+func (r *result) cut(cause error) {
+	if r.resp == nil {
+		return
+	}
+	r.cancel(cause)
+	r.resp.Body.Close()
+	r.resp = nil
+}
 
 // discard drains (within bounds) and closes the response of an attempt
 // that lost or is being retried.

@@ -189,6 +189,12 @@ type replayableBody struct {
 	srcClosed bool      // the caller's body has been closed
 	committed bool      // counted in the pool's committedForSize
 	onCommit  func()    // called when committed becomes true
+
+	// cut is closed when a buffered body is dropped mid-stream because it
+	// outgrew its buffer; frontier is then the attempt still sending it.
+	// cut is nil for a body never buffered, and is set before b is shared.
+	cut      chan struct{}
+	frontier int
 }
 
 // newReplayableBody prepares the body of req, the caller's request, for one
@@ -236,14 +242,15 @@ func (b *replayableBody) startBuffer() {
 		b.buf = chunkList{base: firstChunk, limit: limit}
 	}
 	b.buffering = true
+	b.cut = make(chan struct{})
 }
 
-// newReader returns the body for the next attempt and the ContentLength to
+// newReader returns the body for attempt and the ContentLength to
 // set on the attempt's request: for no body, the caller's nil or
 // http.NoBody and 0; otherwise a reader the attempt must close, and the
 // declared length or -1. It fails, with an error that matches
 // errBodyCommitted, when no further attempt may start.
-func (b *replayableBody) newReader() (io.ReadCloser, int64, error) {
+func (b *replayableBody) newReader(attempt int) (io.ReadCloser, int64, error) {
 	switch b.mode {
 	case noBody:
 		return b.req.Body, 0, nil
@@ -257,7 +264,7 @@ func (b *replayableBody) newReader() (io.ReadCloser, int64, error) {
 	}
 	b.handed++
 	b.open++
-	return &bodyReader{b: b}, b.length, nil
+	return &bodyReader{b: b, attempt: attempt}, b.length, nil
 }
 
 // newGetBodyReader hands out the caller's own body first, so that the
@@ -326,6 +333,19 @@ func (b *replayableBody) onCommitForSize(f func()) {
 		return
 	}
 	b.onCommit = f
+}
+
+// cutShort returns a channel closed when the body outgrows its buffer
+// while attempts read it; it is nil, never ready, for a body never
+// buffered. Once it is closed, sender names the attempt still sending it.
+func (b *replayableBody) cutShort() <-chan struct{} { return b.cut }
+
+// sender returns the attempt whose reader was at the frontier when the
+// body outgrew its buffer.
+func (b *replayableBody) sender() int {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.frontier
 }
 
 // replayable reports whether newReader would hand out a reader now.

@@ -33,7 +33,7 @@ func BenchmarkReplay(b *testing.B) {
 				req := &http.Request{Method: http.MethodPut, Body: io.NopCloser(bytes.NewReader(data)), ContentLength: bc.length}
 				body := newReplayableBody(req, pool)
 				for range 2 {
-					rc, _, err := body.newReader()
+					rc, _, err := body.newReader(0)
 					if err != nil {
 						b.Fatal(err)
 					}

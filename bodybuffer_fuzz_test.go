@@ -132,7 +132,7 @@ func (s *schedule) step() {
 func (s *schedule) newReader() {
 	want := !s.released && (len(s.readers) == 0 || !s.committed)
 	assert.Equal(s.t, want, s.b.replayable())
-	rc, length, err := s.b.newReader()
+	rc, length, err := s.b.newReader(0)
 	if !want {
 		require.ErrorIs(s.t, err, errBodyCommitted)
 		return

@@ -57,7 +57,7 @@ func payload(n int) []byte {
 // none.
 func mustReader(t *testing.T, body *replayableBody) io.ReadCloser {
 	t.Helper()
-	rc, _, err := body.newReader()
+	rc, _, err := body.newReader(0)
 	require.NoError(t, err)
 	require.NotNil(t, rc)
 	return rc
@@ -106,7 +106,7 @@ func TestNoBodyIsAlwaysReplayable(t *testing.T) {
 			req := &http.Request{Method: http.MethodGet, Body: body}
 			b := newReplayableBody(req, newBufferPool(BufferLimits{}))
 			for range 3 {
-				rc, n, err := b.newReader()
+				rc, n, err := b.newReader(0)
 				require.NoError(t, err)
 				assert.Equal(t, body, rc)
 				assert.Equal(t, int64(0), n)
@@ -134,7 +134,7 @@ func TestGetBodyReplaysWithoutBuffer(t *testing.T) {
 		pool := newBufferPool(BufferLimits{})
 		req, src, calls := newReq(fresh)
 		b := newReplayableBody(req, pool)
-		first, n, err := b.newReader()
+		first, n, err := b.newReader(0)
 		require.NoError(t, err)
 		assert.Same(t, src, first, "the first attempt sends the caller's own body")
 		assert.Equal(t, int64(len(data)), n)
@@ -163,7 +163,7 @@ func TestGetBodyReplaysWithoutBuffer(t *testing.T) {
 		b := newReplayableBody(req, newBufferPool(BufferLimits{}))
 		mustReader(t, b)
 		for range 2 {
-			_, _, err := b.newReader()
+			_, _, err := b.newReader(0)
 			assert.ErrorIs(t, err, errGet)
 			assert.ErrorIs(t, err, errBodyCommitted)
 			assert.False(t, b.replayable())
@@ -214,7 +214,7 @@ func testReplay(t *testing.T, size int, limit int64, known bool, wrap func(io.Re
 	fits := int64(size) <= limit
 
 	for attempt := 0; attempt == 0 || fits && attempt < 3; attempt++ {
-		rc, n, err := b.newReader()
+		rc, n, err := b.newReader(0)
 		require.NoError(t, err, "attempt %d", attempt)
 		assert.Equal(t, wantLength, n)
 		if attempt == 0 {
@@ -232,7 +232,7 @@ func testReplay(t *testing.T, size int, limit int64, known bool, wrap func(io.Re
 		assert.Equal(t, uint64(0), stats.CommittedForSize)
 		assert.GreaterOrEqual(t, stats.Buffered, int64(size))
 	} else {
-		_, _, err := b.newReader()
+		_, _, err := b.newReader(0)
 		assert.ErrorIs(t, err, errBodyCommitted)
 		assert.False(t, b.replayable())
 		assert.Equal(t, uint64(1), stats.CommittedForSize)
@@ -299,7 +299,7 @@ func TestPassingLimitWhileStreaming(t *testing.T) {
 	assert.Equal(t, data[limit:limit+1], one)
 	assert.Equal(t, BufferStats{HighWater: limit, CommittedForSize: 1}, pool.stats(),
 		"one byte past the limit gives all the room back at once")
-	_, _, err = b.newReader()
+	_, _, err = b.newReader(0)
 	assert.ErrorIs(t, err, errBodyCommitted)
 	assert.False(t, b.replayable())
 	_, err = hedge.Read(part)
@@ -344,7 +344,7 @@ func TestBodiesThatAreNeverBuffered(t *testing.T) {
 			got, err := io.ReadAll(rc)
 			require.NoError(t, err)
 			assert.Equal(t, data, got)
-			_, _, err = b.newReader()
+			_, _, err = b.newReader(0)
 			assert.ErrorIs(t, err, errBodyCommitted)
 			require.NoError(t, rc.Close())
 			b.release()
@@ -370,7 +370,7 @@ func TestNoRoomLeftInTotal(t *testing.T) {
 		got, err := io.ReadAll(rc)
 		require.NoError(t, err)
 		assert.Equal(t, data, got, "a body with no room is still sent once")
-		_, _, err = small.newReader()
+		_, _, err = small.newReader(0)
 		assert.ErrorIs(t, err, errBodyCommitted)
 		require.NoError(t, rc.Close())
 		small.release()

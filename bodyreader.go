@@ -16,9 +16,10 @@ const firstChunk = 4 << 10
 // next bytes from the caller's body and tees them into the buffer. off and
 // closed are guarded by b.mu.
 type bodyReader struct {
-	b      *replayableBody
-	off    int64 // bytes this reader has returned
-	closed bool
+	b       *replayableBody
+	attempt int   // the attempt reading, for cutLocked
+	off     int64 // bytes this reader has returned
+	closed  bool
 }
 
 // Read reads the body from the reader's offset. It is safe to call Close
@@ -68,8 +69,12 @@ func (r *bodyReader) pull(p []byte) (int, error) {
 	b.mu.Lock()
 	b.pulling = false
 	if n > 0 {
+		wasBuffering := b.buffering
 		b.teeLocked(p[:n])
 		r.off = b.size
+		if wasBuffering && !b.buffering {
+			b.cutLocked(r.attempt)
+		}
 	}
 	closeSrc := false
 	switch {
@@ -136,6 +141,14 @@ func (b *replayableBody) reserveLocked(end int64) bool {
 	}
 	b.reserved += need
 	return true
+}
+
+// cutLocked records that the buffer was dropped while attempt, whose
+// reader is at the frontier, sends the body: every other attempt is doomed,
+// and whoever waits on cut learns of it at once. b.mu must be held.
+func (b *replayableBody) cutLocked(attempt int) {
+	b.frontier = attempt
+	close(b.cut)
 }
 
 // dropLocked discards the buffer and gives its room back to the pool.

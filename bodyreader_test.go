@@ -66,7 +66,7 @@ func TestCallerBodyErrorIsSurfaced(t *testing.T) {
 	assert.Equal(t, uint64(0), pool.stats().CommittedForSize, "not a matter of size")
 
 	assert.False(t, b.replayable())
-	_, _, err = b.newReader()
+	_, _, err = b.newReader(0)
 	assert.ErrorIs(t, err, errBodyCommitted)
 	assert.ErrorIs(t, err, errBoom)
 	buf := make([]byte, 10)
@@ -314,7 +314,7 @@ func TestConcurrentReadersGetSameBytes(t *testing.T) {
 			// at different offsets from one another at any moment.
 			retries := rng.IntN(3)
 			for attempt := 0; ; attempt++ {
-				rc, _, err := b.newReader()
+				rc, _, err := b.newReader(0)
 				if !assert.NoError(t, err) {
 					return
 				}
@@ -386,7 +386,7 @@ func TestBodiesShareTotal(t *testing.T) {
 			assertSent(t, b, data)
 			sent.Done()
 			sent.Wait()
-			rc, _, err := b.newReader()
+			rc, _, err := b.newReader(0)
 			if errors.Is(err, errBodyCommitted) {
 				return
 			}
@@ -407,7 +407,7 @@ func TestBodiesShareTotal(t *testing.T) {
 
 // assertSent checks that the next attempt of b sends data.
 func assertSent(t *testing.T, b *replayableBody, data []byte) {
-	rc, _, err := b.newReader()
+	rc, _, err := b.newReader(0)
 	if !assert.NoError(t, err) {
 		return
 	}

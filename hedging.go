@@ -58,6 +58,7 @@ func (c *call) hedge() (*http.Response, int, error) {
 	}
 	// One more than max: the transparent resend takes a place too.
 	h.results = make(chan hedged, h.max+1)
+	cut := c.body.cutShort()
 	h.launch(1, false)
 	timer := time.NewTimer(h.delay())
 	defer timer.Stop()
@@ -77,6 +78,9 @@ func (c *call) hedge() (*http.Response, int, error) {
 				h.launch(h.sent+1, false)
 				timer.Reset(h.delay())
 			}
+		case <-cut:
+			cut = nil
+			h.cutShort()
 		case hr := <-h.results:
 			if resp, done, err := h.handle(hr, timer); done {
 				return resp, h.sent, err
@@ -113,18 +117,36 @@ func (h *hedger) launch(n int, resend bool) {
 // gate decides whether the next hedge may start: the host's budget and the
 // body must allow it.
 func (h *hedger) gate() bool {
-	why := RefusalReason("")
 	switch {
 	case !h.c.body.replayable():
-		why = RefusedBuffer
+		h.stop(RefusedBuffer)
 	case !h.c.bucket.Allow():
-		why = RefusedBudget
+		h.stop(RefusedBudget)
 	default:
 		return true
 	}
-	h.stopped = true
-	h.c.refused(h.sent+1, why)
 	return false
+}
+
+// stop lets no further hedge start, and reports why if one could have.
+func (h *hedger) stop(why RefusalReason) {
+	if !h.stopped && h.sent < h.max {
+		h.c.refused(h.sent+1, why)
+	}
+	h.stopped = true
+}
+
+// cutShort ends, at once, every attempt in flight but the one sending the
+// body, which has outgrown its buffer: the others can never send it whole,
+// and waiting for them would hold back the sender's outcome.
+func (h *hedger) cutShort() {
+	h.stop(RefusedBuffer)
+	sender := h.c.body.sender()
+	for n, cancel := range h.cancels {
+		if n != sender {
+			cancel(errBodyCommitted)
+		}
+	}
 }
 
 // delay is the wait before the next hedge: the chosen quantile of recent
@@ -157,7 +179,7 @@ func (h *hedger) handle(hr hedged, timer *time.Timer) (*http.Response, bool, err
 		// This attempt got no body, or lost it: the body outgrew its
 		// buffer under another attempt, which goes on, or GetBody
 		// failed. It could never have been sent whole.
-		h.stopped = true
+		h.stop(RefusedBuffer)
 		if h.lost == nil {
 			h.lost = hr.r.err
 			if hr.n == h.resent.n {
@@ -198,8 +220,7 @@ func (h *hedger) nonFatal(hr hedged, timer *time.Timer) {
 	sd := hr.r.delay
 	switch sd.Kind {
 	case delayStop:
-		h.stopped = true
-		h.c.refused(h.sent+1, RefusedServerDelay)
+		h.stop(RefusedServerDelay)
 	case delayPushback, delayRetryAfter:
 		// The deadline is checked against the wait with its jitter, as
 		// in the retry loop.
@@ -212,8 +233,7 @@ func (h *hedger) nonFatal(hr hedged, timer *time.Timer) {
 			refusal = RefusedDeadline
 		}
 		if refusal != "" {
-			h.stopped = true
-			h.c.refused(h.sent+1, refusal)
+			h.stop(refusal)
 			return
 		}
 		h.c.waiting(h.sent+1, wait, why)
@@ -227,7 +247,7 @@ func (h *hedger) nonFatal(hr hedged, timer *time.Timer) {
 // the one it replaces.
 func (h *hedger) keep(hr hedged) {
 	if h.last != nil {
-		h.last.r.discard()
+		h.last.r.cut(errHedgeLost)
 	}
 	h.last = &hr
 }
@@ -261,9 +281,9 @@ func (h *hedger) cancelAll(cause error) {
 		h.c.attemptDone(hr.n, hr.n > 1, &hr.r, outCancelled)
 		hr.r.discard()
 	}
-	if h.last != nil && cause != nil {
+	if h.last != nil {
 		// Superseded by the winner or by the caller's end.
-		h.last.r.discard()
+		h.last.r.cut(cause)
 		h.last = nil
 	}
 }

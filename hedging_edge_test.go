@@ -191,3 +191,75 @@ func TestNoHedgeStartsForACallerThatHasGone(t *testing.T) {
 		assert.Zero(t, tr.Stats().Total.HedgesSent)
 	})
 }
+
+// endless is a response body that yields nothing until its attempt's
+// context ends, as a stalled server's body on a real connection.
+type endless struct{ ctx context.Context }
+
+func (b endless) Read([]byte) (int, error) { <-b.ctx.Done(); return 0, b.ctx.Err() }
+func (b endless) Close() error             { return nil }
+
+func TestWinnerDoesNotWaitForTheKeptLoserToDrain(t *testing.T) {
+	// Attempt 1's 503 is kept, in case every attempt fails; its body
+	// stalls. When hedge 2 wins, the 503 is cut off, not drained.
+	synctest.Test(t, func(t *testing.T) {
+		stalled := func(req *http.Request) (*http.Response, error) {
+			time.Sleep(10 * time.Millisecond)
+			return &http.Response{StatusCode: 503, Header: http.Header{}, ContentLength: -1, Request: req, Body: endless{req.Context()}}, nil
+		}
+		for _, second := range []string{"wins", "fails too"} {
+			next := answerAfter(10*time.Millisecond, 200, "win")
+			if second == "fails too" {
+				next = stalled
+			}
+			base := &steps{do: []func(*http.Request) (*http.Response, error){stalled, next, answerAfter(10*time.Millisecond, 200, "win")}}
+			tr := &retryhttp.Transport{Base: base, Policy: hedgeConfig(3, time.Second, 503)}
+			t0 := time.Now()
+			resp, err := tr.RoundTrip(newRequest(t, t.Context(), "GET", ""))
+			require.NoError(t, err)
+			assert.Equal(t, "win", readAll(t, resp))
+			// Each 503 sends the next hedge at once, whatever its body.
+			want := map[string]time.Duration{"wins": 20 * time.Millisecond, "fails too": 30 * time.Millisecond}[second]
+			assert.Equal(t, want, time.Since(t0), second)
+		}
+	})
+}
+
+func TestBodyPastItsBufferCutsOffHedgesThatCannotSendIt(t *testing.T) {
+	// Attempt 1 sends a body that outgrows its 4-byte buffer at 1 ms,
+	// then gets a 503. Hedges 2 and 3, sent before, are still dialing:
+	// they could never send the body now, so they are cut off, hedge 4
+	// is not sent, and the 503 comes back at once.
+	synctest.Test(t, func(t *testing.T) {
+		dialing := func(req *http.Request) (*http.Response, error) {
+			defer req.Body.Close()
+			select {
+			case <-time.After(10 * time.Second):
+			case <-req.Context().Done():
+				return nil, req.Context().Err()
+			}
+			_, err := io.Copy(io.Discard, req.Body)
+			return nil, err
+		}
+		sending := func(req *http.Request) (*http.Response, error) {
+			time.Sleep(time.Millisecond)
+			return answerAfter(time.Millisecond, 503, "busy")(req)
+		}
+		var log hookLog
+		base := &steps{do: []func(*http.Request) (*http.Response, error){sending, dialing}}
+		tr := &retryhttp.Transport{Base: base, Policy: hedgeConfig(4, 400*time.Microsecond, 503),
+			Buffer: retryhttp.BufferLimits{PerRequest: 4}, Hooks: log.hooks()}
+		req := newRequest(t, t.Context(), "PUT", "")
+		req.Body = io.NopCloser(strings.NewReader("0123456789"))
+		t0 := time.Now()
+		resp, err := tr.RoundTrip(req)
+		require.NoError(t, err)
+		assert.Equal(t, 503, resp.StatusCode)
+		assert.Equal(t, "busy", readAll(t, resp))
+		assert.Equal(t, 2*time.Millisecond, time.Since(t0))
+		assert.Equal(t, []retryhttp.Refused{{Request: req, Attempt: 4, Reason: retryhttp.RefusedBuffer}}, log.refused)
+		st := tr.Stats().Total
+		assertHedges(t, st, 2, 0, 2)
+		assert.Equal(t, uint64(1), st.CommittedForSize)
+	})
+}
