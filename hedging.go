@@ -37,6 +37,9 @@ type hedger struct {
 	spare   bool           // the transparent resend is still unused
 	resent  hedged         // the outcome that used it, never sent
 	lost    error          // why an attempt got no body, for giveUp
+	// notBefore is when the server's pushback lets the next hedge go; a
+	// non-fatal status without pushback does not send it any earlier.
+	notBefore time.Time
 }
 
 type hedged struct {
@@ -60,7 +63,7 @@ func (c *call) hedge() (*http.Response, int, error) {
 	h.results = make(chan hedged, h.max+1)
 	cut := c.body.cutShort()
 	h.launch(1, false)
-	timer := time.NewTimer(h.delay())
+	timer := time.NewTimer(h.wait())
 	defer timer.Stop()
 	for {
 		var next <-chan time.Time
@@ -76,7 +79,7 @@ func (c *call) hedge() (*http.Response, int, error) {
 			// no hedge starts for a caller that has gone.
 			if c.req.Context().Err() == nil && h.gate() {
 				h.launch(h.sent+1, false)
-				timer.Reset(h.delay())
+				timer.Reset(h.wait())
 			}
 		case <-cut:
 			cut = nil
@@ -147,6 +150,16 @@ func (h *hedger) cutShort() {
 			cancel(errBodyCommitted)
 		}
 	}
+}
+
+// wait returns the delay before the next hedge and reports it, when a
+// next hedge may follow.
+func (h *hedger) wait() time.Duration {
+	d := h.delay()
+	if !h.stopped && h.sent < h.max {
+		h.c.waiting(h.sent+1, d, WaitHedgeDelay)
+	}
+	return d
 }
 
 // delay is the wait before the next hedge: the chosen quantile of recent
@@ -237,9 +250,10 @@ func (h *hedger) nonFatal(hr hedged, timer *time.Timer) {
 			return
 		}
 		h.c.waiting(h.sent+1, wait, why)
+		h.notBefore = time.Now().Add(wait)
 		timer.Reset(wait)
 	default:
-		timer.Reset(0)
+		timer.Reset(max(time.Until(h.notBefore), 0))
 	}
 }
 

@@ -263,3 +263,25 @@ func TestBodyPastItsBufferCutsOffHedgesThatCannotSendIt(t *testing.T) {
 		assert.Equal(t, uint64(1), st.CommittedForSize)
 	})
 }
+
+func TestPushbackHoldsTheNextHedgeAgainstALaterPlainStatus(t *testing.T) {
+	// Attempt 1 asks for 300 ms at 15 ms; attempt 2, sent at 10 ms,
+	// answers a plain 503 at 30 ms, which would send the next hedge at
+	// once: the server's request stands.
+	synctest.Test(t, func(t *testing.T) {
+		srv := &slowServer{
+			delays:   []time.Duration{15 * time.Millisecond, 20 * time.Millisecond, 10 * time.Millisecond},
+			statuses: []int{503, 503, 200},
+			headers:  []http.Header{pushback("300")},
+			t0:       time.Now(),
+		}
+		tr := &retryhttp.Transport{Base: srv, Policy: hedgeConfig(3, 10*time.Millisecond, 503)}
+		resp, err := tr.RoundTrip(newRequest(t, t.Context(), "GET", ""))
+		require.NoError(t, err)
+		assert.Equal(t, "attempt 3", readAll(t, resp))
+		require.Len(t, srv.starts, 3)
+		// 300 ms and its jitter, under a tenth, from the 503 at 15 ms.
+		assert.GreaterOrEqual(t, srv.starts[2], 315*time.Millisecond)
+		assert.Less(t, srv.starts[2], 345*time.Millisecond)
+	})
+}

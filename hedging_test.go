@@ -206,10 +206,17 @@ func TestPushbackDelaysTheNextHedgeOnly(t *testing.T) {
 		resp, err := tr.RoundTrip(newRequest(t, t.Context(), "GET", ""))
 		require.NoError(t, err)
 		assert.Equal(t, "attempt 4", readAll(t, resp))
-		require.Len(t, log.waits, 1)
-		w := log.waits[0]
+		// Each hedge's delay is reported as it starts; the pushback
+		// then takes the place of the delay before attempt 3.
+		require.Len(t, log.waits, 4)
+		w := log.waits[2]
 		assert.Equal(t, 3, w.Attempt)
 		assert.Equal(t, retryhttp.WaitPushback, w.Reason)
+		for i, n := range map[int]int{0: 2, 1: 3, 3: 4} {
+			assert.Equal(t, n, log.waits[i].Attempt)
+			assert.Equal(t, retryhttp.WaitHedgeDelay, log.waits[i].Reason)
+			assert.Equal(t, 50*time.Millisecond, log.waits[i].Length)
+		}
 		// 300 ms plus a jitter of less than a tenth of it, never minus.
 		assert.GreaterOrEqual(t, w.Length, 300*time.Millisecond)
 		assert.Less(t, w.Length, 330*time.Millisecond)
@@ -313,7 +320,8 @@ func TestPushbackAfterTheLastHedgeReportsNothing(t *testing.T) {
 				require.NoError(t, err)
 				assert.Equal(t, "attempt 1", readAll(t, resp))
 				assert.Len(t, srv.starts, 2)
-				assert.Empty(t, log.waits)
+				require.Len(t, log.waits, 1, "only the delay before attempt 2")
+				assert.Equal(t, retryhttp.WaitHedgeDelay, log.waits[0].Reason)
 				assert.Empty(t, log.refused)
 			})
 		})
