@@ -284,16 +284,26 @@ func (h *hedger) giveUp() (*http.Response, int, error) {
 // end, closing what it got: after it returns, no attempt of the request is
 // running.
 func (h *hedger) cancelAll(cause error) {
-	for _, cancel := range h.cancels {
-		cancel(cause)
-	}
-	for len(h.cancels) > 0 {
-		hr := <-h.results
-		delete(h.cancels, hr.n)
-		delete(h.busy, hr.n)
-		h.c.latency().add(time.Since(h.started[hr.n])) // a lower bound: it was cut short
-		h.c.attemptDone(hr.n, hr.n > 1, &hr.r, outCancelled)
-		hr.r.discard()
+	if len(h.cancels) > 0 {
+		for _, cancel := range h.cancels {
+			cancel(cause)
+		}
+		tail := h.delay()
+		for len(h.cancels) > 0 {
+			hr := <-h.results
+			delete(h.cancels, hr.n)
+			delete(h.busy, hr.n)
+			if took := time.Since(h.started[hr.n]); took >= tail {
+				// Cut off past the delay, it was as slow as the
+				// tail that hedges are sent for, and the time it
+				// took, a lower bound, counts there. One cut off
+				// sooner tells nothing of the tail: counted, it
+				// would drag the delay down and send more hedges.
+				h.c.latency().add(took)
+			}
+			h.c.attemptDone(hr.n, hr.n > 1, &hr.r, outCancelled)
+			hr.r.discard()
+		}
 	}
 	if h.last != nil {
 		// Superseded by the winner or by the caller's end.

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"math"
+	"math/rand/v2"
 	"net/http"
 	"strings"
 	"sync"
@@ -138,6 +139,59 @@ func TestTransparentResendOfARetryIsNoFurtherAttempt(t *testing.T) {
 	assert.Equal(t, uint64(1), st.RetryAttempts)
 	assert.Zero(t, st.RetryAttemptsFailed, "the never-sent try was resent and won")
 	assert.Equal(t, uint64(1), st.TransparentRetries)
+}
+
+// jitteryHost answers every request 200 after a latency drawn uniformly
+// from [lo, lo+spread), seeded.
+type jitteryHost struct {
+	mu     sync.Mutex
+	rng    *rand.Rand
+	lo     time.Duration
+	spread time.Duration
+	sent   int
+}
+
+func (h *jitteryHost) RoundTrip(req *http.Request) (*http.Response, error) {
+	h.mu.Lock()
+	d := h.lo + time.Duration(h.rng.Int64N(int64(h.spread)))
+	h.sent++
+	h.mu.Unlock()
+	return answerAfter(d, 200, "ok")(req)
+}
+
+func TestAdaptiveDelayIsNotDraggedDownByCutOffHedges(t *testing.T) {
+	// Every answer takes 100 to 120 ms. A hedge sent at the median and
+	// cut off when attempt 1 answers a few ms later ran for a few ms:
+	// counted as a latency, it would pull the "median" below anything the
+	// host ever takes, and then nearly every request would be hedged.
+	synctest.Test(t, func(t *testing.T) {
+		host := &jitteryHost{rng: rand.New(rand.NewPCG(1, 2)), lo: 100 * time.Millisecond, spread: 20 * time.Millisecond}
+		cfg := hedgeConfig(3, time.Second, 503)
+		cfg.Rules[0].Hedge.HedgingDelayQuantile = 0.5
+		var delays []time.Duration
+		tr := &retryhttp.Transport{Base: host, Policy: cfg, Hooks: &retryhttp.Hooks{Wait: func(w retryhttp.Wait) {
+			if w.Attempt == 2 {
+				delays = append(delays, w.Length)
+			}
+		}}}
+		for range 300 {
+			resp, err := tr.RoundTrip(newRequest(t, t.Context(), "GET", ""))
+			require.NoError(t, err)
+			readAll(t, resp)
+		}
+		before := host.sent
+		for range 100 {
+			resp, err := tr.RoundTrip(newRequest(t, t.Context(), "GET", ""))
+			require.NoError(t, err)
+			readAll(t, resp)
+		}
+		perRequest := float64(host.sent-before) / 100
+		require.NotEmpty(t, delays, "the hedging delay is reported")
+		t.Logf("server requests per request: %.2f; last delay %v", perRequest, delays[len(delays)-1])
+		// A true median hedges about half the requests.
+		assert.InDelta(t, 1.5, perRequest, 0.25)
+		assert.InDelta(t, float64(110*time.Millisecond), float64(delays[len(delays)-1]), float64(5*time.Millisecond))
+	})
 }
 
 func TestNeverSentCauseSurvivesAResendWithoutBody(t *testing.T) {
