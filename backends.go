@@ -17,6 +17,10 @@ const (
 	// resolveTTL is how long a host's addresses are used before they are
 	// looked up again.
 	resolveTTL = 30 * time.Second
+	// failedTTL is how long a failed lookup is remembered, so that the
+	// hedges of every request to a host that does not resolve do not
+	// each wait for the resolver in turn.
+	failedTTL = 5 * time.Second
 	// maxResolved is the number of hosts whose addresses are kept; when
 	// it is reached, they are all forgotten and looked up again.
 	maxResolved = 1024
@@ -116,8 +120,9 @@ func defaultPort(u *url.URL) string {
 }
 
 // lookup returns host's addresses, from the cache while they are fresh.
-// A failed lookup returns none and is not cached: the base will look the
-// host up again and report the failure itself.
+// A failed lookup returns none, and is remembered for failedTTL unless the
+// request's own context ended it: the base looks the host up again and
+// reports the failure itself.
 func (s *spread) lookup(ctx context.Context, host string) []netip.Addr {
 	host = strings.ToLower(host)
 	now := time.Now()
@@ -128,8 +133,12 @@ func (s *spread) lookup(ctx context.Context, host string) []netip.Addr {
 		return r.addrs
 	}
 	addrs, err := s.resolve(ctx, host)
+	ttl := resolveTTL
 	if err != nil {
-		return nil
+		if ctx.Err() != nil {
+			return nil
+		}
+		addrs, ttl = nil, failedTTL
 	}
 	for i, a := range addrs {
 		addrs[i] = a.Unmap()
@@ -138,7 +147,7 @@ func (s *spread) lookup(ctx context.Context, host string) []netip.Addr {
 	if len(s.resolved) >= maxResolved {
 		clear(s.resolved)
 	}
-	s.resolved[host] = resolvedHost{addrs: addrs, until: now.Add(resolveTTL)}
+	s.resolved[host] = resolvedHost{addrs: addrs, until: now.Add(ttl)}
 	s.mu.Unlock()
 	return addrs
 }

@@ -2,6 +2,7 @@ package retryhttp
 
 import (
 	"context"
+	"errors"
 	"io"
 	"net"
 	"net/http"
@@ -10,6 +11,7 @@ import (
 	"strconv"
 	"sync"
 	"testing"
+	"testing/synctest"
 	"time"
 
 	"github.com/retryhttp/retryhttp/policy"
@@ -162,4 +164,37 @@ func TestRouteLeavesSingleAddressesToTheBase(t *testing.T) {
 	assert.Empty(t, addr3, "every address busy: the base chooses")
 	again, _ := s.route(req, nil)
 	assert.Same(t, rt1, again, "one transport, and pool, per address")
+}
+
+// A host that does not resolve is asked for again only after failedTTL,
+// not by every hedge of every request; a lookup cut short by its own
+// request's end is not remembered for others.
+func TestFailedLookupsAreRememberedBriefly(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		s := newSpread(&http.Transport{}, &Dialer{})
+		lookups := 0
+		s.resolve = func(ctx context.Context, _ string) ([]netip.Addr, error) {
+			lookups++
+			if err := ctx.Err(); err != nil {
+				return nil, err
+			}
+			return nil, errors.New("no such host")
+		}
+		ctx, cancel := context.WithCancel(t.Context())
+		cancel()
+		gone, err := http.NewRequestWithContext(ctx, "GET", "http://gone.test/", nil)
+		require.NoError(t, err)
+		rt, _ := s.route(gone, nil)
+		assert.Nil(t, rt)
+		req, err := http.NewRequest("GET", "http://gone.test/", nil)
+		require.NoError(t, err)
+		for range 3 {
+			rt, _ := s.route(req, nil)
+			assert.Nil(t, rt)
+		}
+		assert.Equal(t, 2, lookups, "the cancelled lookup, then one for the three routes")
+		time.Sleep(failedTTL)
+		s.route(req, nil)
+		assert.Equal(t, 3, lookups)
+	})
 }
