@@ -21,7 +21,11 @@ type Hooks struct {
 	// AttemptDone is called when an attempt has its response headers or
 	// its error.
 	AttemptDone func(AttemptDone)
-	// Wait is called before each wait between attempts.
+	// Wait is called before each wait between attempts: a retry's
+	// backoff or server delay, and for a hedged request each hedging
+	// delay as it starts, although the next hedge may then go sooner,
+	// after a non-fatal status, or later, when a pushback replaces the
+	// delay and is reported in turn.
 	Wait func(Wait)
 	// Refused is called when an attempt that the policy would make is
 	// not made.
