@@ -83,6 +83,18 @@ func (c *call) hedge() (*http.Response, int, error) {
 			}
 		case <-cut:
 			cut = nil
+			// Attempts that have answered already are not cut off:
+			// their results are taken first.
+			for queued := true; queued; {
+				select {
+				case hr := <-h.results:
+					if resp, done, err := h.handle(hr, timer); done {
+						return resp, h.sent, err
+					}
+				default:
+					queued = false
+				}
+			}
 			h.cutShort()
 		case hr := <-h.results:
 			if resp, done, err := h.handle(hr, timer); done {
@@ -141,9 +153,10 @@ func (h *hedger) stop(why RefusalReason) {
 
 // cutShort ends, at once, every attempt in flight but the one sending the
 // body, which has outgrown its buffer: the others can never send it whole,
-// and waiting for them would hold back the sender's outcome.
+// and waiting for them would hold back the sender's outcome. No further
+// hedge starts; as no hedge may be due yet, none is reported refused.
 func (h *hedger) cutShort() {
-	h.stop(RefusedBuffer)
+	h.stopped = true
 	sender := h.c.body.sender()
 	for n, cancel := range h.cancels {
 		if n != sender {
@@ -188,18 +201,23 @@ func (h *hedger) handle(hr hedged, timer *time.Timer) (*http.Response, bool, err
 		h.launch(hr.n, true)
 		return nil, false, nil
 	}
-	if errors.Is(hr.r.err, errBodyCommitted) {
+	if errors.Is(hr.r.err, errBodyCommitted) || errors.Is(context.Cause(hr.r.ctx), errBodyCommitted) {
 		// This attempt got no body, or lost it: the body outgrew its
 		// buffer under another attempt, which goes on, or GetBody
-		// failed. It could never have been sent whole.
-		h.stop(RefusedBuffer)
-		if h.lost == nil {
+		// failed. It could never have been sent whole, and if it
+		// answered as cutShort cancelled it, its answer is cut too.
+		// No further hedge starts; gate would refuse it anyway.
+		h.stopped = true
+		switch {
+		case hr.n == h.resent.n && hr.r.err != nil:
+			// The resend's failure says the most: why attempt n
+			// was not sent, then why it was not sent again.
+			h.lost = resendError(h.resent.r.err, hr.r.err)
+		case h.lost == nil:
 			h.lost = hr.r.err
-			if hr.n == h.resent.n {
-				h.lost = resendError(h.resent.r.err, hr.r.err)
-			}
 		}
 		c.attemptDone(hr.n, hr.n > 1, &hr.r, outCancelled)
+		hr.r.cut(errBodyCommitted)
 		return nil, false, nil
 	}
 	c.attemptDone(hr.n, hr.n > 1, &hr.r, out)

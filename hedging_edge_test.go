@@ -195,9 +195,10 @@ func TestAdaptiveDelayIsNotDraggedDownByCutOffHedges(t *testing.T) {
 }
 
 func TestNeverSentCauseSurvivesAResendWithoutBody(t *testing.T) {
-	// Attempt 1 is refused at the dial; its resend cannot get the body
-	// again. The caller learns both why the request was not sent and,
-	// when GetBody failed, why it was not sent again.
+	// Attempt 1 is refused at the dial. A body past its buffer is not
+	// resent; when GetBody fails, the resend cannot get the body again.
+	// The caller learns why the request was not sent and, when GetBody
+	// failed, why it was not sent again.
 	errGone := errors.New("source gone")
 	for _, mode := range []string{"hedge", "retry"} {
 		for _, body := range []string{"GetBody fails", "past the buffer"} {
@@ -283,7 +284,8 @@ func TestBodyPastItsBufferCutsOffHedgesThatCannotSendIt(t *testing.T) {
 	// Attempt 1 sends a body that outgrows its 4-byte buffer at 1 ms,
 	// then gets a 503. Hedges 2 and 3, sent before, are still dialing:
 	// they could never send the body now, so they are cut off, hedge 4
-	// is not sent, and the 503 comes back at once.
+	// is not sent, and the 503 comes back at once. No refusal is
+	// reported, as no hedge was due when the body was cut.
 	synctest.Test(t, func(t *testing.T) {
 		dialing := func(req *http.Request) (*http.Response, error) {
 			defer req.Body.Close()
@@ -311,7 +313,7 @@ func TestBodyPastItsBufferCutsOffHedgesThatCannotSendIt(t *testing.T) {
 		assert.Equal(t, 503, resp.StatusCode)
 		assert.Equal(t, "busy", readAll(t, resp))
 		assert.Equal(t, 2*time.Millisecond, time.Since(t0))
-		assert.Equal(t, []retryhttp.Refused{{Request: req, Attempt: 4, Reason: retryhttp.RefusedBuffer}}, log.refused)
+		assert.Empty(t, log.refused)
 		st := tr.Stats().Total
 		assertHedges(t, st, 2, 0, 2)
 		assert.Equal(t, uint64(1), st.CommittedForSize)
@@ -338,4 +340,77 @@ func TestPushbackHoldsTheNextHedgeAgainstALaterPlainStatus(t *testing.T) {
 		assert.GreaterOrEqual(t, srv.starts[2], 315*time.Millisecond)
 		assert.Less(t, srv.starts[2], 345*time.Millisecond)
 	})
+}
+
+// liveBody reads as body while its attempt's context lives.
+type liveBody struct {
+	ctx context.Context
+	r   io.Reader
+}
+
+func (b *liveBody) Read(p []byte) (int, error) {
+	if err := b.ctx.Err(); err != nil {
+		return 0, err
+	}
+	return b.r.Read(p)
+}
+
+func (b *liveBody) Close() error { return nil }
+
+func TestBodyPastItsBufferDoesNotCutOffAnAnswerAlreadyIn(t *testing.T) {
+	// Hedge 2 answers without reading the body (a server may). Its
+	// result is waiting for the hedge loop when attempt 1 outgrows the
+	// buffer: the answer is taken, not cancelled under the caller.
+	// The loop sees both at once and must not pick either at random.
+	for range 20 {
+		synctest.Test(t, func(t *testing.T) {
+			send := make(chan struct{})
+			sender := func(req *http.Request) (*http.Response, error) {
+				<-send
+				return answerAfter(time.Hour, 200, "attempt 1")(req)
+			}
+			early := func(req *http.Request) (*http.Response, error) {
+				req.Body.Close()
+				return &http.Response{StatusCode: 200, Header: http.Header{}, ContentLength: -1, Request: req,
+					Body: &liveBody{ctx: req.Context(), r: strings.NewReader("attempt 2")}}, nil
+			}
+			hooks := &retryhttp.Hooks{Wait: func(w retryhttp.Wait) {
+				if w.Attempt == 3 { // attempt 2 has just been launched
+					synctest.Wait() // its answer is queued
+					close(send)
+					synctest.Wait() // attempt 1 has outgrown the buffer
+				}
+			}}
+			base := &steps{do: []func(*http.Request) (*http.Response, error){sender, early}}
+			tr := &retryhttp.Transport{Base: base, Policy: hedgeConfig(3, time.Millisecond, 503),
+				Buffer: retryhttp.BufferLimits{PerRequest: 4}, Hooks: hooks}
+			req := newRequest(t, t.Context(), "PUT", "")
+			req.Body = io.NopCloser(strings.NewReader("0123456789"))
+			resp, err := tr.RoundTrip(req)
+			require.NoError(t, err)
+			assert.Equal(t, "attempt 2", readAll(t, resp))
+		})
+	}
+}
+
+func TestNeverSentCauseSurvivesAHedgeThatFailedFirst(t *testing.T) {
+	// Attempt 1 is refused just as hedge 2 starts, and GetBody fails for
+	// both hedge 2 and attempt 1's resend. Whichever failure the hedge
+	// loop sees first, the caller learns of the refusal.
+	errGone := errors.New("source gone")
+	for range 200 {
+		synctest.Test(t, func(t *testing.T) {
+			late := func(req *http.Request) (*http.Response, error) {
+				time.Sleep(10 * time.Millisecond)
+				return refuse(req)
+			}
+			base := &steps{do: []func(*http.Request) (*http.Response, error){late, answerAfter(time.Millisecond, 200, "ok")}}
+			tr := &retryhttp.Transport{Base: base, Policy: hedgeConfig(2, 10*time.Millisecond, 503)}
+			req := newRequest(t, t.Context(), "PUT", "0123456789")
+			req.GetBody = func() (io.ReadCloser, error) { return nil, errGone }
+			resp, err := tr.RoundTrip(req)
+			require.Nil(t, resp)
+			require.ErrorIs(t, err, syscall.ECONNREFUSED)
+		})
+	}
 }
