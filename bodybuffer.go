@@ -335,10 +335,10 @@ func (b *replayableBody) onCommitForSize(f func()) {
 	b.onCommit = f
 }
 
-// cutShort returns a channel closed when the body outgrows its buffer
+// outgrown returns a channel closed when the body outgrows its buffer
 // while attempts read it; it is nil, never ready, for a body never
 // buffered. Once it is closed, sender names the attempt still sending it.
-func (b *replayableBody) cutShort() <-chan struct{} { return b.cut }
+func (b *replayableBody) outgrown() <-chan struct{} { return b.cut }
 
 // sender returns the attempt whose reader was at the frontier when the
 // body outgrew its buffer.

@@ -61,7 +61,7 @@ func (c *call) hedge() (*http.Response, int, error) {
 	}
 	// One more than max: the transparent resend takes a place too.
 	h.results = make(chan hedged, h.max+1)
-	cut := c.body.cutShort()
+	outgrown := c.body.outgrown()
 	h.launch(1, false)
 	timer := time.NewTimer(h.wait())
 	defer timer.Stop()
@@ -81,21 +81,11 @@ func (c *call) hedge() (*http.Response, int, error) {
 				h.launch(h.sent+1, false)
 				timer.Reset(h.wait())
 			}
-		case <-cut:
-			cut = nil
-			// Attempts that have answered already are not cut off:
-			// their results are taken first.
-			for queued := true; queued; {
-				select {
-				case hr := <-h.results:
-					if resp, done, err := h.handle(hr, timer); done {
-						return resp, h.sent, err
-					}
-				default:
-					queued = false
-				}
+		case <-outgrown:
+			outgrown = nil
+			if resp, done, err := h.cutShort(timer); done {
+				return resp, h.sent, err
 			}
-			h.cutShort()
 		case hr := <-h.results:
 			if resp, done, err := h.handle(hr, timer); done {
 				return resp, h.sent, err
@@ -153,9 +143,17 @@ func (h *hedger) stop(why RefusalReason) {
 
 // cutShort ends, at once, every attempt in flight but the one sending the
 // body, which has outgrown its buffer: the others can never send it whole,
-// and waiting for them would hold back the sender's outcome. No further
-// hedge starts; as no hedge may be due yet, none is reported refused.
-func (h *hedger) cutShort() {
+// and waiting for them would hold back the sender's outcome. Attempts that
+// have answered already are not cut off: their results are handled first,
+// and may decide the request, as handle reports. No further hedge starts;
+// as no hedge may be due yet, none is reported refused.
+func (h *hedger) cutShort(timer *time.Timer) (*http.Response, bool, error) {
+	// Only the hedge loop receives, so a result counted here is there.
+	for len(h.results) > 0 {
+		if resp, done, err := h.handle(<-h.results, timer); done {
+			return resp, true, err
+		}
+	}
 	h.stopped = true
 	sender := h.c.body.sender()
 	for n, cancel := range h.cancels {
@@ -163,6 +161,7 @@ func (h *hedger) cutShort() {
 			cancel(errBodyCommitted)
 		}
 	}
+	return nil, false, nil
 }
 
 // wait returns the delay before the next hedge and reports it, when a
