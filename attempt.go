@@ -31,6 +31,7 @@ type result struct {
 	resp      *http.Response
 	err       error
 	unwritten bool          // the base showed it never wrote the request
+	resend    bool          // a transparent resend of its attempt
 	latency   time.Duration // until the response headers, or the error
 	delay     serverDelay   // what the response's headers ask of the next attempt
 	cancel    context.CancelCauseFunc

@@ -115,7 +115,9 @@ func (h *hedger) launch(n int, resend bool) {
 	}
 	h.c.attemptStarted(n, n > 1, resend)
 	go func() {
-		h.results <- hedged{n: n, r: h.c.send(ctx, cancel, n, 0, base)}
+		r := h.c.send(ctx, cancel, n, 0, base)
+		r.resend = resend
+		h.results <- hedged{n: n, r: r}
 	}()
 }
 

@@ -37,8 +37,10 @@ type Hooks struct {
 // AttemptStart describes an attempt being sent.
 type AttemptStart struct {
 	Request *http.Request // the caller's request; do not modify
-	Attempt int           // 1-based; a transparent retry repeats its number
+	Rule    string        // the rule governing the request, as in [Stats.Rules]
+	Attempt int           // 1-based; a transparent resend repeats its number
 	Hedge   bool          // sent as a hedge, in parallel with others
+	Resend  bool          // a transparent resend of an attempt that never reached the server
 }
 
 // Outcome names what an attempt's result meant.
@@ -57,12 +59,17 @@ const (
 // AttemptDone describes an attempt's result.
 type AttemptDone struct {
 	Request    *http.Request
+	Rule       string
 	Attempt    int
 	Hedge      bool
+	Resend     bool // the attempt was a transparent resend
 	Outcome    Outcome
-	StatusCode int           // 0 when there was no response
-	Err        error         // nil when there was a response
-	Latency    time.Duration // from sending to the response headers or the error
+	StatusCode int // 0 when there was no response
+	// Header is the response's header, nil when there was no response.
+	// It is the response's own map: read it, never modify or keep it.
+	Header  http.Header
+	Err     error         // nil when there was a response
+	Latency time.Duration // from sending to the response headers or the error
 }
 
 // WaitReason says why a wait is as long as it is.
@@ -103,10 +110,22 @@ type Refused struct {
 	Reason  RefusalReason
 }
 
-// Done describes the end of a request.
+// Done describes the end of a request, with the per-request figures of
+// gRPC's retry metrics.
 type Done struct {
-	Request    *http.Request
-	Attempts   int // attempts made, transparent retries not counted
+	Request *http.Request
+	Rule    string
+	// Attempts counts the attempts made, transparent retries not counted;
+	// Attempts-1 of them were retries or hedges.
+	Attempts int
+	// Hedges counts the attempts sent as hedges, the first not included.
+	Hedges int
+	// TransparentRetries counts the resends of attempts that never
+	// reached the server.
+	TransparentRetries int
+	// RetryDelay is the time spent with no attempt in flight, waiting to
+	// send the next: backoffs and server delays.
+	RetryDelay time.Duration
 	StatusCode int // of the response handed back; 0 with an error
 	Err        error
 }

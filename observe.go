@@ -24,6 +24,11 @@ func (c *call) observeStart() {
 // starts attempt n again: the hooks see it, the counters do not, as it is
 // no further attempt.
 func (c *call) attemptStarted(n int, hedge, resend bool) {
+	if resend {
+		c.transparent++
+	} else if hedge {
+		c.hedges++
+	}
 	if n > 1 && !resend {
 		b := histogramBucket(n - 1)
 		c.counters.each(func(x *counters) {
@@ -35,7 +40,7 @@ func (c *call) attemptStarted(n int, hedge, resend bool) {
 	}
 	for _, h := range c.hooks {
 		if h.AttemptStart != nil {
-			h.AttemptStart(AttemptStart{Request: c.req, Attempt: n, Hedge: hedge})
+			h.AttemptStart(AttemptStart{Request: c.req, Rule: c.ruleName, Attempt: n, Hedge: hedge, Resend: resend})
 		}
 	}
 }
@@ -50,9 +55,10 @@ func (c *call) attemptDone(n int, hedge bool, r *result, out outcome) {
 	if len(c.hooks) == 0 {
 		return
 	}
-	info := AttemptDone{Request: c.req, Attempt: n, Hedge: hedge, Outcome: outcomeNames[out], Err: r.err, Latency: r.latency}
+	info := AttemptDone{Request: c.req, Rule: c.ruleName, Attempt: n, Hedge: hedge, Resend: r.resend,
+		Outcome: outcomeNames[out], Err: r.err, Latency: r.latency}
 	if r.resp != nil {
-		info.StatusCode = r.resp.StatusCode
+		info.StatusCode, info.Header = r.resp.StatusCode, r.resp.Header
 	}
 	for _, h := range c.hooks {
 		if h.AttemptDone != nil {
@@ -92,7 +98,8 @@ func (c *call) refused(n int, why RefusalReason) {
 func (c *call) finished(n int, status int, err error) {
 	for _, h := range c.hooks {
 		if h.Done != nil {
-			h.Done(Done{Request: c.req, Attempts: n, StatusCode: status, Err: err})
+			h.Done(Done{Request: c.req, Rule: c.ruleName, Attempts: n, Hedges: c.hedges,
+				TransparentRetries: c.transparent, RetryDelay: c.delay, StatusCode: status, Err: err})
 		}
 	}
 }

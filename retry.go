@@ -23,6 +23,10 @@ type call struct {
 	idem     bool // the request may be sent more than once
 	counters pair
 	hooks    []*Hooks
+	ruleName string // the rule's key in Stats.Rules, for the hooks
+	// Figures for the Done hook.
+	hedges, transparent int
+	delay               time.Duration // waited with no attempt in flight
 }
 
 func newCall(t *Transport, st *state, req *http.Request) *call {
@@ -36,6 +40,7 @@ func newCall(t *Transport, st *state, req *http.Request) *call {
 		bucket:   st.budgets.For(host),
 		counters: pair{st.stats.rule(i), st.stats.host(host)},
 		hooks:    hooksFor(t.Hooks, req),
+		ruleName: st.stats.name(i),
 	}
 	c.idem = idempotent(req) || (rule != nil && rule.Retry != nil && rule.Retry.RetryNonIdempotent)
 	if c.body.mode == streamMode {
@@ -74,6 +79,7 @@ func (c *call) attempt(n int, resend bool, timeout time.Duration) (result, outco
 	c.attemptStarted(n, false, resend)
 	ctx, cancel := context.WithCancelCause(c.req.Context())
 	r := c.send(ctx, cancel, n, timeout, c.st.base)
+	r.resend = resend
 	out := c.classify(&r)
 	c.attemptDone(n, false, &r, out)
 	return r, out
@@ -122,6 +128,7 @@ func (c *call) retry() (*http.Response, int, error) {
 			}
 			r.discard()
 			c.waiting(n, wait, WaitDialBackoff)
+			c.delay += wait
 			if err := sleep(c.req.Context(), wait); err != nil {
 				return nil, n, &Error{Attempts: n, Err: err}
 			}
@@ -144,6 +151,7 @@ func (c *call) retry() (*http.Response, int, error) {
 		}
 		r.discard()
 		c.waiting(n+1, wait, why)
+		c.delay += wait
 		if err := sleep(c.req.Context(), wait); err != nil {
 			return nil, n, &Error{Attempts: n, Err: err}
 		}

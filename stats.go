@@ -122,15 +122,26 @@ func histogramBucket(k int) int {
 // the policy is read, and one per host up to maxStatsHosts.
 type statsSet struct {
 	rules []*counters // index i: rule i; last: requests no rule matched
+	names []string    // the key of each in Stats.Rules, made once
 	hosts *hostMap[counters]
 }
 
 func newStatsSet(rules int) *statsSet {
-	s := &statsSet{rules: make([]*counters, rules+1), hosts: newHostMap[counters](maxStatsHosts)}
+	s := &statsSet{rules: make([]*counters, rules+1), names: make([]string, rules+1), hosts: newHostMap[counters](maxStatsHosts)}
 	for i := range s.rules {
 		s.rules[i] = new(counters)
+		s.names[i] = "methodConfig[" + strconv.Itoa(i) + "]"
 	}
+	s.names[rules] = "none"
 	return s
+}
+
+// name returns the key of rule i (-1: no rule) in Stats.Rules.
+func (s *statsSet) name(i int) string {
+	if i < 0 {
+		return s.names[len(s.names)-1]
+	}
+	return s.names[i]
 }
 
 // rule returns the counters of rule i (-1: no rule).
@@ -148,12 +159,8 @@ func (s *statsSet) host(host string) *counters { return s.hosts.get(host) }
 func (s *statsSet) snapshot() Stats {
 	st := Stats{Rules: make(map[string]Counters, len(s.rules)), Hosts: make(map[string]Counters)}
 	for i, c := range s.rules {
-		name := "none"
-		if i < len(s.rules)-1 {
-			name = "methodConfig[" + strconv.Itoa(i) + "]"
-		}
 		snap := c.snapshot()
-		st.Rules[name] = snap
+		st.Rules[s.names[i]] = snap
 		st.Total.add(snap)
 	}
 	for h, c := range s.hosts.snapshot() {
