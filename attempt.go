@@ -6,14 +6,13 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptrace"
-	"strconv"
 	"sync/atomic"
 	"time"
 )
 
 // AttemptsHeader is set on attempt k >= 2 of a request to k-1, and on the
 // response returned to the caller to the number of attempts sent before the
-// one that produced it.
+// one that produced it. [Transport.OmitAttemptsHeader] turns both off.
 const AttemptsHeader = "X-Retry-Attempts"
 
 // errAttemptTimeout is the cause of an attempt cut by its per-attempt
@@ -26,65 +25,85 @@ func (e timeoutError) Error() string   { return string(e) }
 func (e timeoutError) Timeout() bool   { return true }
 func (e timeoutError) Temporary() bool { return true }
 
+// attempt is one attempt of a request, ready to go.
+type attempt struct {
+	n      int
+	hedge  bool
+	resend bool // a transparent resend of attempt n
+	req    *http.Request
+	base   http.RoundTripper
+	// ctx is req's context. cancel ends it; it is nil for an attempt that
+	// runs under the caller's own context, which the Transport never
+	// cancels.
+	ctx     context.Context
+	cancel  context.CancelCauseFunc
+	timeout time.Duration // until the response headers; 0: none
+	trace   *writeTrace   // nil: none
+	addr    string        // the backend it was routed to, if any
+}
+
 // result is the outcome of one attempt.
 type result struct {
+	n         int
+	hedge     bool
+	resend    bool
 	resp      *http.Response
 	err       error
 	unwritten bool          // the base showed it never wrote the request
-	resend    bool          // a transparent resend of its attempt
 	latency   time.Duration // until the response headers, or the error
 	delay     serverDelay   // what the response's headers ask of the next attempt
-	cancel    context.CancelCauseFunc
 	ctx       context.Context
+	cancel    context.CancelCauseFunc // nil: the attempt ran under the caller's context
+	addr      string
 }
 
-// send makes attempt n (1-based) of c's request under ctx, a context of
-// its own derived from the caller's, which cancel ends: it lives until the
-// response body is read to its end or closed. The attempt has its own body
-// reader. base sends it: the Transport's base or, for an attempt of a
-// hedged request, one that reaches a distinct backend.
-func (c *call) send(ctx context.Context, cancel context.CancelCauseFunc, n int, timeout time.Duration, base http.RoundTripper) result {
-	var traced, wrote atomic.Bool
-	ctx = httptrace.WithClientTrace(ctx, &httptrace.ClientTrace{
-		GetConn:      func(string) { traced.Store(true) },
-		WroteHeaders: func() { wrote.Store(true) },
-	})
-	r := result{ctx: ctx, cancel: cancel}
-	body, length, err := c.body.newReader(n)
-	if err != nil {
-		cancel(err)
-		r.err = err
-		return r
-	}
-	areq := c.req.WithContext(ctx) // shallow: the caller's header is only read
-	areq.Body, areq.ContentLength = body, length
-	if n > 1 {
-		areq.Header = c.req.Header.Clone()
-		areq.Header.Set(AttemptsHeader, strconv.Itoa(n-1))
-	}
+// writeTrace learns from httptrace whether an attempt wrote its request.
+type writeTrace struct {
+	traced, wrote atomic.Bool
+	ct            httptrace.ClientTrace
+}
+
+func newWriteTrace() *writeTrace {
+	t := &writeTrace{}
+	t.ct.GetConn = func(string) { t.traced.Store(true) }
+	t.ct.WroteHeaders = func() { t.wrote.Store(true) }
+	return t
+}
+
+// unwritten reports whether the base asked for a connection and wrote no
+// headers on it. Only a base that reports through httptrace can prove it
+// wrote nothing: one that never asked for a connection proves nothing.
+func (t *writeTrace) unwritten() bool {
+	return t != nil && t.traced.Load() && !t.wrote.Load()
+}
+
+// send sends the attempt and makes its result obey the RoundTripper
+// contract whatever the base did. An attempt with a context of its own
+// keeps it until its response body is read to its end or closed.
+func (a *attempt) send() result {
+	r := result{n: a.n, hedge: a.hedge, resend: a.resend, ctx: a.ctx, cancel: a.cancel, addr: a.addr}
 	var timer *time.Timer
-	if timeout > 0 {
-		timer = time.AfterFunc(timeout, func() { cancel(errAttemptTimeout) })
+	if a.timeout > 0 {
+		cancel := a.cancel // not a, which would then escape on every attempt
+		timer = time.AfterFunc(a.timeout, func() { cancel(errAttemptTimeout) })
 	}
 	start := time.Now()
-	r.resp, r.err = base.RoundTrip(areq)
+	r.resp, r.err = a.base.RoundTrip(a.req)
 	r.latency = time.Since(start)
-	// Only a base that reports through httptrace can prove it wrote
-	// nothing: one that never asked for a connection proves nothing.
-	r.unwritten = traced.Load() && !wrote.Load()
+	r.unwritten = a.trace.unwritten()
 	if timer != nil && !timer.Stop() && r.err == nil {
 		// The timeout fired as the headers arrived: the context is gone,
 		// so the body could not be read. Count it as the timeout it was.
 		r.resp.Body.Close()
-		r.resp, r.err = nil, context.Cause(ctx)
+		r.resp, r.err = nil, context.Cause(a.ctx)
 	}
-	c.settle(&r)
+	r.settle()
 	return r
 }
 
 // settle makes r obey the RoundTripper contract whatever the base did, and
 // ties the attempt's context to its response body.
-func (c *call) settle(r *result) {
+func (r *result) settle() {
 	switch {
 	case r.err != nil && r.resp != nil:
 		r.resp.Body.Close()
@@ -93,18 +112,25 @@ func (c *call) settle(r *result) {
 		r.err = errors.New("retryhttp: base transport returned neither response nor error")
 	}
 	if r.err != nil {
-		if cause := context.Cause(r.ctx); cause != nil && !errors.Is(r.err, cause) {
+		cause := context.Cause(r.ctx)
+		switch {
+		case cause == nil && cancellation(r.err):
+			r.err = &lostError{err: r.err}
+		case cause != nil && !errors.Is(r.err, cause):
 			// The base reports a bare "context canceled"; keep why.
 			r.err = &causeError{err: r.err, cause: cause}
 		}
-		r.cancel(r.err)
+		if r.cancel != nil {
+			r.cancel(r.err)
+		}
 		return
 	}
 	if r.resp.Body == nil {
 		r.resp.Body = http.NoBody
 	}
-	r.resp.Body = releasing(r.resp.Body, r.cancel)
-	r.delay = parseServerDelay(r.resp.Header, time.Now())
+	if r.cancel != nil {
+		r.resp.Body = releasing(r.resp.Body, r.cancel)
+	}
 }
 
 // causeError is a base transport's error for an attempt whose context was
@@ -113,6 +139,31 @@ type causeError struct{ err, cause error }
 
 func (e *causeError) Error() string   { return e.err.Error() + " (" + e.cause.Error() + ")" }
 func (e *causeError) Unwrap() []error { return []error{e.err, e.cause} }
+
+// cancellation reports whether err says that a request was cancelled:
+// the context errors, or the causes this package cancels attempts with.
+func cancellation(err error) bool {
+	return errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) ||
+		errors.Is(err, errHedgeLost) || errors.Is(err, errAttemptTimeout) ||
+		errors.Is(err, errDrainTimeout) || errors.Is(err, errBodyDone)
+}
+
+// lostError is a cancellation that the base reported for an attempt whose
+// own context was live: another request's cancellation reached it. net/http
+// does this when a request is cancelled just as its bodiless response
+// arrives: the connection has gone back to the idle pool, another request
+// takes it, and the cancellation then closes it under that request, which
+// gets the first one's cause. For this attempt it is a lost connection,
+// transient like any other, never the cancellation it names.
+type lostError struct{ err error }
+
+func (e *lostError) Error() string {
+	return "retryhttp: connection lost to another request's cancellation: " + e.err.Error()
+}
+
+// Unwrap returns nothing: the cancellation named inside is not this
+// attempt's, and errors.Is must not find it.
+func (e *lostError) Unwrap() error { return nil }
 
 // releaseBody cancels its attempt's context once the body is read to its
 // end or closed. Cancelling any earlier would cut the body short; never
@@ -158,8 +209,8 @@ func releasing(rc io.ReadCloser, cancel context.CancelCauseFunc) io.ReadCloser {
 
 // Bounds on draining a response that is discarded: up to drainLimit bytes
 // within drainTimeout keep its connection for reuse; past either the
-// connection is closed instead, so that a slow or endless body cannot hold
-// the request up.
+// attempt is cancelled and its body closed instead, so that a slow or
+// endless body cannot hold the request up.
 const (
 	drainLimit   = 64 << 10
 	drainTimeout = 100 * time.Millisecond
@@ -174,26 +225,46 @@ func (r *result) cut(cause error) {
 	if r.resp == nil {
 		return
 	}
-	r.cancel(cause)
+	if r.cancel != nil {
+		r.cancel(cause)
+	}
 	r.resp.Body.Close()
 	r.resp = nil
 }
 
-// discard drains (within bounds) and closes the response of an attempt
-// that lost or is being retried.
+// discard drains and closes the response of an attempt that lost or is
+// being retried, waiting drainTimeout at most whatever the body does. A
+// body of known length over drainLimit is closed at once. The drain runs
+// on a goroutine of its own, so that a body that ignores both its context
+// and Close delays the request by drainTimeout only: that goroutine ends
+// when the body's Read returns, which for net/http is at once once the
+// attempt is cancelled or the body closed.
 func (r *result) discard() {
 	if r.resp == nil {
 		return
 	}
-	resp := r.resp
+	body, length := r.resp.Body, r.resp.ContentLength
 	r.resp = nil
-	body := resp.Body
-	if resp.ContentLength > drainLimit {
+	if length > drainLimit {
 		body.Close()
 		return
 	}
-	timer := time.AfterFunc(drainTimeout, func() { r.cancel(errDrainTimeout) })
-	io.CopyN(io.Discard, body, drainLimit+1)
-	timer.Stop()
-	body.Close()
+	drained := make(chan struct{})
+	go func() {
+		defer close(drained)
+		io.CopyN(io.Discard, body, drainLimit+1)
+	}()
+	timer := time.NewTimer(drainTimeout)
+	defer timer.Stop()
+	select {
+	case <-drained:
+		body.Close()
+	case <-timer.C:
+		if r.cancel != nil {
+			r.cancel(errDrainTimeout)
+		}
+		// Close may wait for the Read in progress, as net/http's own
+		// body does; it must not hold the request up.
+		go body.Close()
+	}
 }

@@ -6,6 +6,7 @@ import (
 	"net/http"
 	"net/netip"
 	"net/url"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -70,7 +71,7 @@ func newSpread(base *http.Transport, d *Dialer) *spread {
 // It returns nil, "" when the choice is the base's to make: the host is
 // an IP literal, has one address or none, is reached through a proxy, or
 // every address is busy or backing off.
-func (s *spread) route(req *http.Request, busy map[int]string) (http.RoundTripper, string) {
+func (s *spread) route(req *http.Request, busy []string) (http.RoundTripper, string) {
 	u := req.URL
 	host, port := u.Hostname(), u.Port()
 	if port == "" {
@@ -94,21 +95,12 @@ func (s *spread) route(req *http.Request, busy map[int]string) (http.RoundTrippe
 	}
 	for _, a := range addrs {
 		ap := netip.AddrPortFrom(a, uint16(p)).String()
-		if isBusy(busy, ap) || s.dialer.backingOff("tcp", ap) {
+		if slices.Contains(busy, ap) || s.dialer.backingOff("tcp", ap) {
 			continue
 		}
 		return s.transport(net.JoinHostPort(host, port), ap), ap
 	}
 	return nil, ""
-}
-
-func isBusy(busy map[int]string, addr string) bool {
-	for _, b := range busy {
-		if b == addr {
-			return true
-		}
-	}
-	return false
 }
 
 // defaultPort is the port net/http dials for u when it names none.

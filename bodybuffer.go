@@ -197,27 +197,39 @@ type replayableBody struct {
 	frontier int
 }
 
-// newReplayableBody prepares the body of req, the caller's request, for one
-// RoundTrip using room from pool, which must not be nil. It reads nothing:
-// the first attempt starts sending at once. A body whose declared length is
-// within the per-request limit takes its room now, in one piece.
-func newReplayableBody(req *http.Request, pool *bufferPool) *replayableBody {
-	b := &replayableBody{req: req, pool: pool, length: -1}
+// streamed reports whether req's body is replayed from a buffer: it has
+// one, and no GetBody.
+func streamed(req *http.Request) bool {
+	return req.Body != nil && req.Body != http.NoBody && req.GetBody == nil
+}
+
+// init prepares b, zero, for the body of req, the caller's request, for
+// one RoundTrip using room from pool, which must not be nil. It reads
+// nothing: the first attempt starts sending at once. A body whose declared
+// length is within the per-request limit takes its room now, in one piece.
+func (b *replayableBody) init(req *http.Request, pool *bufferPool) {
+	b.req, b.pool, b.length = req, pool, -1
 	b.moved.L = &b.mu
 	switch {
 	case req.Body == nil || req.Body == http.NoBody:
 		b.mode, b.length = noBody, 0
-		return b
+		return
 	case req.ContentLength > 0:
 		// As net/http does, a zero ContentLength with a body means unknown.
 		b.length = req.ContentLength
 	}
 	if req.GetBody != nil {
 		b.mode = getBodyMode
-		return b
+		return
 	}
 	b.mode = streamMode
 	b.startBuffer()
+}
+
+// newReplayableBody returns the replayable body of req, as init makes it.
+func newReplayableBody(req *http.Request, pool *bufferPool) *replayableBody {
+	b := new(replayableBody)
+	b.init(req, pool)
 	return b
 }
 

@@ -7,6 +7,7 @@ import (
 	"io"
 	"net"
 	"os"
+	"slices"
 	"strings"
 	"syscall"
 )
@@ -31,32 +32,25 @@ const (
 	outCancelled
 )
 
-// classify maps one attempt's result to its outcome under the call's
-// rule: a status its retry policy retries, or its hedging policy holds
-// non-fatal, is outRetryStatus.
-func (c *call) classify(r *result) outcome {
+// classify maps one attempt's result to its outcome: a status among
+// listed (the codes its retry policy retries, or its hedging policy holds
+// non-fatal) is outRetryStatus. callerDone says the caller's context has
+// ended, after which no error is worth another attempt.
+func classify(r *result, listed []int, callerDone bool) outcome {
 	if r.err != nil {
-		return classifyError(c.req.Context().Err() != nil, r)
+		return classifyError(callerDone, r)
 	}
-	var listed func(int) bool
-	switch {
-	case c.rule == nil:
-	case c.rule.Retry != nil:
-		listed = c.rule.Retry.Retryable
-	case c.rule.Hedge != nil:
-		listed = c.rule.Hedge.NonFatal
-	}
-	if listed != nil && retryableStatus(r.resp.StatusCode, listed) {
+	if retryableStatus(r.resp.StatusCode, listed) {
 		return outRetryStatus
 	}
 	return outDone
 }
 
-// retryableStatus reports whether status is one the policy lists. Only
-// 4xx and 5xx count: a redirect or an informational status is never
-// retried, whatever a policy lists.
-func retryableStatus(status int, listed func(int) bool) bool {
-	return status >= 400 && listed(status)
+// retryableStatus reports whether status is listed. Only 4xx and 5xx
+// count: a redirect or an informational status is never retried, whatever
+// a policy lists.
+func retryableStatus(status int, listed []int) bool {
+	return status >= 400 && slices.Contains(listed, status)
 }
 
 func classifyError(callerDone bool, r *result) outcome {
@@ -129,7 +123,7 @@ func transientError(err error) (transient, refused bool) {
 		return !dnsErr.IsNotFound, true
 	case errors.Is(err, syscall.ECONNREFUSED), errors.As(err, &opErr) && opErr.Op == "dial":
 		return true, true
-	case errors.Is(err, errAttemptTimeout), errors.Is(err, io.EOF), errors.Is(err, io.ErrUnexpectedEOF),
+	case errors.Is(err, errAttemptTimeout), errors.As(err, new(*lostError)), errors.Is(err, io.EOF), errors.Is(err, io.ErrUnexpectedEOF),
 		errors.Is(err, syscall.ECONNRESET), errors.Is(err, syscall.ECONNABORTED),
 		errors.Is(err, syscall.EPIPE), errors.Is(err, syscall.ETIMEDOUT),
 		errors.Is(err, syscall.EHOSTUNREACH), errors.Is(err, syscall.ENETUNREACH):
@@ -159,24 +153,4 @@ func stdlibErrorText(err error) (transient, refused bool) {
 		return true, false
 	}
 	return false, false
-}
-
-// account records the final outcome of attempt n in the host's budget,
-// where failures drain it and successes refill it, and counts a retry
-// attempt that failed. It is called once per attempt: an outcome followed
-// by a transparent resend is not counted, as it never reached the server.
-func (c *call) account(n int, out outcome, r *result) {
-	if n > 1 && out != outDone {
-		c.counters.each(func(x *counters) { x.failed.Add(1) })
-	}
-	switch out {
-	case outRetryStatus, outNetwork, outNeverSent:
-		c.bucket.Failure()
-	case outDone:
-		if r.resp.StatusCode >= 400 && r.delay.Kind == delayStop {
-			c.bucket.Failure()
-			return
-		}
-		c.bucket.Success()
-	}
 }

@@ -4,7 +4,7 @@ import (
 	"context"
 	"errors"
 	"net/http"
-	"strings"
+	"sync"
 	"time"
 
 	"github.com/retryhttp/retryhttp/policy"
@@ -20,119 +20,250 @@ var errHedgeLost = errors.New("retryhttp: another hedge won")
 // policy's figure. Retries, one at a time, have no such bound.
 const maxHedgeAttempts = 5
 
-// hedger is the state of one hedged request. Only the hedge loop's
-// goroutine touches it; attempts report through results, which has room
-// for every attempt so that none ever blocks on it.
+// hedger is the state of one hedged request. Only the goroutine that runs
+// the hedge loop touches it: the caller's, or the one the hedging delay
+// starts while the caller's goroutine is still sending attempt 1.
+// Attempts report through results, which has room for every attempt so
+// that none ever blocks on it.
 type hedger struct {
 	c       *call
 	p       *policy.Hedge
 	max     int // attempts allowed: MaxAttempts, up to maxHedgeAttempts
-	results chan hedged
-	cancels map[int]context.CancelCauseFunc // attempts in flight
-	started map[int]time.Time
-	busy    map[int]string // the address each attempt in flight dials, if routed
-	sent    int            // attempts sent, transparent resends not counted
-	last    *hedged        // the latest non-fatal outcome, kept for the caller
-	stopped bool           // no further hedge may start
-	spare   bool           // the transparent resend is still unused
-	resent  hedged         // the outcome that used it, never sent
-	lost    error          // why an attempt got no body, for giveUp
+	results chan result
+	flights [maxHedgeAttempts + 1]flight // by attempt number
+	flying  int                          // attempts in flight
+	sent    int                          // attempts sent, transparent resends not counted
+	last    *result                      // the latest non-fatal outcome, kept for the caller
+	stopped bool                         // no further hedge may start
+	spare   bool                         // the transparent resend is still unused
+	resent  result                       // the outcome that used it, never sent
+	lost    error                        // why an attempt got no body, for giveUp
 	// notBefore is when the server's pushback lets the next hedge go; a
 	// non-fatal status without pushback does not send it any earlier.
 	notBefore time.Time
 }
 
-type hedged struct {
-	n int
-	r result
+// flight is an attempt in flight.
+type flight struct {
+	live    bool
+	cancel  context.CancelCauseFunc
+	started time.Time
+	addr    string // the backend it was routed to, if any
 }
 
-// hedge is the hedge loop: attempt 1 at once, each next one after the
+// hedge runs a hedged request: attempt 1 at once, each next one after the
 // hedging delay (at once after a non-fatal status), until one succeeds or
 // fails fatally; then every other attempt is cancelled and closed. It
 // returns only when no attempt is running any more.
-func (c *call) hedge() (*http.Response, int, error) {
-	p := c.rule.Hedge
-	h := &hedger{
-		c: c, p: p, max: min(p.MaxAttempts, maxHedgeAttempts), spare: true,
-		cancels: make(map[int]context.CancelCauseFunc),
-		started: make(map[int]time.Time),
-		busy:    make(map[int]string),
+//
+// Attempt 1 is sent on the caller's goroutine. The hedging machinery (the
+// loop's goroutine, its channels and timer) starts only if the delay ends
+// first; a request answered within it costs none of that.
+func (c *call) hedge() (*http.Response, error) {
+	h := &c.hedger
+	h.c, h.p, h.spare = c, c.plan.hedge, true
+	h.max = min(h.p.MaxAttempts, maxHedgeAttempts)
+	d := h.delay()
+	if d <= 0 {
+		return h.run(nil, 0, 0) // every attempt at once
 	}
-	// One more than max: the transparent resend takes a place too.
-	h.results = make(chan hedged, h.max+1)
+	a, err := h.prepare(1, false)
+	if err != nil {
+		r := h.unsent(1, false, err)
+		return h.run(&r, c.classify(&r), d)
+	}
+	h.wait(d)
+	ho := &handoff{h: h}
+	start := time.Now()
+	timer := time.AfterFunc(d, ho.takeOver)
+	r := a.send()
+	if ho.answer() {
+		timer.Stop()
+		out := c.classify(&r)
+		if out == outDone || out == outFatal {
+			// Decided: the loop, its channel and its timer are not
+			// needed.
+			if resp, done, err := h.handle(r, out, nil); done {
+				return resp, err
+			}
+			return h.giveUp()
+		}
+		// The delay has not ended: what is left of it still holds the
+		// next hedge back, unless attempt 1's outcome sends it sooner.
+		return h.run(&r, out, d-time.Since(start))
+	}
+	h.results <- r
+	f := <-ho.final
+	return f.resp, f.err
+}
+
+// handoff passes a hedged request from the caller's goroutine, sending
+// attempt 1, to the hedge loop's, once the hedging delay ends first. mu
+// makes the two decide once which of them runs the loop.
+type handoff struct {
+	h        *hedger
+	mu       sync.Mutex
+	answered bool // attempt 1 answered first: the caller runs the loop
+	looping  bool // the delay ended first: the loop runs on its own
+	final    chan final
+}
+
+type final struct {
+	resp *http.Response
+	err  error
+}
+
+// answer reports, once attempt 1 has answered, whether the caller's
+// goroutine runs the loop; if not, the loop has started and the caller
+// hands it the answer.
+func (ho *handoff) answer() bool {
+	ho.mu.Lock()
+	defer ho.mu.Unlock()
+	ho.answered = !ho.looping
+	return ho.answered
+}
+
+// takeOver runs the loop on the timer's goroutine, unless attempt 1 has
+// answered already. The next hedge is due at once.
+func (ho *handoff) takeOver() {
+	ho.mu.Lock()
+	if ho.answered {
+		ho.mu.Unlock()
+		return
+	}
+	ho.looping = true
+	ho.final = make(chan final, 1)
+	ho.h.results = make(chan result, ho.h.max+1)
+	ho.mu.Unlock()
+	resp, err := ho.h.run(nil, 0, 0)
+	ho.final <- final{resp, err}
+}
+
+// run is the hedge loop. first, when set, is attempt 1's answer, which
+// came before the loop started, and out its outcome; due is the wait
+// before the next hedge.
+func (h *hedger) run(first *result, out outcome, due time.Duration) (*http.Response, error) {
+	c := h.c
+	if h.results == nil {
+		h.results = make(chan result, h.max+1)
+	}
+	if h.sent == 0 {
+		h.launch(1, false)
+		due = h.delay()
+		h.wait(due)
+	}
 	outgrown := c.body.outgrown()
-	h.launch(1, false)
-	timer := time.NewTimer(h.wait())
+	timer := time.NewTimer(due)
 	defer timer.Stop()
+	if first != nil {
+		if resp, done, err := h.handle(*first, out, timer); done {
+			return resp, err
+		}
+	}
 	for {
 		var next <-chan time.Time
 		if !h.stopped && h.sent < h.max {
 			next = timer.C
 		}
-		if len(h.cancels) == 0 && next == nil {
+		if h.flying == 0 && next == nil {
 			return h.giveUp()
 		}
 		select {
 		case <-next:
 			// The timer and the caller's end may be ready together:
 			// no hedge starts for a caller that has gone.
-			if c.req.Context().Err() == nil && h.gate() {
+			if c.ctx.Err() == nil && h.gate() {
 				h.launch(h.sent+1, false)
-				timer.Reset(h.wait())
+				d := h.delay()
+				h.wait(d)
+				timer.Reset(d)
 			}
 		case <-outgrown:
 			outgrown = nil
 			if resp, done, err := h.cutShort(timer); done {
-				return resp, h.sent, err
+				return resp, err
 			}
-		case hr := <-h.results:
-			if resp, done, err := h.handle(hr, timer); done {
-				return resp, h.sent, err
+		case r := <-h.results:
+			if resp, done, err := h.handle(r, c.classify(&r), timer); done {
+				return resp, err
 			}
-		case <-c.req.Context().Done():
-			h.cancelAll(context.Cause(c.req.Context()))
-			return nil, h.sent, &Error{Attempts: h.sent, Err: context.Cause(c.req.Context())}
+		case <-c.ctx.Done():
+			cause := context.Cause(c.ctx)
+			h.cancelAll(cause)
+			return nil, &Error{Attempts: h.sent, Err: cause}
 		}
 	}
 }
 
-// launch sends attempt n on its own goroutine, which ends when the
-// attempt has its response headers or its error. resend says it sends
-// attempt n again, transparently.
-func (h *hedger) launch(n int, resend bool) {
-	if n > h.sent {
-		h.sent = n
-	}
-	ctx, cancel := context.WithCancelCause(h.c.req.Context())
-	h.cancels[n] = cancel
-	h.started[n] = time.Now()
-	base := h.c.st.base
-	if s := h.c.st.spread; s != nil {
-		if rt, addr := s.route(h.c.req, h.busy); rt != nil {
-			base, h.busy[n] = rt, addr
+// prepare makes attempt n ready and records it in flight: routed to a
+// backend no other attempt in flight uses, when the Transport owns its
+// dials. It fails when the body cannot be sent again.
+func (h *hedger) prepare(n int, resend bool) (attempt, error) {
+	c := h.c
+	h.sent = max(h.sent, n)
+	c.attemptStarted(n, n > 1, resend)
+	base, addr := c.st.base, ""
+	if s := c.st.spread; s != nil {
+		var busy [maxHedgeAttempts + 1]string
+		list := busy[:0]
+		for _, f := range h.flights {
+			if f.live && f.addr != "" {
+				list = append(list, f.addr)
+			}
+		}
+		if rt, ap := s.route(c.req, list); rt != nil {
+			base, addr = rt, ap
 		}
 	}
-	h.c.attemptStarted(n, n > 1, resend)
-	go func() {
-		r := h.c.send(ctx, cancel, n, 0, base)
-		r.resend = resend
-		h.results <- hedged{n: n, r: r}
-	}()
+	a, err := c.newAttempt(n, true, resend, base)
+	if err != nil {
+		return a, err
+	}
+	a.addr = addr
+	h.flights[n] = flight{live: true, cancel: a.cancel, started: time.Now(), addr: addr}
+	h.flying++
+	return a, nil
+}
+
+// launch sends attempt n on its own goroutine, which ends when the
+// attempt has its response headers or its error. resend says it sends
+// attempt n again, transparently. An attempt that cannot get its body
+// reports that at once, as its result.
+func (h *hedger) launch(n int, resend bool) {
+	a, err := h.prepare(n, resend)
+	if err != nil {
+		h.results <- h.unsent(n, resend, err)
+		return
+	}
+	go func() { h.results <- a.send() }()
+}
+
+// unsent is the result of attempt n, which could not get its body, kept in
+// flight until it is handled like any other.
+func (h *hedger) unsent(n int, resend bool, err error) result {
+	h.flights[n] = flight{live: true}
+	h.flying++
+	return result{n: n, hedge: n > 1, resend: resend, err: err, ctx: h.c.ctx}
+}
+
+// landed takes attempt n out of flight.
+func (h *hedger) landed(n int) flight {
+	f := h.flights[n]
+	if f.live {
+		h.flights[n] = flight{}
+		h.flying--
+	}
+	return f
 }
 
 // gate decides whether the next hedge may start: the host's budget and the
 // body must allow it.
 func (h *hedger) gate() bool {
-	switch {
-	case !h.c.body.replayable():
-		h.stop(RefusedBuffer)
-	case !h.c.bucket.Allow():
-		h.stop(RefusedBudget)
-	default:
-		return true
+	if why := h.c.gate(); why != "" {
+		h.stop(why)
+		return false
 	}
-	return false
+	return true
 }
 
 // stop lets no further hedge start, and reports why if one could have.
@@ -152,28 +283,27 @@ func (h *hedger) stop(why RefusalReason) {
 func (h *hedger) cutShort(timer *time.Timer) (*http.Response, bool, error) {
 	// Only the hedge loop receives, so a result counted here is there.
 	for len(h.results) > 0 {
-		if resp, done, err := h.handle(<-h.results, timer); done {
+		r := <-h.results
+		if resp, done, err := h.handle(r, h.c.classify(&r), timer); done {
 			return resp, true, err
 		}
 	}
 	h.stopped = true
 	sender := h.c.body.sender()
-	for n, cancel := range h.cancels {
-		if n != sender {
-			cancel(errBodyCommitted)
+	for n, f := range h.flights {
+		if f.live && n != sender && f.cancel != nil {
+			f.cancel(errBodyCommitted)
 		}
 	}
 	return nil, false, nil
 }
 
-// wait returns the delay before the next hedge and reports it, when a
-// next hedge may follow.
-func (h *hedger) wait() time.Duration {
-	d := h.delay()
+// wait reports the delay before the next hedge, when a next hedge may
+// follow.
+func (h *hedger) wait(d time.Duration) {
 	if !h.stopped && h.sent < h.max {
-		h.c.waiting(h.sent+1, d, WaitHedgeDelay)
+		h.c.waiting(h.sent+1, d, WaitHedgeDelay, false)
 	}
-	return d
 }
 
 // delay is the wait before the next hedge: the chosen quantile of recent
@@ -187,22 +317,22 @@ func (h *hedger) delay() time.Duration {
 	return h.p.HedgingDelay
 }
 
-// handle takes one attempt's result. It reports done with the response or
-// error for the caller once the request is decided.
-func (h *hedger) handle(hr hedged, timer *time.Timer) (*http.Response, bool, error) {
-	delete(h.cancels, hr.n)
-	delete(h.busy, hr.n)
+// handle takes one attempt's result, whose outcome is out. It reports
+// done with the response or error for the caller once the request is
+// decided. timer holds the next hedge back; it is nil when out decides
+// the request.
+func (h *hedger) handle(r result, out outcome, timer *time.Timer) (*http.Response, bool, error) {
+	h.landed(r.n)
 	c := h.c
-	out := c.classify(&hr.r)
-	if out == outNeverSent && h.spare && c.resendNow(&hr.r) {
+	if out == outNeverSent && h.spare && c.mayResend(&r) {
 		h.spare = false
-		c.attemptDone(hr.n, hr.n > 1, &hr.r, out)
+		c.attemptDone(&r, out)
 		c.transparentRetry()
-		h.resent = hr
-		h.launch(hr.n, true)
+		h.resent = r
+		h.launch(r.n, true)
 		return nil, false, nil
 	}
-	if errors.Is(hr.r.err, errBodyCommitted) || errors.Is(context.Cause(hr.r.ctx), errBodyCommitted) {
+	if errors.Is(r.err, errBodyCommitted) || errors.Is(context.Cause(r.ctx), errBodyCommitted) {
 		// This attempt got no body, or lost it: the body outgrew its
 		// buffer under another attempt, which goes on, or GetBody
 		// failed. It could never have been sent whole, and if it
@@ -210,109 +340,106 @@ func (h *hedger) handle(hr hedged, timer *time.Timer) (*http.Response, bool, err
 		// No further hedge starts; gate would refuse it anyway.
 		h.stopped = true
 		switch {
-		case hr.n == h.resent.n && hr.r.err != nil:
+		case r.n == h.resent.n && r.err != nil:
 			// The resend's failure says the most: why attempt n
 			// was not sent, then why it was not sent again.
-			h.lost = resendError(h.resent.r.err, hr.r.err)
+			h.lost = resendError(h.resent.err, r.err)
 		case h.lost == nil:
-			h.lost = hr.r.err
+			h.lost = r.err
 		}
-		c.attemptDone(hr.n, hr.n > 1, &hr.r, outCancelled)
-		hr.r.cut(errBodyCommitted)
+		c.attemptDone(&r, outCancelled)
+		r.cut(errBodyCommitted)
 		return nil, false, nil
 	}
-	c.attemptDone(hr.n, hr.n > 1, &hr.r, out)
-	c.account(hr.n, out, &hr.r)
-	if hr.r.resp != nil {
-		c.latency().add(hr.r.latency)
+	c.attemptDone(&r, out)
+	c.readDelay(&r, out)
+	c.account(&r, out)
+	if r.resp != nil {
+		c.latency().add(r.latency)
 	}
 	switch out {
 	case outDone:
 		h.cancelAll(errHedgeLost)
-		if hr.n > 1 {
+		if r.n > 1 {
 			c.hedgeWon()
 		}
-		return c.deliver(&hr.r, hr.n), true, nil
+		return c.deliver(&r), true, nil
 	case outFatal:
 		h.cancelAll(errHedgeLost)
-		return nil, true, c.fail(&hr.r, h.sent)
+		return nil, true, c.fail(r.err, h.sent)
 	}
-	h.keep(hr)
-	h.nonFatal(hr, timer)
+	h.keep(r)
+	h.nonFatal(&r, timer)
 	return nil, false, nil
 }
 
 // nonFatal sets when the next hedge goes after a non-fatal outcome: at
 // once, or when the server's pushback says, or never. When no hedge can
 // follow anyway, there is nothing to set or report.
-func (h *hedger) nonFatal(hr hedged, timer *time.Timer) {
+func (h *hedger) nonFatal(r *result, timer *time.Timer) {
 	if h.stopped || h.sent >= h.max {
 		return
 	}
-	sd := hr.r.delay
+	sd := r.delay
 	switch sd.Kind {
 	case delayStop:
 		h.stop(RefusedServerDelay)
 	case delayPushback, delayRetryAfter:
 		// The deadline is checked against the wait with its jitter, as
 		// in the retry loop.
-		wait, why := h.c.serverWait(sd, new(int))
-		refusal := RefusalReason("")
+		wait, why, ok := h.c.serverWait(sd)
 		switch {
-		case why == "":
-			refusal = RefusedServerDelay
-		case !fitsDeadline(h.c.req.Context(), wait):
-			refusal = RefusedDeadline
+		case !ok:
+			h.stop(RefusedServerDelay)
+		case !h.c.fits(wait):
+			h.stop(RefusedDeadline)
+		default:
+			h.c.waiting(h.sent+1, wait, why, h.flying == 0)
+			h.notBefore = time.Now().Add(wait)
+			timer.Reset(wait)
 		}
-		if refusal != "" {
-			h.stop(refusal)
-			return
-		}
-		h.c.waiting(h.sent+1, wait, why)
-		h.notBefore = time.Now().Add(wait)
-		timer.Reset(wait)
 	default:
 		timer.Reset(max(time.Until(h.notBefore), 0))
 	}
 }
 
-// keep makes hr the outcome handed back if every attempt fails, closing
+// keep makes r the outcome handed back if every attempt fails, closing
 // the one it replaces.
-func (h *hedger) keep(hr hedged) {
+func (h *hedger) keep(r result) {
 	if h.last != nil {
-		h.last.r.cut(errHedgeLost)
+		h.last.cut(errHedgeLost)
 	}
-	h.last = &hr
+	h.last = &r
 }
 
 // giveUp ends a request whose attempts all failed: the last non-fatal
 // outcome goes back, or, if none had a body to send, why.
-func (h *hedger) giveUp() (*http.Response, int, error) {
+func (h *hedger) giveUp() (*http.Response, error) {
 	if h.last == nil {
 		lost := h.lost
 		if lost == nil {
 			lost = errBodyCommitted
 		}
-		return nil, h.sent, h.c.fail(&result{err: lost}, h.sent)
+		return nil, h.c.fail(lost, h.sent)
 	}
-	resp, err := h.c.giveUp(&h.last.r, h.last.n)
-	return resp, h.sent, err
+	return h.c.giveUp(h.last, h.sent)
 }
 
 // cancelAll cancels every attempt still in flight and waits for each to
 // end, closing what it got: after it returns, no attempt of the request is
 // running.
 func (h *hedger) cancelAll(cause error) {
-	if len(h.cancels) > 0 {
-		for _, cancel := range h.cancels {
-			cancel(cause)
+	if h.flying > 0 {
+		for _, f := range h.flights {
+			if f.live && f.cancel != nil {
+				f.cancel(cause)
+			}
 		}
 		tail := h.delay()
-		for len(h.cancels) > 0 {
-			hr := <-h.results
-			delete(h.cancels, hr.n)
-			delete(h.busy, hr.n)
-			if took := time.Since(h.started[hr.n]); took >= tail {
+		for h.flying > 0 {
+			r := <-h.results
+			f := h.landed(r.n)
+			if took := time.Since(f.started); took >= tail {
 				// Cut off past the delay, it was as slow as the
 				// tail that hedges are sent for, and the time it
 				// took, a lower bound, counts there. One cut off
@@ -320,18 +447,13 @@ func (h *hedger) cancelAll(cause error) {
 				// would drag the delay down and send more hedges.
 				h.c.latency().add(took)
 			}
-			h.c.attemptDone(hr.n, hr.n > 1, &hr.r, outCancelled)
-			hr.r.discard()
+			h.c.attemptDone(&r, outCancelled)
+			r.discard()
 		}
 	}
 	if h.last != nil {
 		// Superseded by the winner or by the caller's end.
-		h.last.r.cut(cause)
+		h.last.cut(cause)
 		h.last = nil
 	}
-}
-
-// latency returns the latency sketch of the request's host.
-func (c *call) latency() *latencyRing {
-	return c.st.latencies.get(strings.ToLower(c.req.URL.Host))
 }

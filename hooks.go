@@ -1,7 +1,6 @@
 package retryhttp
 
 import (
-	"context"
 	"net/http"
 	"time"
 )
@@ -128,26 +127,4 @@ type Done struct {
 	RetryDelay time.Duration
 	StatusCode int // of the response handed back; 0 with an error
 	Err        error
-}
-
-type hooksKey struct{}
-
-// WithHooks returns a context that makes the requests carrying it call h,
-// besides any [Transport.Hooks].
-func WithHooks(ctx context.Context, h *Hooks) context.Context {
-	return context.WithValue(ctx, hooksKey{}, h)
-}
-
-// hooksFor returns the hooks that apply to a request, in call order.
-func hooksFor(t *Hooks, req *http.Request) []*Hooks {
-	r, _ := req.Context().Value(hooksKey{}).(*Hooks)
-	switch {
-	case t == nil && r == nil:
-		return nil
-	case t == nil:
-		return []*Hooks{r}
-	case r == nil || r == t:
-		return []*Hooks{t}
-	}
-	return []*Hooks{t, r}
 }

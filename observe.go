@@ -1,11 +1,24 @@
 package retryhttp
 
 import (
+	"net/http"
 	"time"
 )
 
-// The call's observation points: each counts the event for the request's
-// rule and host, then calls the hooks. No lock is held while hooks run.
+// observer counts what one request does, for its rule and its host, and
+// calls its hooks. Its methods are called by the goroutine that runs the
+// request (its hedge loop's, for hedges), one at a time, and never with a
+// lock held. It allocates nothing: the hooks sit in a fixed array.
+type observer struct {
+	req      *http.Request // the caller's, as the hooks see it
+	rule     string        // the rule's key in Stats.Rules
+	counters pair
+	hooks    [2]*Hooks // the Transport's, then the request's; nil when absent
+
+	// The request's figures, for the Done hook.
+	attempts, hedges, transparent int
+	delay                         time.Duration // waited with no attempt in flight
+}
 
 var outcomeNames = [...]Outcome{
 	outDone:        OutcomeSuccess,
@@ -16,90 +29,115 @@ var outcomeNames = [...]Outcome{
 	outCancelled:   OutcomeCancelled,
 }
 
-func (c *call) observeStart() {
-	c.counters.each(func(x *counters) { x.requests.Add(1) })
+// setHooks keeps t, the Transport's hooks, and r, the request's, calling
+// a set given twice once.
+func (o *observer) setHooks(t, r *Hooks) {
+	o.hooks = [2]*Hooks{t, r}
+	if r == t {
+		o.hooks[1] = nil
+	}
+}
+
+func (o *observer) started() {
+	o.counters.each(func(x *counters) { x.requests.Add(1) })
 }
 
 // attemptStarted reports the start of attempt n. A transparent resend
 // starts attempt n again: the hooks see it, the counters do not, as it is
 // no further attempt.
-func (c *call) attemptStarted(n int, hedge, resend bool) {
-	if resend {
-		c.transparent++
-	} else if hedge {
-		c.hedges++
-	}
-	if n > 1 && !resend {
+func (o *observer) attemptStarted(n int, hedge, resend bool) {
+	switch {
+	case resend:
+		o.transparent++
+	case n > 1:
 		b := histogramBucket(n - 1)
-		c.counters.each(func(x *counters) {
+		o.counters.each(func(x *counters) {
 			x.histogram[b].Add(1)
 			if hedge {
 				x.hedgesSent.Add(1)
 			}
 		})
+		if hedge {
+			o.hedges++
+		}
 	}
-	for _, h := range c.hooks {
-		if h.AttemptStart != nil {
-			h.AttemptStart(AttemptStart{Request: c.req, Rule: c.ruleName, Attempt: n, Hedge: hedge, Resend: resend})
+	o.attempts = max(o.attempts, n)
+	for _, h := range o.hooks {
+		if h != nil && h.AttemptStart != nil {
+			h.AttemptStart(AttemptStart{Request: o.req, Rule: o.rule, Attempt: n, Hedge: hedge, Resend: resend})
 		}
 	}
 }
 
-// attemptDone reports the end of attempt n. Whether a retry attempt
+// attemptDone reports the end of an attempt. Whether a retry attempt
 // failed is counted by account, once per attempt, as a transparent resend
 // may follow this report.
-func (c *call) attemptDone(n int, hedge bool, r *result, out outcome) {
+func (o *observer) attemptDone(r *result, out outcome) {
 	if out == outCancelled {
-		c.counters.each(func(x *counters) { x.hedgesCancelled.Add(1) })
+		o.counters.each(func(x *counters) { x.hedgesCancelled.Add(1) })
 	}
-	if len(c.hooks) == 0 {
+	if o.hooks == [2]*Hooks{} {
 		return
 	}
-	info := AttemptDone{Request: c.req, Rule: c.ruleName, Attempt: n, Hedge: hedge, Resend: r.resend,
+	info := AttemptDone{Request: o.req, Rule: o.rule, Attempt: r.n, Hedge: r.hedge, Resend: r.resend,
 		Outcome: outcomeNames[out], Err: r.err, Latency: r.latency}
 	if r.resp != nil {
 		info.StatusCode, info.Header = r.resp.StatusCode, r.resp.Header
 	}
-	for _, h := range c.hooks {
-		if h.AttemptDone != nil {
+	for _, h := range o.hooks {
+		if h != nil && h.AttemptDone != nil {
 			h.AttemptDone(info)
 		}
 	}
 }
 
-func (c *call) transparentRetry() {
-	c.counters.each(func(x *counters) { x.transparent.Add(1) })
+// failed counts a retry attempt that did not succeed.
+func (o *observer) failed() {
+	o.counters.each(func(x *counters) { x.failed.Add(1) })
 }
 
-func (c *call) hedgeWon() {
-	c.counters.each(func(x *counters) { x.hedgesWon.Add(1) })
+func (o *observer) hedgeWon() {
+	o.counters.each(func(x *counters) { x.hedgesWon.Add(1) })
 }
 
-func (c *call) waiting(n int, d time.Duration, why WaitReason) {
-	for _, h := range c.hooks {
-		if h.Wait != nil {
-			h.Wait(Wait{Request: c.req, Attempt: n, Length: d, Reason: why})
+func (o *observer) transparentRetry() {
+	o.counters.each(func(x *counters) { x.transparent.Add(1) })
+}
+
+// waiting reports a wait before attempt n. idle says no attempt is in
+// flight meanwhile, so that the wait counts as the request's retry delay.
+func (o *observer) waiting(n int, d time.Duration, why WaitReason, idle bool) {
+	if idle {
+		o.delay += d
+	}
+	for _, h := range o.hooks {
+		if h != nil && h.Wait != nil {
+			h.Wait(Wait{Request: o.req, Attempt: n, Length: d, Reason: why})
 		}
 	}
 }
 
-func (c *call) refused(n int, why RefusalReason) {
+func (o *observer) refused(n int, why RefusalReason) {
 	if why == RefusedBudget {
-		c.counters.each(func(x *counters) { x.budgetRefusals.Add(1) })
+		o.counters.each(func(x *counters) { x.budgetRefusals.Add(1) })
 	}
-	for _, h := range c.hooks {
-		if h.Refused != nil {
-			h.Refused(Refused{Request: c.req, Attempt: n, Reason: why})
+	for _, h := range o.hooks {
+		if h != nil && h.Refused != nil {
+			h.Refused(Refused{Request: o.req, Attempt: n, Reason: why})
 		}
 	}
 }
 
-// finished reports the end of the request, n attempts made.
-func (c *call) finished(n int, status int, err error) {
-	for _, h := range c.hooks {
-		if h.Done != nil {
-			h.Done(Done{Request: c.req, Rule: c.ruleName, Attempts: n, Hedges: c.hedges,
-				TransparentRetries: c.transparent, RetryDelay: c.delay, StatusCode: status, Err: err})
+// finished reports the end of the request.
+func (o *observer) finished(resp *http.Response, err error) {
+	status := 0
+	if resp != nil {
+		status = resp.StatusCode
+	}
+	for _, h := range o.hooks {
+		if h != nil && h.Done != nil {
+			h.Done(Done{Request: o.req, Rule: o.rule, Attempts: o.attempts, Hedges: o.hedges,
+				TransparentRetries: o.transparent, RetryDelay: o.delay, StatusCode: status, Err: err})
 		}
 	}
 }

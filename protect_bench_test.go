@@ -98,38 +98,3 @@ func BenchmarkFlakyServer(b *testing.B) {
 	b.ReportMetric(amp, "attempts/req")
 	b.ReportMetric(100*success, "success%")
 }
-
-// BenchmarkSuccessPath is the cost of the Transport when every request
-// succeeds at once, statistics and the budget included, against the bare
-// net/http transport it wraps.
-func BenchmarkSuccessPath(b *testing.B) {
-	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		io.WriteString(w, "ok")
-	}))
-	defer srv.Close()
-	for _, bc := range []struct {
-		name string
-		wrap func(http.RoundTripper) http.RoundTripper
-	}{
-		{"bare", func(rt http.RoundTripper) http.RoundTripper { return rt }},
-		{"retryhttp", func(rt http.RoundTripper) http.RoundTripper { return &retryhttp.Transport{Base: rt} }},
-	} {
-		b.Run(bc.name, func(b *testing.B) {
-			base := &http.Transport{MaxIdleConnsPerHost: 64}
-			defer base.CloseIdleConnections()
-			client := &http.Client{Transport: bc.wrap(base)}
-			b.ReportAllocs()
-			b.RunParallel(func(pb *testing.PB) {
-				for pb.Next() {
-					resp, err := client.Get(srv.URL)
-					if err != nil {
-						b.Error(err)
-						return
-					}
-					io.Copy(io.Discard, resp.Body)
-					resp.Body.Close()
-				}
-			})
-		})
-	}
-}

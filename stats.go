@@ -5,11 +5,15 @@ import (
 	"sync/atomic"
 )
 
-// HistogramBuckets are the lower bounds of [Counters.RetryHistogram]'s
-// buckets: a request's k-th extra attempt (retry or hedge, k >= 1) counts
-// in the last bucket whose bound is at most k, so the 5th to 9th count in
-// ">= 5" and every one counts in exactly one bucket.
-var HistogramBuckets = [8]int{1, 2, 3, 4, 5, 10, 100, 1000}
+// histogramBuckets are the lower bounds of the retry histogram's buckets.
+var histogramBuckets = [8]int{1, 2, 3, 4, 5, 10, 100, 1000}
+
+// HistogramBuckets returns the lower bounds of [Counters.RetryHistogram]'s
+// buckets, 1, 2, 3, 4, 5, 10, 100 and 1000: a request's k-th extra attempt
+// (retry or hedge, k >= 1) counts in the last bucket whose bound is at most
+// k, so the 5th to 9th count in ">= 5" and every one counts in exactly one
+// bucket. It returns a copy: the bounds are fixed.
+func HistogramBuckets() [8]int { return histogramBuckets }
 
 // Counters are what a [Transport] has done for one rule or one host.
 type Counters struct {
@@ -48,10 +52,13 @@ type Counters struct {
 // depends on (no hedge won that was not sent, no failed retry attempt that
 // was not counted as a retry attempt).
 type Stats struct {
-	// Total sums every rule.
+	// Total sums every host, and so every request since the Transport
+	// was first used, whatever policy it was under.
 	Total Counters
-	// Rules is keyed by the matched rule, "methodConfig[i]", or "none"
-	// for requests no rule matched.
+	// Rules is keyed by the matched rule of the policy in force,
+	// "methodConfig[i]", "none" for requests no rule matched, and
+	// "per-call" for requests sent under [WithPolicy] (present once one
+	// was). A policy set by [Transport.SetPolicy] starts its rules afresh.
 	Rules map[string]Counters
 	// Hosts is keyed by URL host as the budget is. At most
 	// maxStatsHosts hosts are kept apart; requests to hosts beyond them
@@ -110,7 +117,7 @@ func (s *Counters) add(o Counters) {
 // histogramBucket returns the bucket of the k-th extra attempt.
 func histogramBucket(k int) int {
 	b := 0
-	for i, lo := range HistogramBuckets {
+	for i, lo := range histogramBuckets {
 		if k >= lo {
 			b = i
 		}
@@ -118,53 +125,59 @@ func histogramBucket(k int) int {
 	return b
 }
 
-// statsSet holds the counters of a Transport: one per rule, fixed when
-// the policy is read, and one per host up to maxStatsHosts.
-type statsSet struct {
-	rules []*counters // index i: rule i; last: requests no rule matched
-	names []string    // the key of each in Stats.Rules, made once
-	hosts *hostMap[counters]
+// perCallRule is the rule index of a request sent under WithPolicy.
+const perCallRule = -2
+
+// ruleStats holds the counters of one policy's rules: rule i at index i,
+// then requests no rule matched, then requests under a per-call rule. It
+// is fixed when the policy is set.
+type ruleStats struct {
+	counters []*counters
+	names    []string // each one's key in Stats.Rules, made once
 }
 
-func newStatsSet(rules int) *statsSet {
-	s := &statsSet{rules: make([]*counters, rules+1), names: make([]string, rules+1), hosts: newHostMap[counters](maxStatsHosts)}
-	for i := range s.rules {
-		s.rules[i] = new(counters)
+func newRuleStats(rules int) ruleStats {
+	s := ruleStats{counters: make([]*counters, rules+2), names: make([]string, rules+2)}
+	for i := range s.counters {
+		s.counters[i] = new(counters)
 		s.names[i] = "methodConfig[" + strconv.Itoa(i) + "]"
 	}
-	s.names[rules] = "none"
+	s.names[rules], s.names[rules+1] = "none", "per-call"
 	return s
 }
 
-// name returns the key of rule i (-1: no rule) in Stats.Rules.
-func (s *statsSet) name(i int) string {
-	if i < 0 {
-		return s.names[len(s.names)-1]
+// index maps a rule index (-1: no rule; perCallRule) to its slot.
+func (s ruleStats) index(i int) int {
+	switch i {
+	case -1:
+		return len(s.counters) - 2
+	case perCallRule:
+		return len(s.counters) - 1
 	}
-	return s.names[i]
+	return i
 }
 
-// rule returns the counters of rule i (-1: no rule).
-func (s *statsSet) rule(i int) *counters {
-	if i < 0 {
-		return s.rules[len(s.rules)-1]
-	}
-	return s.rules[i]
-}
+// rule returns the counters of rule i.
+func (s ruleStats) rule(i int) *counters { return s.counters[s.index(i)] }
 
-// host returns the counters of host, which must be in budget form
-// (lowercase, port kept).
-func (s *statsSet) host(host string) *counters { return s.hosts.get(host) }
+// name returns the key of rule i in Stats.Rules.
+func (s ruleStats) name(i int) string { return s.names[s.index(i)] }
 
-func (s *statsSet) snapshot() Stats {
-	st := Stats{Rules: make(map[string]Counters, len(s.rules)), Hosts: make(map[string]Counters)}
-	for i, c := range s.rules {
+// snapshot reads the counters of every rule and of every host, the
+// latter summed into the total.
+func snapshot(rules ruleStats, hosts *hostMap[counters]) Stats {
+	st := Stats{Rules: make(map[string]Counters, len(rules.counters)), Hosts: make(map[string]Counters)}
+	for i, c := range rules.counters {
 		snap := c.snapshot()
-		st.Rules[s.names[i]] = snap
-		st.Total.add(snap)
+		if i == len(rules.counters)-1 && snap == (Counters{}) {
+			continue // no per-call rule was used
+		}
+		st.Rules[rules.names[i]] = snap
 	}
-	for h, c := range s.hosts.snapshot() {
-		st.Hosts[h] = c.snapshot()
+	for h, c := range hosts.snapshot() {
+		snap := c.snapshot()
+		st.Hosts[h] = snap
+		st.Total.add(snap)
 	}
 	return st
 }

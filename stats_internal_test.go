@@ -20,11 +20,11 @@ func TestHistogramBucket(t *testing.T) {
 }
 
 func TestStatsHostsAreBounded(t *testing.T) {
-	s := newStatsSet(0)
+	hosts := newHostMap[counters](maxStatsHosts)
 	for i := range maxStatsHosts + 500 {
-		s.host(fmt.Sprintf("h%d.test", i)).requests.Add(1)
+		hosts.get(fmt.Sprintf("h%d.test", i)).requests.Add(1)
 	}
-	snap := s.snapshot()
+	snap := snapshot(newRuleStats(0), hosts)
 	assert.Len(t, snap.Hosts, maxStatsHosts+1)
 	assert.Equal(t, uint64(500), snap.Hosts[overflowHost].Requests)
 }

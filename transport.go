@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"net/http"
 	"sync"
+	"sync/atomic"
 
 	"github.com/hashicorp/go-cleanhttp"
 	"github.com/retryhttp/retryhttp/policy"
@@ -44,6 +45,12 @@ type Transport struct {
 	// whole Transport.
 	Buffer BufferLimits
 
+	// OmitAttemptsHeader, when true, neither sends [AttemptsHeader] on
+	// attempts after the first nor sets it on the response handed back,
+	// for servers and proxies that must not see it; a response then
+	// carries whatever the server sent. The zero value sends and sets it.
+	OmitAttemptsHeader bool
+
 	once sync.Once
 	st   *state
 	err  error
@@ -51,15 +58,30 @@ type Transport struct {
 
 // state is what a Transport builds from its fields on first use.
 type state struct {
-	base    http.RoundTripper
-	dialer  *Dialer // non-nil when the Transport built its own base
-	spread  *spread // likewise: hedges to distinct backends
-	cfg     *policy.Config
-	budgets *budgets
-	pool    *bufferPool
-	stats   *statsSet
+	base       http.RoundTripper
+	dialer     *Dialer // non-nil when the Transport built its own base
+	spread     *spread // likewise: attempts to distinct backends
+	omitHeader bool
+	pol        atomic.Pointer[active] // the policy in force
+	budgets    *budgets
+	pool       *bufferPool
+	hosts      *hostMap[counters] // statistics per host
 	// latencies are the recent latencies per host, for adaptive hedging.
 	latencies *hostMap[latencyRing]
+	// calls keeps the state of finished requests for the next ones, so
+	// that a request costs no allocation of its own.
+	calls sync.Pool
+}
+
+// active is a validated policy and the counters of its rules. A request
+// reads it once, when it starts, and keeps it to its end.
+type active struct {
+	cfg *policy.Config
+	ruleStats
+}
+
+func newActive(cfg *policy.Config) *active {
+	return &active{cfg: cfg, ruleStats: newRuleStats(len(cfg.Rules))}
 }
 
 // ErrGiveUp is matched by every [*Error]: a request that obtained no
@@ -109,14 +131,16 @@ func (t *Transport) init() (*state, error) {
 			return
 		}
 		st := &state{
-			base:    t.Base,
-			cfg:     cfg,
-			budgets: newBudgets(cfg.Throttle, 0),
-			pool:    newBufferPool(t.Buffer),
-			stats:   newStatsSet(len(cfg.Rules)),
+			base:       t.Base,
+			omitHeader: t.OmitAttemptsHeader,
+			budgets:    newBudgets(cfg.Throttle, 0),
+			pool:       newBufferPool(t.Buffer),
+			hosts:      newHostMap[counters](maxStatsHosts),
 			// As many hosts as the stats keep apart, for the same reason.
 			latencies: newHostMap[latencyRing](maxStatsHosts),
 		}
+		st.pol.Store(newActive(cfg))
+		st.calls.New = func() any { return new(call) }
 		if st.base == nil {
 			var base *http.Transport
 			base, st.dialer = defaultBase()
@@ -162,9 +186,24 @@ func (t *Transport) RoundTrip(req *http.Request) (*http.Response, error) {
 		}
 		return nil, err
 	}
-	c := newCall(t, st, req)
-	defer c.body.release()
-	return c.run()
+	c, err := st.newCall(t, req)
+	if err != nil {
+		if req.Body != nil {
+			req.Body.Close()
+		}
+		return nil, err
+	}
+	defer c.end()
+	c.started()
+	var resp *http.Response
+	switch c.plan.kind {
+	case planHedge:
+		resp, err = c.hedge()
+	default:
+		resp, err = c.retry()
+	}
+	c.finished(resp, err)
+	return resp, err
 }
 
 // checkRequest rejects what no attempt could send, before anything is
@@ -189,7 +228,7 @@ func (t *Transport) Stats() Stats {
 	if err != nil {
 		return Stats{}
 	}
-	s := st.stats.snapshot()
+	s := snapshot(st.pol.Load().ruleStats, st.hosts)
 	s.Buffer = st.pool.stats()
 	return s
 }

@@ -1,0 +1,84 @@
+package retryhttp
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/retryhttp/retryhttp/policy"
+)
+
+// options are what a request's context asks of the Transport for that
+// request alone. They travel under one context key, so that a request
+// pays one lookup for all of them; each With function copies them.
+type options struct {
+	hooks        *Hooks
+	rule         *policy.Rule // nil: the Transport's policy decides
+	ruleErr      error        // why rule is invalid, found when it was set
+	noRetries    bool
+	waitForReady bool
+}
+
+type optionsKey struct{}
+
+func optionsOf(ctx context.Context) *options {
+	o, _ := ctx.Value(optionsKey{}).(*options)
+	return o
+}
+
+// with returns ctx carrying a copy of its options changed by f.
+func with(ctx context.Context, f func(*options)) context.Context {
+	var o options
+	if old := optionsOf(ctx); old != nil {
+		o = *old
+	}
+	f(&o)
+	return context.WithValue(ctx, optionsKey{}, &o)
+}
+
+// WithHooks returns a context that makes the requests carrying it call h,
+// besides any [Transport.Hooks].
+func WithHooks(ctx context.Context, h *Hooks) context.Context {
+	return with(ctx, func(o *options) { o.hooks = h })
+}
+
+// WithPolicy returns a context under which a request follows rule instead
+// of the rule its Transport's policy matches for it. The rule's Name is
+// not used. A nil rule means the Transport's policy again. The rule is
+// checked here as a rule of a Config would be, without requiring names;
+// an invalid one makes [Transport.RoundTrip] fail at once with an error
+// naming the field, after closing the request's body. rule must not be
+// modified once a request uses it.
+//
+// [WithoutRetries] wins over WithPolicy, whichever was applied last.
+func WithPolicy(ctx context.Context, rule *policy.Rule) context.Context {
+	var err error
+	if rule != nil {
+		if err = validateRule(rule); err != nil {
+			err = fmt.Errorf("retryhttp: invalid per-call rule: %w", err)
+		}
+	}
+	return with(ctx, func(o *options) { o.rule, o.ruleErr = rule, err })
+}
+
+// WithoutRetries returns a context under which a request is sent once: no
+// retry and no hedge, whatever the policy says. An attempt that provably
+// never reached the server may still be resent once, at once, as for any
+// request.
+func WithoutRetries(ctx context.Context) context.Context {
+	return with(ctx, func(o *options) { o.noRetries = true })
+}
+
+// WithWaitForReady returns a context under which a request waits out a
+// dial backoff window of its host (within its deadline) instead of
+// failing at once, as a gRPC call marked wait-for-ready does. The wait
+// spends no attempt.
+func WithWaitForReady(ctx context.Context) context.Context {
+	return with(ctx, func(o *options) { o.waitForReady = true })
+}
+
+// validateRule checks a rule used on its own.
+func validateRule(r *policy.Rule) error {
+	c := policy.Config{Rules: []policy.Rule{*r}}
+	c.Rules[0].Name = []policy.Name{{}}
+	return c.Validate()
+}
