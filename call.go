@@ -177,10 +177,13 @@ func (c *call) account(r *result, out outcome) {
 	if r.n > 1 && out != outDone {
 		c.failed()
 	}
-	switch out {
-	case outRetryStatus, outNetwork, outNeverSent:
+	switch {
+	case out == outNeverSent && errors.Is(r.err, ErrDialBackoff):
+		// Refused by the dialer's backoff window, it says nothing new
+		// of the host: the failure that opened the window was counted.
+	case out == outRetryStatus, out == outNetwork, out == outNeverSent:
 		c.bucket.Failure()
-	case outDone:
+	case out == outDone:
 		if r.resp.StatusCode >= 400 && r.delay.Kind == delayStop {
 			c.bucket.Failure()
 			return
@@ -317,6 +320,12 @@ func (c *call) sleep(d time.Duration) error {
 	case <-c.ctx.Done():
 		return context.Cause(c.ctx)
 	}
+}
+
+// waitForReady reports whether the request waits out a dial backoff
+// window instead of failing fast.
+func (c *call) waitForReady() bool {
+	return c.opts != nil && c.opts.waitForReady
 }
 
 // latency returns the latency sketch of the request's host.

@@ -32,10 +32,11 @@ func (f *failingDial) dial(context.Context, string, string) (net.Conn, error) {
 	return nil, &net.OpError{Op: "dial", Net: "tcp", Err: syscall.ECONNREFUSED}
 }
 
-// A dial refused by the address's backoff never reached the server: it is
-// retried by policy for any method, after at least the time left in the
-// window, and never dialled inside it.
-func TestDialBackoffIsWaitedOut(t *testing.T) {
+// A request that waits for ready waits out a dial refused by the
+// address's backoff: it never reached the server, so it is retried by
+// policy for any method, after at least the time left in the window, and
+// never dialled inside it.
+func TestDialBackoffIsWaitedOutForReady(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		f := &failingDial{t0: time.Now()}
 		d := &retryhttp.Dialer{Dial: f.dial, Backoff: policy.Table{Steps: []time.Duration{time.Second}}}
@@ -47,7 +48,7 @@ func TestDialBackoffIsWaitedOut(t *testing.T) {
 		tr := &retryhttp.Transport{Base: base, Policy: cfg, Hooks: &retryhttp.Hooks{
 			Wait: func(w retryhttp.Wait) { waits = append(waits, w) },
 		}}
-		req := newRequest(t, t.Context(), "POST", "body")
+		req := newRequest(t, retryhttp.WithWaitForReady(t.Context()), "POST", "body")
 		_, err := tr.RoundTrip(req)
 
 		require.ErrorIs(t, err, syscall.ECONNREFUSED)
@@ -75,7 +76,8 @@ func TestDialBackoffIsWaitedOut(t *testing.T) {
 	})
 }
 
-// A window longer than the caller's deadline is not waited for.
+// A window longer than the caller's deadline is not waited for, even by a
+// request that waits for ready.
 func TestDialBackoffPastTheDeadlineIsNotWaited(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		f := &failingDial{t0: time.Now()}
@@ -83,13 +85,58 @@ func TestDialBackoffPastTheDeadlineIsNotWaited(t *testing.T) {
 		base := &http.Transport{DialContext: d.DialContext}
 		defer base.CloseIdleConnections()
 		tr := &retryhttp.Transport{Base: base, Policy: retryConfig(3, 503)}
-		ctx, cancel := context.WithTimeout(t.Context(), 10*time.Second)
+		ctx, cancel := context.WithTimeout(retryhttp.WithWaitForReady(t.Context()), 10*time.Second)
 		defer cancel()
 		start := time.Now()
 		_, err := tr.RoundTrip(newRequest(t, ctx, "GET", ""))
 		require.ErrorIs(t, err, syscall.ECONNREFUSED)
 		assert.Zero(t, time.Since(start), "the outcome comes back at once")
 		assert.Len(t, f.times, 1)
+	})
+}
+
+// A dial refused inside a backoff window fails fast, as a gRPC call does
+// on a channel in transient failure: it spends an attempt but no budget
+// token, the next attempt waits the policy's backoff, not the window, and
+// a request to a host that is down takes no longer than the policy's own
+// waits, call after call.
+func TestDialBackoffFailsFast(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		f := &failingDial{t0: time.Now()}
+		d := &retryhttp.Dialer{Dial: f.dial} // gRPC's backoff: 1 s growing by 1.6 to 120 s
+		base := &http.Transport{DialContext: d.DialContext}
+		defer base.CloseIdleConnections()
+		cfg := policy.Default()
+		cfg.Throttle = &policy.Throttle{MaxTokens: 10, TokenRatio: 0.1} // retries stop at 5 tokens
+		var waits []retryhttp.Wait
+		tr := &retryhttp.Transport{Base: base, Policy: cfg, Hooks: &retryhttp.Hooks{
+			Wait: func(w retryhttp.Wait) { waits = append(waits, w) },
+		}}
+		for call := range 10 {
+			waits = waits[:0]
+			start := time.Now()
+			_, err := tr.RoundTrip(newRequest(t, t.Context(), "GET", ""))
+			took := time.Since(start)
+			require.ErrorIs(t, err, syscall.ECONNREFUSED, "call %d: the cause of the window is kept", call)
+			var rerr *retryhttp.Error
+			require.ErrorAs(t, err, &rerr)
+			assert.Equal(t, 3, rerr.Attempts, "call %d", call)
+			require.Len(t, waits, 2, "call %d", call)
+			for _, w := range waits {
+				assert.Equal(t, retryhttp.WaitBackoff, w.Reason, "call %d: got a wait for %s", call, w.Reason)
+			}
+			// policy.Default waits 100 ms then 200 ms, each within ±20%.
+			assert.LessOrEqual(t, took, 360*time.Millisecond, "call %d took %v", call, took)
+		}
+		// Only the dials outside a window went to the network: the
+		// first, and one each time a window ended.
+		assert.Less(t, len(f.times), 10)
+		// Refusals inside a window spend no token: the budget still
+		// allows retries after 30 attempts, of which only the few
+		// that dialled cost anything.
+		st := tr.Stats()
+		assert.Zero(t, st.Total.BudgetRefusals)
+		assert.Equal(t, uint64(20), st.Total.RetryAttempts)
 	})
 }
 

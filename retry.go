@@ -26,14 +26,17 @@ func (c *call) retry() (*http.Response, error) {
 			r, out = c.try(n, true)
 			r.err = resendError(first, r.err)
 		}
-		if w := dialWindow(&r); p != nil && !r.resend && w > 0 && c.ctx.Err() == nil {
-			// The dialer refused it without touching the network:
-			// the address is in its backoff window. Under a retry
-			// policy the attempt is made again once the window ends,
-			// without spending an attempt, so that maxAttempts counts
-			// real ones. A transparent resend that met the window is
-			// not made again: the failure before it opened the window
-			// and is the attempt.
+		if w := dialWindow(&r); w > 0 && c.waitForReady() && !r.resend && c.ctx.Err() == nil {
+			// The dialer refused it without touching the network: the
+			// address is in its backoff window. A request that waits
+			// for ready makes the attempt again once the window ends,
+			// without spending an attempt. A transparent resend that
+			// met the window is not made again: the failure before it
+			// opened the window and is the attempt. Any other request
+			// fails fast, as a gRPC call does on a channel in
+			// transient failure: the refusal is an attempt that never
+			// reached the server, and the next one waits the policy's
+			// backoff, not the window.
 			if !c.fits(w) {
 				c.refused(n, RefusedDeadline)
 				return c.giveUp(&r, n)
@@ -119,7 +122,7 @@ func (c *call) next(p *policy.Retry, out outcome, r *result, backoff int) decisi
 		}
 	default:
 		d.wait, d.reason = p.Backoff().Duration(backoff), WaitBackoff
-		if w := dialWindow(r); w >= d.wait {
+		if w := dialWindow(r); w >= d.wait && c.waitForReady() {
 			d.wait, d.reason = w, WaitDialBackoff
 		}
 	}
