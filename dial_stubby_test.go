@@ -93,6 +93,8 @@ func TestDialStubbySchedule(t *testing.T) {
 		// backoff is shorter) leaves none, so the next goes at once.
 		{"GRPCBackoff", GRPCBackoff, policy.Exponential{Initial: time.Second, Max: 120 * time.Second, Multiplier: 2},
 			0, []int{2}, seconds(0, 1, 3, 23, 31, 47)},
+		{"unknown value", BackoffAlgorithm(7), policy.Exponential{Initial: time.Second, Max: 120 * time.Second, Multiplier: 2},
+			0, []int{2}, seconds(0, 1, 3, 23, 31, 47)},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
