@@ -73,11 +73,16 @@ func (e *DialBackoffError) Unwrap() []error {
 // deadline passed) says nothing about the server: it is neither a failure
 // nor a success.
 //
+// With Algorithm set to [StubbyBackoff], the legacy algorithm of the same
+// design, a window starts at the end of the failed attempt instead of its
+// start, and an attempt gets exactly MinConnectTimeout; see
+// [BackoffAlgorithm].
+//
 // Dials to an address that is not in a window go to the network even while
 // another dial to it is in flight, as [net/http.Transport] dials in
 // parallel. Attempts that start with the same n are one round: however
 // many of them fail, they move n on once, and the window lasts until the
-// latest of their start+b. A connection ends the backoff however old its
+// latest of their start+b (end+b with StubbyBackoff). A connection ends the backoff however old its
 // attempt, while a failure of an attempt that started before a success or
 // a Reset of its address is stale and is ignored.
 //
@@ -95,11 +100,18 @@ type Dialer struct {
 
 	// Backoff gives the backoff before retry n of an address. Nil means
 	// [policy.ConnectionBackoff]: 1 s growing by 1.6 per failure up to
-	// 120 s, each ±20%.
+	// 120 s, each ±20%; with [StubbyBackoff], 1 s doubling up to 120 s,
+	// with no jitter.
 	Backoff policy.Backoff
 
+	// Algorithm says where a backoff window starts: at the start of the
+	// failed attempt ([GRPCBackoff], the zero value) or at its end
+	// ([StubbyBackoff]).
+	Algorithm BackoffAlgorithm
+
 	// MinConnectTimeout is the least time an attempt gets to connect
-	// (TCP, and TLS for DialTLSContext). Zero or negative means
+	// (TCP, and TLS for DialTLSContext); with [StubbyBackoff] it is
+	// exactly the time an attempt gets. Zero or negative means
 	// [DefaultMinConnectTimeout].
 	MinConnectTimeout time.Duration
 
@@ -205,7 +217,7 @@ func (d *Dialer) connect(ctx context.Context, network, addr string, cfg *tls.Con
 	if err == nil && cfg != nil {
 		conn, err = handshake(actx, conn, cfg)
 	}
-	d.finish(a, err, ctx.Err() != nil)
+	d.finish(a, err, ctx.Err() != nil, time.Now())
 	return conn, err
 }
 
@@ -267,10 +279,10 @@ func (d *Dialer) admit(ctx context.Context, network, addr string, now time.Time)
 	return dialAttempt{key: key, entry: e, round: round, start: now, backoff: b}, nil
 }
 
-// finish records how attempt a ended: err is its error, nil for a
+// finish records how attempt a ended, at end: err is its error, nil for a
 // connection; callerDone says the caller's context ended, in which case
 // nothing is learnt about the server.
-func (d *Dialer) finish(a dialAttempt, err error, callerDone bool) {
+func (d *Dialer) finish(a dialAttempt, err error, callerDone bool, end time.Time) {
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	e := a.entry
@@ -289,7 +301,7 @@ func (d *Dialer) finish(a dialAttempt, err error, callerDone bool) {
 		if e.failures == a.round {
 			e.failures++
 		}
-		if until := a.start.Add(a.backoff); until.After(e.until) {
+		if until := d.Algorithm.windowEnd(a, end); until.After(e.until) {
 			e.until, e.err = until, err
 		}
 	}
@@ -346,17 +358,16 @@ func (d *Dialer) policy() policy.Backoff {
 	if d.Backoff != nil {
 		return d.Backoff
 	}
-	return policy.ConnectionBackoff()
+	return d.Algorithm.defaultBackoff()
 }
 
-// connectTimeout is gRPC's Max(current_deadline, MIN_CONNECT_TIMEOUT) as a
-// duration: an attempt with backoff b gets max(b, MinConnectTimeout).
+// connectTimeout is the time an attempt with backoff b gets to connect.
 func (d *Dialer) connectTimeout(b time.Duration) time.Duration {
 	m := d.MinConnectTimeout
 	if m <= 0 {
 		m = DefaultMinConnectTimeout
 	}
-	return max(b, m)
+	return d.Algorithm.connectTimeout(b, m)
 }
 
 // tlsConfig returns the client config for a handshake with addr.

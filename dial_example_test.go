@@ -50,6 +50,31 @@ func ExampleDialer_Reset() {
 	// connected
 }
 
+// With StubbyBackoff, a Dialer waits 1 s, 2 s, 4 s and so on up to 120 s
+// after each failed attempt, counted from the moment the attempt failed,
+// however long it took.
+func ExampleBackoffAlgorithm() {
+	d := &retryhttp.Dialer{
+		Algorithm: retryhttp.StubbyBackoff,
+		// A stand-in for a server that is down.
+		Dial: func(ctx context.Context, network, addr string) (net.Conn, error) {
+			return nil, errors.New("connection refused")
+		},
+	}
+	ctx := context.Background()
+
+	_, err := d.DialContext(ctx, "tcp", "db.internal:5432")
+	fmt.Println(err)
+	_, err = d.DialContext(ctx, "tcp", "db.internal:5432")
+	var be *retryhttp.DialBackoffError
+	if errors.As(err, &be) {
+		fmt.Println("next attempt in", be.Remaining.Round(time.Second))
+	}
+	// Output:
+	// connection refused
+	// next attempt in 1s
+}
+
 // Under an http.Transport, a Dialer backs off per address for both HTTP and
 // HTTPS; ForceAttemptHTTP2 keeps HTTP/2 working through DialTLSContext.
 func ExampleDialer_DialTLSContext() {

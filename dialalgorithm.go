@@ -1,0 +1,78 @@
+package retryhttp
+
+import (
+	"time"
+
+	"github.com/retryhttp/retryhttp/policy"
+)
+
+// BackoffAlgorithm chooses when a [Dialer]'s backoff window after a failed
+// connection attempt starts: at the start of the attempt (GRPCBackoff, the
+// zero value) or at its end (StubbyBackoff). Values other than the
+// constants below are read as GRPCBackoff.
+//
+// With either one, the first attempt to an address goes at once, and the
+// window after the address's n-th consecutive failed round (n from 0) lasts
+// b = Backoff.Duration(n). Attempts that start with the same n are one
+// round: however many of them fail, they move n on once, and the window
+// lasts until the latest of the times their algorithm gives. A connection
+// accepted, or [Dialer.Reset], ends the window and brings n back to 0; a
+// failure of an attempt that started before either is ignored. An attempt
+// ended by the caller's context counts neither way.
+type BackoffAlgorithm uint8
+
+const (
+	// GRPCBackoff is gRPC's connection backoff: after a failed attempt
+	// started at s, no attempt starts before s+b, so that attempts start
+	// at least b apart however long each takes to fail. A nil Backoff
+	// means [policy.ConnectionBackoff]: 1 s growing by 1.6 per failure up
+	// to 120 s, each ±20% so that clients that failed together spread
+	// out. An attempt gets max(b, MinConnectTimeout) to connect: a long
+	// backoff also bounds an attempt that hangs, and an attempt that took
+	// longer than b to fail is followed at once.
+	GRPCBackoff BackoffAlgorithm = iota
+
+	// StubbyBackoff is the legacy algorithm of gRPC's connection-backoff
+	// design, the one Stubby used: after a failed attempt that ended at e,
+	// no attempt starts before e+b, so the wait between attempts does not
+	// depend on how long they take to fail. A nil Backoff means 1 s
+	// doubling up to 120 s, with no jitter, the parameters gRPC's C core
+	// used with it: against an address that refuses at once, attempts
+	// start at 0, 1, 3, 7, 15, 31, 63 and 127 s, then every 120 s. (Stubby
+	// itself grew by 1.2: policy.Exponential{Initial: time.Second, Max:
+	// 120 * time.Second, Multiplier: 1.2}.) An attempt gets exactly
+	// MinConnectTimeout to connect, whatever b is; one that hangs until
+	// then fails at that time, and the next starts b after it.
+	//
+	// As nothing is jittered by default, clients that lost a server
+	// together retry it together; a Backoff with jitter spreads them.
+	StubbyBackoff
+)
+
+// windowEnd returns when the window opened by the failure of attempt a,
+// which ended at end, closes.
+func (g BackoffAlgorithm) windowEnd(a dialAttempt, end time.Time) time.Time {
+	if g == StubbyBackoff {
+		return end.Add(a.backoff)
+	}
+	return a.start.Add(a.backoff)
+}
+
+// connectTimeout is the time an attempt with backoff b gets to connect,
+// given the least time an attempt gets: gRPC's Max(current_deadline,
+// now + MIN_CONNECT_TIMEOUT) as a duration, or the legacy algorithm's
+// MIN_CONNECT_TIMEOUT alone.
+func (g BackoffAlgorithm) connectTimeout(b, least time.Duration) time.Duration {
+	if g == StubbyBackoff {
+		return least
+	}
+	return max(b, least)
+}
+
+// defaultBackoff is the backoff a Dialer with a nil Backoff uses.
+func (g BackoffAlgorithm) defaultBackoff() policy.Backoff {
+	if g == StubbyBackoff {
+		return policy.Exponential{Initial: time.Second, Max: 120 * time.Second, Multiplier: 2}
+	}
+	return policy.ConnectionBackoff()
+}
