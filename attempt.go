@@ -77,6 +77,17 @@ func (t *writeTrace) unwritten() bool {
 	return t != nil && t.traced.Load() && !t.wrote.Load()
 }
 
+// abandon lets go of an attempt that will not be sent: its body reader
+// and its context.
+func (a *attempt) abandon() {
+	if a.req != nil && a.req.Body != nil {
+		a.req.Body.Close()
+	}
+	if a.cancel != nil {
+		a.cancel(context.Canceled)
+	}
+}
+
 // send sends the attempt and makes its result obey the RoundTripper
 // contract whatever the base did. An attempt with a context of its own
 // keeps it until its response body is read to its end or closed.

@@ -2,6 +2,7 @@ package retryhttp
 
 import (
 	"errors"
+	"fmt"
 	"net/http"
 	"time"
 
@@ -15,15 +16,17 @@ func (c *call) retry() (*http.Response, error) {
 	p := c.plan.retry
 	backoff := 0 // the policy's retry counter; pushback restarts it
 	spare := true
+	var ready *attempt // the next attempt, made ready before the wait
 	for n := 1; ; n++ {
-		r, out := c.try(n, false)
+		r, out := c.send(n, ready)
+		ready = nil
 		if out == outNeverSent && spare && c.mayResend(&r) {
 			// It never reached the server: once, at once, for any
 			// method, without spending an attempt or a token.
 			spare = false
 			c.transparentRetry()
 			first := r.err
-			r, out = c.try(n, true)
+			r, out = c.resend(n)
 			r.err = resendError(first, r.err)
 		}
 		if w := dialWindow(&r); w > 0 && c.waitForReady() && !r.resend && c.ctx.Err() == nil {
@@ -45,7 +48,7 @@ func (c *call) retry() (*http.Response, error) {
 			if err := c.sleep(w); err != nil {
 				return nil, &Error{Attempts: n, Err: err}
 			}
-			r, out = c.try(n, true)
+			r, out = c.resend(n)
 		}
 		c.readDelay(&r, out)
 		c.account(&r, out)
@@ -63,24 +66,59 @@ func (c *call) retry() (*http.Response, error) {
 			return c.giveUp(&r, n)
 		}
 		backoff = d.backoff
+		// The last outcome is kept until the next attempt has its
+		// body: when GetBody fails, it is what the caller gets.
+		a, err := c.newAttempt(n+1, false, false, c.st.base)
+		if err != nil {
+			c.refused(n+1, RefusedBuffer)
+			if r.resp == nil {
+				r.err = fmt.Errorf("%w; no body for attempt %d: %w", r.err, n+1, err)
+			}
+			return c.giveUp(&r, n)
+		}
+		ready = &a
 		r.discard()
 		c.waiting(n+1, d.wait, d.reason, true)
 		if err := c.sleep(d.wait); err != nil {
+			a.abandon()
 			return nil, &Error{Attempts: n, Err: err}
 		}
 	}
 }
 
-// try sends attempt n, or sends it again when resend says so, and
-// classifies its result.
-func (c *call) try(n int, resend bool) (result, outcome) {
-	c.attemptStarted(n, false, resend)
-	var r result
-	if a, err := c.newAttempt(n, false, resend, c.st.base); err != nil {
-		r = result{n: n, resend: resend, err: err, ctx: c.ctx}
-	} else {
-		r = a.send()
+// send sends attempt n, made ready already or else now, and classifies
+// its result.
+func (c *call) send(n int, ready *attempt) (result, outcome) {
+	c.attemptStarted(n, false, false)
+	if ready == nil {
+		a, err := c.newAttempt(n, false, false, c.st.base)
+		if err != nil {
+			return c.unsent(n, false, err)
+		}
+		ready = &a
 	}
+	r := ready.send()
+	out := c.classify(&r)
+	c.attemptDone(&r, out)
+	return r, out
+}
+
+// resend sends attempt n again, transparently, and classifies its result.
+func (c *call) resend(n int) (result, outcome) {
+	c.attemptStarted(n, false, true)
+	a, err := c.newAttempt(n, false, true, c.st.base)
+	if err != nil {
+		return c.unsent(n, true, err)
+	}
+	r := a.send()
+	out := c.classify(&r)
+	c.attemptDone(&r, out)
+	return r, out
+}
+
+// unsent is the outcome of an attempt that could not get its body.
+func (c *call) unsent(n int, resend bool, err error) (result, outcome) {
+	r := result{n: n, resend: resend, err: err, ctx: c.ctx}
 	out := c.classify(&r)
 	c.attemptDone(&r, out)
 	return r, out

@@ -19,6 +19,14 @@ import (
 // The zero value is ready to use: set it as an [http.Client]'s Transport.
 // A Transport is safe for concurrent use. Its fields must not change after
 // its first use: it reads them once, on the first request.
+//
+// Every response it discards (one retried, a hedge that lost) is drained
+// so that its connection can be reused, within bounds whatever the base
+// does: up to 64 KiB within 100 ms. A body declared longer is closed at
+// once; one that takes longer has its attempt cancelled and is closed, and
+// the request goes on. A body that ignores both its context and Close
+// keeps one goroutine reading it until its Read returns, never the
+// request.
 type Transport struct {
 	// Base sends each attempt. Nil means a pooled transport from
 	// go-cleanhttp, built once per Transport (never

@@ -1,0 +1,150 @@
+package retryhttp_test
+
+import (
+	"errors"
+	"io"
+	"math"
+	"net/http"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"testing/synctest"
+	"time"
+
+	"github.com/retryhttp/retryhttp"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+// When a retry cannot get its body (GetBody fails), the response that
+// asked for the retry comes back whole: it was kept until the body was
+// in hand.
+func TestRetryWithoutBodyReturnsTheLastResponse(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		tr, s := newScripted(t, retryConfig(3, 503), step{status: 503, body: "busy"}, step{status: 200})
+		var refused []retryhttp.Refused
+		tr.Hooks = &retryhttp.Hooks{Refused: func(r retryhttp.Refused) { refused = append(refused, r) }}
+		req := newRequest(t, t.Context(), "PUT", "payload")
+		errGone := errors.New("body gone")
+		req.GetBody = func() (io.ReadCloser, error) { return nil, errGone }
+		resp, err := tr.RoundTrip(req)
+		require.NoError(t, err)
+		assert.Equal(t, 503, resp.StatusCode)
+		assert.Equal(t, "busy", readAll(t, resp), "the kept response's body is whole")
+		assert.Equal(t, 1, s.calls())
+		require.Len(t, refused, 1)
+		assert.Equal(t, retryhttp.RefusedBuffer, refused[0].Reason)
+		assert.Equal(t, 2, refused[0].Attempt)
+	})
+}
+
+// After a network error, the error comes back with the GetBody failure
+// that stopped the retry, both visible to errors.Is.
+func TestRetryWithoutBodyAfterAnErrorKeepsBothCauses(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		tr, _ := newScripted(t, retryConfig(3, 503), step{err: io.ErrUnexpectedEOF})
+		req := newRequest(t, t.Context(), "PUT", "payload")
+		errGone := errors.New("body gone")
+		req.GetBody = func() (io.ReadCloser, error) { return nil, errGone }
+		_, err := tr.RoundTrip(req)
+		require.ErrorIs(t, err, io.ErrUnexpectedEOF)
+		require.ErrorIs(t, err, errGone)
+		var rerr *retryhttp.Error
+		require.ErrorAs(t, err, &rerr)
+		assert.Equal(t, 1, rerr.Attempts)
+	})
+}
+
+// stuckBody is a response body that ignores every context: its Read
+// returns only once it is closed.
+type stuckBody struct {
+	closed chan struct{}
+	once   atomic.Bool
+}
+
+func (b *stuckBody) Read([]byte) (int, error) {
+	<-b.closed
+	return 0, io.ErrClosedPipe
+}
+
+func (b *stuckBody) Close() error {
+	if b.once.CompareAndSwap(false, true) {
+		close(b.closed)
+	}
+	return nil
+}
+
+// A discarded response whose body ignores its context, from a custom
+// base, delays the request by the drain bound only: the body is closed
+// when the bound passes.
+func TestDrainOfABodyThatIgnoresItsContextIsBounded(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		var calls atomic.Int64
+		stuck := &stuckBody{closed: make(chan struct{})}
+		base := roundTripFunc(func(req *http.Request) (*http.Response, error) {
+			if calls.Add(1) == 1 {
+				return &http.Response{StatusCode: 503, Header: http.Header{}, Body: stuck, ContentLength: -1, Request: req}, nil
+			}
+			return &http.Response{StatusCode: 200, Header: http.Header{}, Body: io.NopCloser(strings.NewReader("ok")), Request: req}, nil
+		})
+		cfg := retryConfig(2, 503)
+		cfg.Rules[0].Retry.InitialBackoff, cfg.Rules[0].Retry.MaxBackoff = time.Millisecond, time.Millisecond
+		tr := &retryhttp.Transport{Base: base, Policy: cfg}
+		start := time.Now()
+		resp, err := tr.RoundTrip(newRequest(t, t.Context(), "GET", ""))
+		require.NoError(t, err)
+		assert.Equal(t, "ok", readAll(t, resp))
+		took := time.Since(start)
+		// The drain bound (100 ms) and the backoff (1 ms, +-20%).
+		assert.LessOrEqual(t, took, 102*time.Millisecond, "the request took %v", took)
+		assert.True(t, stuck.once.Load(), "the stuck body was closed")
+		synctest.Wait()
+	})
+}
+
+// A server delay too large to represent, or absurd, is never waited for,
+// even with no limit on server delays: the response comes back at once.
+func TestSaturatedServerDelaysAreNeverWaited(t *testing.T) {
+	for name, h := range map[string]http.Header{
+		"Retry-After digits":    {"Retry-After": {"99999999999999999999"}},
+		"Retry-After year 9999": {"Retry-After": {"Fri, 31 Dec 9999 23:59:59 GMT"}},
+		"pushback digits":       {"X-Retry-Pushback-Ms": {"99999999999999999999"}},
+	} {
+		t.Run(name, func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				cfg := retryConfig(3, 503)
+				cfg.MaxServerDelay = time.Duration(math.MaxInt64)
+				tr, s := newScripted(t, cfg, step{status: 503, header: h}, step{status: 200})
+				start := time.Now()
+				resp, err := tr.RoundTrip(newRequest(t, t.Context(), "GET", ""))
+				require.NoError(t, err)
+				readAll(t, resp)
+				assert.Equal(t, 503, resp.StatusCode)
+				assert.Zero(t, time.Since(start))
+				assert.Equal(t, 1, s.calls())
+			})
+		})
+	}
+}
+
+// A first attempt's answer carries no attempts header the server made
+// up; with the header switched off, the Transport leaves it alone and
+// sends none.
+func TestAttemptsHeaderIsTheTransports(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		madeUp := http.Header{retryhttp.AttemptsHeader: {"41"}}
+		tr, _ := newScripted(t, retryConfig(3, 503), step{status: 200, header: madeUp})
+		resp, err := tr.RoundTrip(newRequest(t, t.Context(), "GET", ""))
+		require.NoError(t, err)
+		readAll(t, resp)
+		assert.Empty(t, resp.Header.Values(retryhttp.AttemptsHeader))
+
+		tr, s := newScripted(t, retryConfig(3, 503), step{status: 503}, step{status: 200, header: madeUp})
+		tr.OmitAttemptsHeader = true
+		resp, err = tr.RoundTrip(newRequest(t, t.Context(), "GET", ""))
+		require.NoError(t, err)
+		readAll(t, resp)
+		assert.Equal(t, []string{"41"}, resp.Header.Values(retryhttp.AttemptsHeader), "the server's own, untouched")
+		assert.Empty(t, s.header(1, retryhttp.AttemptsHeader), "not sent when switched off")
+	})
+}
