@@ -140,12 +140,18 @@ func transientError(err error) (transient, refused bool) {
 // stdlibErrorText is the one place that reads the text of standard-library
 // errors, for the conditions net/http reports with no type to test:
 // HTTP/2's REFUSED_STREAM (the server promises it did not process the
-// stream) and connections the server closed or lost under a request.
+// stream), other stream resets the server sent, and connections the
+// server closed or lost under a request.
 func stdlibErrorText(err error) (transient, refused bool) {
 	msg := err.Error()
 	switch {
 	case strings.Contains(msg, "REFUSED_STREAM"):
 		return true, true
+	case strings.Contains(msg, "stream error:") && strings.Contains(msg, "received from peer"):
+		// A reset the server sent, as an HTTP/1.1 server would close
+		// the connection: transient, except for the codes that say
+		// the connection itself can never do.
+		return !strings.Contains(msg, "HTTP_1_1_REQUIRED") && !strings.Contains(msg, "INADEQUATE_SECURITY"), false
 	case strings.Contains(msg, "server closed idle connection"),
 		strings.Contains(msg, "http2: client connection lost"),
 		strings.Contains(msg, "http2: server sent GOAWAY"),

@@ -5,6 +5,7 @@ import (
 	"io"
 	"math"
 	"net/http"
+	"net/http/httptest"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -147,4 +148,44 @@ func TestAttemptsHeaderIsTheTransports(t *testing.T) {
 		assert.Equal(t, []string{"41"}, resp.Header.Values(retryhttp.AttemptsHeader), "the server's own, untouched")
 		assert.Empty(t, s.header(1, retryhttp.AttemptsHeader), "not sent when switched off")
 	})
+}
+
+// Over HTTP/2, a stream the server resets on an idempotent request is
+// retried, as the same failure over HTTP/1.1 (an EOF) is; a POST is not,
+// as the server may have acted on it.
+func TestHTTP2StreamResetIsRetried(t *testing.T) {
+	for method, want := range map[string]int{"GET": 200, "POST": 0} {
+		t.Run(method, func(t *testing.T) {
+			var calls atomic.Int64
+			srv := httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+				io.Copy(io.Discard, r.Body)
+				if calls.Add(1) == 1 {
+					panic(http.ErrAbortHandler) // RST_STREAM INTERNAL_ERROR
+				}
+				io.WriteString(w, "ok")
+			}))
+			srv.EnableHTTP2 = true
+			srv.Config.ErrorLog = quietLog()
+			srv.StartTLS()
+			t.Cleanup(srv.Close)
+			base := srv.Client().Transport.(*http.Transport)
+			t.Cleanup(base.CloseIdleConnections)
+			cfg := retryConfig(3, 503)
+			cfg.Rules[0].Retry.InitialBackoff, cfg.Rules[0].Retry.MaxBackoff = time.Millisecond, time.Millisecond
+			tr := &retryhttp.Transport{Base: base, Policy: cfg}
+			req, err := http.NewRequestWithContext(t.Context(), method, srv.URL, strings.NewReader("x"))
+			require.NoError(t, err)
+			resp, err := tr.RoundTrip(req)
+			if want == 0 {
+				require.Error(t, err)
+				assert.Contains(t, err.Error(), "INTERNAL_ERROR")
+				assert.Equal(t, int64(1), calls.Load())
+				return
+			}
+			require.NoError(t, err)
+			assert.Equal(t, "ok", readAll(t, resp))
+			assert.Equal(t, 2, resp.ProtoMajor)
+			assert.Equal(t, int64(2), calls.Load())
+		})
+	}
 }
