@@ -26,33 +26,41 @@ const (
 	// it is reached, they are all forgotten and looked up again.
 	maxResolved = 1024
 	// maxPinned is the number of addresses with a transport of their
-	// own; when it is reached, one is closed and forgotten.
+	// own; when it is reached, every host is forgotten as above.
 	maxPinned = 256
 )
 
-// spread sends the attempts of a hedged request to distinct backends. It
-// exists only when the Transport built its own base, so that it owns the
-// dials: each resolved address of a host gets a transport of its own, a
-// clone of the base that dials only that address, and an attempt goes
-// through the transport of an address that no attempt of its request in
-// flight is using. Without it, every attempt would reach the address the
-// base dials first, or an idle connection to it: one slow backend would
+// spread sends the attempts of a request to distinct backends. It exists
+// only when the Transport built its own base, so that it owns the dials:
+// each resolved address of a host gets a transport of its own, a clone of
+// the base that dials only that address, and an attempt goes through the
+// transport of an address that no attempt of its request in flight (for
+// hedges) or that failed (for retries) is using, as Envoy's previous_hosts
+// does. Without it, every attempt would reach the address the base dials
+// first, or an idle connection to it: one slow or broken backend would
 // hold every copy of the request.
+//
+// A request to a host with one address, an IP literal or a proxy is left
+// to the base. Routing costs a request one map lookup under mu and no
+// allocation once its host is known.
 type spread struct {
 	base    *http.Transport
 	dialer  *Dialer
 	resolve func(ctx context.Context, host string) ([]netip.Addr, error)
 
-	// mu guards the maps. It is held for map operations only: lookups
-	// and dials happen outside it.
-	mu       sync.Mutex
-	resolved map[string]resolvedHost    // by host name
-	pinned   map[string]*http.Transport // by host:port "@" ip:port
+	// mu guards hosts and the transports in its entries. It is held for
+	// map operations only: lookups and dials happen outside it.
+	mu     sync.Mutex
+	hosts  map[string]*hostEntry // by URL.Host as requests give it
+	pinned int                   // transports held in all entries
 }
 
-type resolvedHost struct {
-	addrs []netip.Addr
-	until time.Time
+// hostEntry is what spread knows of one URL host until its time is up.
+type hostEntry struct {
+	until  time.Time
+	target string            // host:port, as the base would dial it
+	addrs  []string          // ip:port of each address, when there are several
+	rts    []*http.Transport // one per address, made as first used
 }
 
 func newSpread(base *http.Transport, d *Dialer) *spread {
@@ -61,46 +69,109 @@ func newSpread(base *http.Transport, d *Dialer) *spread {
 		resolve: func(ctx context.Context, host string) ([]netip.Addr, error) {
 			return net.DefaultResolver.LookupNetIP(ctx, "ip", host)
 		},
-		resolved: make(map[string]resolvedHost),
-		pinned:   make(map[string]*http.Transport),
+		hosts: make(map[string]*hostEntry),
 	}
 }
 
 // route returns the transport for the next attempt of req and the address
-// it dials, given the addresses busy with the request's attempts in flight.
-// It returns nil, "" when the choice is the base's to make: the host is
-// an IP literal, has one address or none, is reached through a proxy, or
-// every address is busy or backing off.
-func (s *spread) route(req *http.Request, busy []string) (http.RoundTripper, string) {
-	u := req.URL
-	host, port := u.Hostname(), u.Port()
-	if port == "" {
-		port = defaultPort(u)
-	}
-	p, err := strconv.ParseUint(port, 10, 16)
-	if err != nil || host == "" {
-		return nil, ""
-	}
-	if _, err := netip.ParseAddr(host); err == nil {
-		return nil, ""
-	}
+// it dials, given the addresses the attempt must avoid. It returns nil, ""
+// when the choice is the base's to make: the host is an IP literal, has
+// one address or none, is reached through a proxy, or every address is
+// avoided or backing off.
+func (s *spread) route(req *http.Request, avoid []string) (http.RoundTripper, string) {
 	if s.base.Proxy != nil {
 		if pu, err := s.base.Proxy(req); err != nil || pu != nil {
 			return nil, ""
 		}
 	}
-	addrs := s.lookup(req.Context(), host)
-	if len(addrs) < 2 {
+	e := s.entry(req)
+	if len(e.addrs) < 2 {
 		return nil, ""
 	}
-	for _, a := range addrs {
-		ap := netip.AddrPortFrom(a, uint16(p)).String()
-		if slices.Contains(busy, ap) || s.dialer.backingOff("tcp", ap) {
+	for i, ap := range e.addrs {
+		if slices.Contains(avoid, ap) || s.dialer.backingOff("tcp", ap) {
 			continue
 		}
-		return s.transport(net.JoinHostPort(host, port), ap), ap
+		return s.transport(e, i), ap
 	}
 	return nil, ""
+}
+
+// maxAddrs bounds the addresses of one host that attempts are spread
+// over: enough for every hedge.
+const maxAddrs = 8
+
+// entry returns what is known of req's host, looking it up when that is
+// stale. A failed lookup is remembered for failedTTL unless the request's
+// own context ended it: the base looks the host up again and reports the
+// failure itself.
+func (s *spread) entry(req *http.Request) *hostEntry {
+	key, now := req.URL.Host, time.Now()
+	s.mu.Lock()
+	e := s.hosts[key]
+	s.mu.Unlock()
+	if e != nil && now.Before(e.until) {
+		return e
+	}
+	e = s.lookup(req)
+	if e.until.IsZero() {
+		return e // not to be remembered
+	}
+	s.mu.Lock()
+	if old := s.hosts[key]; old != nil {
+		s.drop(old)
+	}
+	if len(s.hosts) >= maxResolved || s.pinned >= maxPinned {
+		for _, old := range s.hosts {
+			s.drop(old)
+		}
+		clear(s.hosts)
+	}
+	s.hosts[key] = e
+	s.mu.Unlock()
+	return e
+}
+
+// lookup resolves req's host into a fresh entry.
+func (s *spread) lookup(req *http.Request) *hostEntry {
+	u := req.URL
+	host, port := u.Hostname(), u.Port()
+	if port == "" {
+		port = defaultPort(u)
+	}
+	e := &hostEntry{until: time.Now().Add(resolveTTL), target: net.JoinHostPort(host, port)}
+	p, err := strconv.ParseUint(port, 10, 16)
+	if err != nil || host == "" {
+		return e
+	}
+	if _, err := netip.ParseAddr(host); err == nil {
+		return e
+	}
+	addrs, err := s.resolve(req.Context(), strings.ToLower(host))
+	if err != nil {
+		if req.Context().Err() != nil {
+			return &hostEntry{}
+		}
+		e.until = time.Now().Add(failedTTL)
+		return e
+	}
+	for _, a := range addrs[:min(len(addrs), maxAddrs)] {
+		e.addrs = append(e.addrs, netip.AddrPortFrom(a.Unmap(), uint16(p)).String())
+	}
+	e.rts = make([]*http.Transport, len(e.addrs))
+	return e
+}
+
+// drop forgets the transports of e, closing their idle connections;
+// connections in use stay open until their response ends. s.mu must be
+// held.
+func (s *spread) drop(e *hostEntry) {
+	for _, t := range e.rts {
+		if t != nil {
+			t.CloseIdleConnections()
+			s.pinned--
+		}
+	}
 }
 
 // defaultPort is the port net/http dials for u when it names none.
@@ -111,58 +182,16 @@ func defaultPort(u *url.URL) string {
 	return "80"
 }
 
-// lookup returns host's addresses, from the cache while they are fresh.
-// A failed lookup returns none, and is remembered for failedTTL unless the
-// request's own context ended it: the base looks the host up again and
-// reports the failure itself.
-func (s *spread) lookup(ctx context.Context, host string) []netip.Addr {
-	host = strings.ToLower(host)
-	now := time.Now()
-	s.mu.Lock()
-	r, ok := s.resolved[host]
-	s.mu.Unlock()
-	if ok && now.Before(r.until) {
-		return r.addrs
-	}
-	addrs, err := s.resolve(ctx, host)
-	ttl := resolveTTL
-	if err != nil {
-		if ctx.Err() != nil {
-			return nil
-		}
-		addrs, ttl = nil, failedTTL
-	}
-	for i, a := range addrs {
-		addrs[i] = a.Unmap()
-	}
-	s.mu.Lock()
-	if len(s.resolved) >= maxResolved {
-		clear(s.resolved)
-	}
-	s.resolved[host] = resolvedHost{addrs: addrs, until: now.Add(ttl)}
-	s.mu.Unlock()
-	return addrs
-}
-
-// transport returns the transport that dials ip for target (host:port),
-// creating it if need be. It keeps its own pool of connections, so that a
-// connection reused for an attempt is one to that address.
-func (s *spread) transport(target, ip string) *http.Transport {
-	key := target + "@" + ip
+// transport returns the transport that dials address i of e, creating it
+// if need be. It keeps its own pool of connections, so that a connection
+// reused for an attempt is one to that address.
+func (s *spread) transport(e *hostEntry, i int) *http.Transport {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if t := s.pinned[key]; t != nil {
+	if t := e.rts[i]; t != nil {
 		return t
 	}
-	if len(s.pinned) >= maxPinned {
-		for k, t := range s.pinned {
-			// Connections in use stay open until their response
-			// ends; idle ones close now.
-			t.CloseIdleConnections()
-			delete(s.pinned, k)
-			break
-		}
-	}
+	target, ip := e.target, e.addrs[i]
 	t := s.base.Clone()
 	// Dials for anything but target (none are expected, as requests
 	// through a proxy are not routed here) go where they were meant to.
@@ -179,7 +208,8 @@ func (s *spread) transport(target, ip string) *http.Transport {
 		}
 		return s.dialer.DialTLSContext(ctx, network, addr)
 	}
-	s.pinned[key] = t
+	e.rts[i] = t
+	s.pinned++
 	return t
 }
 
@@ -187,7 +217,11 @@ func (s *spread) transport(target, ip string) *http.Transport {
 func (s *spread) closeIdle() {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	for _, t := range s.pinned {
-		t.CloseIdleConnections()
+	for _, e := range s.hosts {
+		for _, t := range e.rts {
+			if t != nil {
+				t.CloseIdleConnections()
+			}
+		}
 	}
 }

@@ -9,6 +9,7 @@ import (
 	"net/http/httptest"
 	"net/netip"
 	"strconv"
+	"strings"
 	"sync"
 	"testing"
 	"testing/synctest"
@@ -197,4 +198,52 @@ func TestFailedLookupsAreRememberedBriefly(t *testing.T) {
 		s.route(req, nil)
 		assert.Equal(t, 3, lookups)
 	})
+}
+
+// With the Transport's own base, a retry after a 5xx or a network error
+// goes to another address of the host, as Envoy's previous_hosts does;
+// after a 429 it may go back to the same one.
+func TestRetriesAvoidTheAddressThatFailed(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		fail func(w http.ResponseWriter)
+		want map[int]int // hits by last octet
+	}{
+		{"503", func(w http.ResponseWriter) { w.WriteHeader(http.StatusServiceUnavailable) }, map[int]int{1: 1, 2: 1}},
+		{"reset", func(w http.ResponseWriter) {
+			conn, _, err := w.(http.Hijacker).Hijack()
+			if err == nil {
+				conn.Close()
+			}
+		}, map[int]int{1: 1, 2: 1}},
+		{"429", func(w http.ResponseWriter) { w.WriteHeader(http.StatusTooManyRequests) }, map[int]int{1: 2}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			b := newBackends(t, 2, func(b *backendSet, w http.ResponseWriter, r *http.Request) {
+				if strings.HasPrefix(r.Context().Value(http.LocalAddrContextKey).(net.Addr).String(), "127.0.0.1:") {
+					tc.fail(w)
+					return
+				}
+				io.WriteString(w, "from the second")
+			})
+			cfg := &policy.Config{Rules: []policy.Rule{{Name: []policy.Name{{}}, Retry: &policy.Retry{
+				MaxAttempts: 2, InitialBackoff: time.Millisecond, MaxBackoff: time.Millisecond,
+				BackoffMultiplier: 1, RetryableStatusCodes: []int{429, 503},
+			}}}}
+			tr := transportFor(t, b, cfg)
+			req, err := http.NewRequestWithContext(t.Context(), "GET", "http://backends.test:"+strconv.Itoa(b.port)+"/", nil)
+			require.NoError(t, err)
+			resp, err := tr.RoundTrip(req)
+			require.NoError(t, err)
+			io.Copy(io.Discard, resp.Body)
+			resp.Body.Close()
+			b.mu.Lock()
+			defer b.mu.Unlock()
+			got := map[int]int{}
+			for addr, n := range b.hits {
+				got[int(netip.MustParseAddrPort(addr).Addr().As4()[3])] += n
+			}
+			assert.Equal(t, tc.want, got, "hits by backend")
+		})
+	}
 }

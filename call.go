@@ -128,12 +128,18 @@ func (c *call) end() {
 
 // newAttempt prepares attempt n, with its own body reader. hedge says it
 // runs beside others and so needs a context of its own to be cancelled
-// by; base sends it. The first attempt of a plain request goes as the
-// caller's own request, under the caller's context: no copy, nothing to
-// release. It fails, matching errBodyCommitted, when the body cannot be
-// sent again.
-func (c *call) newAttempt(n int, hedge, resend bool, base http.RoundTripper) (attempt, error) {
-	a := attempt{n: n, hedge: hedge, resend: resend, base: base, ctx: c.ctx}
+// by. With the Transport's own base it goes to an address of the host
+// that is not in avoid, when the host has several. The first attempt of a
+// plain request goes as the caller's own request, under the caller's
+// context: no copy, nothing to release. It fails, matching
+// errBodyCommitted, when the body cannot be sent again.
+func (c *call) newAttempt(n int, hedge, resend bool, avoid []string) (attempt, error) {
+	a := attempt{n: n, hedge: hedge, resend: resend, base: c.st.base, ctx: c.ctx}
+	if s := c.st.spread; s != nil {
+		if rt, addr := s.route(c.req, avoid); rt != nil {
+			a.base, a.addr = rt, addr
+		}
+	}
 	if c.plan.retry != nil {
 		a.timeout = c.plan.retry.PerAttemptTimeout
 	}

@@ -202,25 +202,18 @@ func (h *hedger) prepare(n int, resend bool) (attempt, error) {
 	c := h.c
 	h.sent = max(h.sent, n)
 	c.attemptStarted(n, n > 1, resend)
-	base, addr := c.st.base, ""
-	if s := c.st.spread; s != nil {
-		var busy [maxHedgeAttempts + 1]string
-		list := busy[:0]
-		for _, f := range h.flights {
-			if f.live && f.addr != "" {
-				list = append(list, f.addr)
-			}
-		}
-		if rt, ap := s.route(c.req, list); rt != nil {
-			base, addr = rt, ap
+	var busy [maxHedgeAttempts + 1]string
+	list := busy[:0]
+	for _, f := range h.flights {
+		if f.live && f.addr != "" {
+			list = append(list, f.addr)
 		}
 	}
-	a, err := c.newAttempt(n, true, resend, base)
+	a, err := c.newAttempt(n, true, resend, list)
 	if err != nil {
 		return a, err
 	}
-	a.addr = addr
-	h.flights[n] = flight{live: true, cancel: a.cancel, started: time.Now(), addr: addr}
+	h.flights[n] = flight{live: true, cancel: a.cancel, started: time.Now(), addr: a.addr}
 	h.flying++
 	return a, nil
 }

@@ -17,8 +17,12 @@ func (c *call) retry() (*http.Response, error) {
 	backoff := 0 // the policy's retry counter; pushback restarts it
 	spare := true
 	var ready *attempt // the next attempt, made ready before the wait
+	// The addresses that failed, which retries avoid when the host has
+	// others; a few are enough to remember.
+	var failedAt [4]string
+	failed := failedAt[:0]
 	for n := 1; ; n++ {
-		r, out := c.send(n, ready)
+		r, out := c.send(n, ready, failed)
 		ready = nil
 		if out == outNeverSent && spare && c.mayResend(&r) {
 			// It never reached the server: once, at once, for any
@@ -26,7 +30,7 @@ func (c *call) retry() (*http.Response, error) {
 			spare = false
 			c.transparentRetry()
 			first := r.err
-			r, out = c.resend(n)
+			r, out = c.resend(n, failed)
 			r.err = resendError(first, r.err)
 		}
 		if w := dialWindow(&r); w > 0 && c.waitForReady() && !r.resend && c.ctx.Err() == nil {
@@ -48,7 +52,7 @@ func (c *call) retry() (*http.Response, error) {
 			if err := c.sleep(w); err != nil {
 				return nil, &Error{Attempts: n, Err: err}
 			}
-			r, out = c.resend(n)
+			r, out = c.resend(n, failed)
 		}
 		c.readDelay(&r, out)
 		c.account(&r, out)
@@ -66,9 +70,12 @@ func (c *call) retry() (*http.Response, error) {
 			return c.giveUp(&r, n)
 		}
 		backoff = d.backoff
+		if r.addr != "" && len(failed) < cap(failed) && (out == outNetwork || r.resp != nil && r.resp.StatusCode >= 500) {
+			failed = append(failed, r.addr)
+		}
 		// The last outcome is kept until the next attempt has its
 		// body: when GetBody fails, it is what the caller gets.
-		a, err := c.newAttempt(n+1, false, false, c.st.base)
+		a, err := c.newAttempt(n+1, false, false, failed)
 		if err != nil {
 			c.refused(n+1, RefusedBuffer)
 			if r.resp == nil {
@@ -86,12 +93,12 @@ func (c *call) retry() (*http.Response, error) {
 	}
 }
 
-// send sends attempt n, made ready already or else now, and classifies
-// its result.
-func (c *call) send(n int, ready *attempt) (result, outcome) {
+// send sends attempt n, made ready already or else now to an address not
+// in avoid, and classifies its result.
+func (c *call) send(n int, ready *attempt, avoid []string) (result, outcome) {
 	c.attemptStarted(n, false, false)
 	if ready == nil {
-		a, err := c.newAttempt(n, false, false, c.st.base)
+		a, err := c.newAttempt(n, false, false, avoid)
 		if err != nil {
 			return c.unsent(n, false, err)
 		}
@@ -104,9 +111,9 @@ func (c *call) send(n int, ready *attempt) (result, outcome) {
 }
 
 // resend sends attempt n again, transparently, and classifies its result.
-func (c *call) resend(n int) (result, outcome) {
+func (c *call) resend(n int, avoid []string) (result, outcome) {
 	c.attemptStarted(n, false, true)
-	a, err := c.newAttempt(n, false, true, c.st.base)
+	a, err := c.newAttempt(n, false, true, avoid)
 	if err != nil {
 		return c.unsent(n, true, err)
 	}
