@@ -49,12 +49,16 @@ type result struct {
 	resend    bool
 	resp      *http.Response
 	err       error
-	unwritten bool          // the base showed it never wrote the request
-	latency   time.Duration // until the response headers, or the error
-	delay     serverDelay   // what the response's headers ask of the next attempt
-	ctx       context.Context
-	cancel    context.CancelCauseFunc // nil: the attempt ran under the caller's context
-	addr      string
+	unwritten bool // the base showed it never wrote the request
+	// unprocessed says the caller's classifier found that the server did
+	// not act on the request, so that it may be sent again whatever its
+	// method.
+	unprocessed bool
+	latency     time.Duration // until the response headers, or the error
+	delay       serverDelay   // what the response's headers ask of the next attempt
+	ctx         context.Context
+	cancel      context.CancelCauseFunc // nil: the attempt ran under the caller's context
+	addr        string
 }
 
 // writeTrace learns from httptrace whether an attempt wrote its request.

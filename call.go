@@ -36,6 +36,8 @@ type call struct {
 	own    replayableBody
 	bucket *bucket
 	hedger hedger // the hedge loop's state, kept with the call
+	// panicked is what the caller's classifier panicked with, if it did.
+	panicked any
 }
 
 // planKind is what is done with a request: decided once, when it starts.
@@ -170,9 +172,34 @@ func (c *call) newAttempt(n int, hedge, resend bool, avoid []string) (attempt, e
 	return a, nil
 }
 
-// classify maps an attempt's result to its outcome under the plan.
+// classify maps an attempt's result to its outcome: the caller's
+// classifier first, for an outcome that reached or may have reached the
+// server while the caller still waits, then the plan's lists. A
+// classifier that panics decides the request: the panic is kept, to be
+// raised again on the caller's goroutine once the request has let go of
+// everything, and the outcome is fatal.
 func (c *call) classify(r *result) outcome {
-	return classify(r, c.plan.listed, c.ctx.Err() != nil)
+	callerDone := c.ctx.Err() != nil
+	out := classify(r, c.plan.listed, callerDone)
+	f := c.st.classifier
+	if f == nil || callerDone || out == outNeverSent || ownError(r.err) {
+		return out
+	}
+	v, ok := c.verdict(f, r)
+	if !ok {
+		return outPanicked
+	}
+	return judged(v, r, out)
+}
+
+// verdict asks f about r, recovering a panic into c.panicked.
+func (c *call) verdict(f func(int, *http.Response, error) Verdict, r *result) (v Verdict, ok bool) {
+	defer func() {
+		if p := recover(); p != nil {
+			c.panicked, ok = p, false
+		}
+	}()
+	return f(r.n, r.resp, r.err), true
 }
 
 // account records the final outcome of an attempt in the host's budget,
@@ -231,7 +258,7 @@ func resendError(first, resend error) error {
 // (never sent, 429) or explicitly asked for a retry (pushback).
 func (c *call) mayRepeat(out outcome, r *result) bool {
 	switch {
-	case c.plan.idem || out == outNeverSent:
+	case c.plan.idem || out == outNeverSent || r.unprocessed:
 		return true
 	case out == outRetryStatus:
 		return r.resp.StatusCode == http.StatusTooManyRequests || r.delay.Kind == delayPushback

@@ -80,7 +80,7 @@ func (c *call) hedge() (*http.Response, error) {
 	if ho.answer() {
 		timer.Stop()
 		out := c.classify(&r)
-		if out == outDone || out == outFatal {
+		if out == outDone || out == outFatal || out == outPanicked {
 			// Decided: the loop, its channel and its timer are not
 			// needed.
 			if resp, done, err := h.handle(r, out, nil); done {
@@ -360,6 +360,10 @@ func (h *hedger) handle(r result, out outcome, timer *time.Timer) (*http.Respons
 	case outFatal:
 		h.cancelAll(errHedgeLost)
 		return nil, true, c.fail(r.err, h.sent)
+	case outPanicked:
+		r.cut(errClassifyPanicked)
+		h.cancelAll(errClassifyPanicked)
+		return nil, true, c.fail(errClassifyPanicked, h.sent)
 	}
 	h.keep(r)
 	h.nonFatal(&r, timer)

@@ -27,6 +27,7 @@ var outcomeNames = [...]Outcome{
 	outNeverSent:   OutcomeNeverSent,
 	outFatal:       OutcomeFatal,
 	outCancelled:   OutcomeCancelled,
+	outPanicked:    OutcomeFatal,
 }
 
 // setHooks keeps t, the Transport's hooks, and r, the request's, calling

@@ -61,6 +61,9 @@ func (c *call) retry() (*http.Response, error) {
 			return c.deliver(&r), nil
 		case outFatal:
 			return nil, c.fail(r.err, n)
+		case outPanicked:
+			r.cut(errClassifyPanicked)
+			return nil, c.fail(errClassifyPanicked, n)
 		}
 		d := c.next(p, out, &r, backoff)
 		if d.stop {

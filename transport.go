@@ -53,6 +53,26 @@ type Transport struct {
 	// whole Transport.
 	Buffer BufferLimits
 
+	// Classify, when set, is asked first about the outcome of every
+	// attempt that reached, or may have reached, the server: any
+	// response, and network errors. attempt is 1 for the request's first
+	// attempt, 2 for the next, hedges counted alike; resp (with a nil
+	// err) or err (with a nil resp) is the outcome. It is not asked
+	// about an attempt that provably never reached the server (its
+	// transparent resend keeps its number), nor once the caller's
+	// context has ended. Its [Verdict] overrides the rule's lists;
+	// [UsePolicy], the zero Verdict, leaves them to decide. It may read
+	// the response's body with [PeekBody], and must not close it or keep
+	// resp. It is called on the goroutine running the request (its hedge
+	// loop's, for hedges), one attempt at a time per request, and may be
+	// called concurrently for different requests.
+	//
+	// A Classify that panics ends its request: every other attempt is
+	// cancelled and closed, the response it was asked about is closed,
+	// the body's buffer is let go, and then the panic is raised again,
+	// with its value, on the goroutine that called RoundTrip.
+	Classify func(attempt int, resp *http.Response, err error) Verdict
+
 	// OmitAttemptsHeader, when true, neither sends [AttemptsHeader] on
 	// attempts after the first nor sets it on the response handed back,
 	// for servers and proxies that must not see it; a response then
@@ -70,6 +90,7 @@ type state struct {
 	dialer     *Dialer // non-nil when the Transport built its own base
 	spread     *spread // likewise: attempts to distinct backends
 	omitHeader bool
+	classifier func(int, *http.Response, error) Verdict
 	pol        atomic.Pointer[active] // the policy in force
 	budgets    *budgets
 	pool       *bufferPool
@@ -91,6 +112,9 @@ type active struct {
 func newActive(cfg *policy.Config) *active {
 	return &active{cfg: cfg, ruleStats: newRuleStats(len(cfg.Rules))}
 }
+
+// errClassifyPanicked ends a request whose classifier panicked.
+var errClassifyPanicked = errors.New("retryhttp: Classify panicked")
 
 // ErrGiveUp is matched by every [*Error]: a request that obtained no
 // response after all the attempts its policy allowed.
@@ -141,6 +165,7 @@ func (t *Transport) init() (*state, error) {
 		st := &state{
 			base:       t.Base,
 			omitHeader: t.OmitAttemptsHeader,
+			classifier: t.Classify,
 			budgets:    newBudgets(cfg.Throttle, 0),
 			pool:       newBufferPool(t.Buffer),
 			hosts:      newHostMap[counters](maxStatsHosts),
@@ -211,6 +236,9 @@ func (t *Transport) RoundTrip(req *http.Request) (*http.Response, error) {
 		resp, err = c.retry()
 	}
 	c.finished(resp, err)
+	if p := c.panicked; p != nil {
+		panic(p) // c.end, deferred, lets the body go first
+	}
 	return resp, err
 }
 

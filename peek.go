@@ -1,0 +1,129 @@
+package retryhttp
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"io"
+	"net/http"
+)
+
+// MaxPeek is the most bytes [PeekBody] reads: a larger n counts as this
+// many, so that a classifier's peek never holds more than 1 MiB of a body.
+const MaxPeek = 1 << 20
+
+// PeekBody returns up to n bytes from the start of resp's body and leaves
+// the body whole: whoever reads it next, the caller or another PeekBody,
+// reads those bytes again and then the rest. It reads until it has n
+// bytes, the body ends, or reading fails; a failure other than the end of
+// the body is returned with the bytes read before it, and the next reader
+// meets it again after them. The bytes returned are the body's own: do not
+// modify them.
+//
+// An n of 0 or less reads nothing and returns nil, nil; an n above
+// [MaxPeek] counts as MaxPeek. A nil resp or body, http.NoBody, or the
+// connection of a 101 Switching Protocols response gives nil, nil. PeekBody respects the context of resp.Request, when it has
+// one: once that ends, the body is closed, which ends a read that the
+// context alone does not (as for a body from a custom base that ignores
+// it), and the context's cause is returned. It is meant for
+// [Transport.Classify], and for any code that must look into a body before
+// handing the response on; it is not safe for concurrent use with other
+// readers of the same body.
+func PeekBody(resp *http.Response, n int) ([]byte, error) {
+	if resp == nil || resp.Body == nil || resp.Body == http.NoBody || n <= 0 ||
+		resp.StatusCode == http.StatusSwitchingProtocols { // its body is a connection
+		return nil, nil
+	}
+	n = min(n, MaxPeek)
+	pb, ok := resp.Body.(*peekedBody)
+	if !ok {
+		pb = &peekedBody{rc: resp.Body}
+		resp.Body = pb
+	}
+	if len(pb.buf) >= n || pb.err != nil {
+		return pb.peeked(n)
+	}
+	ctx := context.Background()
+	if resp.Request != nil {
+		ctx = resp.Request.Context()
+	}
+	stop := context.AfterFunc(ctx, func() { pb.rc.Close() })
+	pb.fill(n)
+	if !stop() && pb.err != nil && pb.err != io.EOF {
+		// The read ended because the body was closed: say why.
+		pb.err = errors.Join(context.Cause(ctx), pb.err)
+	}
+	return pb.peeked(n)
+}
+
+// peekedBody is a response body with its first bytes read ahead: Read
+// returns buf, then the error that ended the peek if there was one, then
+// the rest of rc.
+type peekedBody struct {
+	rc  io.ReadCloser
+	buf []byte
+	off int   // bytes of buf already read
+	err error // what ended the peek short of its bytes: io.EOF or a failure
+}
+
+// peeked returns up to n bytes read ahead, and what ended the reading
+// short of them, the end of the body not counting.
+func (b *peekedBody) peeked(n int) ([]byte, error) {
+	err := b.err
+	if err == io.EOF {
+		err = nil
+	}
+	return b.buf[:min(n, len(b.buf))], err
+}
+
+// fill reads from rc until buf holds n bytes or reading stops. buf grows
+// as bytes arrive, never to more than n, so that a short body costs a
+// short buffer whatever n is.
+func (b *peekedBody) fill(n int) {
+	for len(b.buf) < n && b.err == nil {
+		if len(b.buf) == cap(b.buf) {
+			grown := make([]byte, len(b.buf), min(max(512, 2*cap(b.buf)), n))
+			copy(grown, b.buf)
+			b.buf = grown
+		}
+		m, err := b.rc.Read(b.buf[len(b.buf):min(cap(b.buf), n)])
+		b.buf = b.buf[:len(b.buf)+m]
+		if err != nil {
+			b.err = err
+		}
+	}
+}
+
+// Read implements io.Reader.
+func (b *peekedBody) Read(p []byte) (int, error) {
+	if b.off < len(b.buf) {
+		n := copy(p, b.buf[b.off:])
+		b.off += n
+		return n, nil
+	}
+	if b.err != nil {
+		return 0, b.err
+	}
+	return b.rc.Read(p)
+}
+
+// Close implements io.Closer.
+func (b *peekedBody) Close() error { return b.rc.Close() }
+
+// WriteTo lets io.Copy take the peeked bytes and the rest without a
+// buffer of its own.
+func (b *peekedBody) WriteTo(w io.Writer) (int64, error) {
+	n, err := bytes.NewReader(b.buf[b.off:]).WriteTo(w)
+	b.off = len(b.buf)
+	if err != nil {
+		return n, err
+	}
+	if b.err != nil {
+		if b.err == io.EOF {
+			return n, nil
+		}
+		return n, b.err
+	}
+	m, err := io.Copy(w, b.rc)
+	return n + m, err
+}
