@@ -43,12 +43,17 @@ const maxMilliTokens = 1000 * milliPerToken
 // keeps its cost (a scan and a sort of the map) amortised to a constant per
 // new host.
 //
+// The throttle's limits can change at run time (Transport.SetPolicy): the
+// buckets keep their tokens and take the new limits at their next use; a
+// count above a lower new capacity reads as that capacity. Without a
+// throttle nothing is gated or counted, and the buckets held so far wait,
+// unchanged, for one to return.
+//
 // A nil *budgets is valid and throttles nothing. Its methods are safe for
 // concurrent use.
 type budgets struct {
-	maxMilli   int64 // bucket capacity in milli-tokens, in [1, maxMilliTokens]
-	ratioMilli int64 // refill per success in milli-tokens, at least 1
-	maxHosts   int   // bound on len(hosts), at least 1
+	limits   atomic.Pointer[limits] // nil: no throttle
+	maxHosts int                    // bound on len(hosts), at least 1
 
 	// mu guards the map and the two clocks below. It exists only because a
 	// Go map cannot be read while it is written; the token counts are not
@@ -64,28 +69,37 @@ type budgets struct {
 	swept uint64
 }
 
+// limits are a throttle's, in milli-tokens.
+type limits struct {
+	maxMilli   int64 // bucket capacity, in [1, maxMilliTokens]
+	ratioMilli int64 // refill per success, at least 1
+}
+
 // newBudgets returns the per-host budgets for throttle t, keeping at most
-// maxHosts hosts (maxHosts <= 0 means defaultMaxBudgetHosts). A nil t gives
-// a nil *budgets, which allows every retry.
+// maxHosts hosts (maxHosts <= 0 means defaultMaxBudgetHosts). A nil t
+// throttles nothing until set gives one.
+func newBudgets(t *policy.Throttle, maxHosts int) *budgets {
+	if maxHosts <= 0 {
+		maxHosts = defaultMaxBudgetHosts
+	}
+	b := &budgets{maxHosts: maxHosts, hosts: make(map[string]*bucket)}
+	b.set(t)
+	return b
+}
+
+// set makes t the throttle, nil meaning none.
 //
 // MaxTokens and TokenRatio are rounded to the nearest thousandth of a token,
 // the precision gRPC's retry design allows. Values that [policy.Config.Validate]
 // rejects are clamped rather than trusted: capacity to [0.001, 1000] tokens,
 // and the refill to at least 0.001 so that successes always refill a bucket.
-func newBudgets(t *policy.Throttle, maxHosts int) *budgets {
+func (b *budgets) set(t *policy.Throttle) {
 	if t == nil {
-		return nil
-	}
-	if maxHosts <= 0 {
-		maxHosts = defaultMaxBudgetHosts
+		b.limits.Store(nil)
+		return
 	}
 	maxMilli := toMilli(t.MaxTokens)
-	return &budgets{
-		maxMilli:   maxMilli,
-		ratioMilli: min(toMilli(t.TokenRatio), maxMilli),
-		maxHosts:   maxHosts,
-		hosts:      make(map[string]*bucket),
-	}
+	b.limits.Store(&limits{maxMilli: maxMilli, ratioMilli: min(toMilli(t.TokenRatio), maxMilli)})
 }
 
 // toMilli converts a token amount to milli-tokens, rounded to nearest and
@@ -108,11 +122,12 @@ const maxInlineHost = 128
 // its bucket was evicted, gets a full bucket. A goroutine that still holds an
 // evicted bucket may keep using it: its updates are simply lost.
 //
-// For on a nil *budgets returns a nil *bucket, which allows everything. For
-// does not allocate for a host it already holds, unless that host is longer
-// than maxInlineHost or not ASCII, and has upper-case letters.
+// For returns a nil *bucket, which allows everything and counts nothing,
+// when there is no throttle, and on a nil *budgets. For does not allocate
+// for a host it already holds, unless that host is longer than
+// maxInlineHost or not ASCII, and has upper-case letters.
 func (b *budgets) For(host string) *bucket {
-	if b == nil {
+	if b == nil || b.limits.Load() == nil {
 		return nil
 	}
 	var buf [maxInlineHost]byte
@@ -175,8 +190,8 @@ func (b *budgets) insert(key string) *bucket {
 		b.evict()
 	}
 	b.clock++
-	k := &bucket{maxMilli: b.maxMilli, ratioMilli: b.ratioMilli}
-	k.tokens.Store(b.maxMilli)
+	k := &bucket{limits: &b.limits}
+	k.tokens.Store(maxMilliTokens) // full, whatever the capacity: read as at most it
 	k.seen.Store(b.clock)
 	b.hosts[key] = k
 	return k
@@ -194,14 +209,18 @@ func (b *budgets) evict() {
 	want := max(b.maxHosts/8, 1)
 	freed := 0
 	rest := make([]evictee, 0, len(b.hosts))
+	capacity := int64(maxMilliTokens)
+	if l := b.limits.Load(); l != nil {
+		capacity = l.maxMilli
+	}
 	for key, k := range b.hosts {
-		tokens, seen := k.tokens.Load(), k.seen.Load()
-		if tokens >= k.maxMilli && seen < b.swept {
+		tokens, seen := min(k.tokens.Load(), capacity), k.seen.Load()
+		if tokens >= capacity && seen < b.swept {
 			delete(b.hosts, key)
 			freed++
 			continue
 		}
-		rest = append(rest, evictee{key: key, full: tokens >= k.maxMilli, seen: seen, tokens: tokens})
+		rest = append(rest, evictee{key: key, full: tokens >= capacity, seen: seen, tokens: tokens})
 	}
 	if freed < want {
 		slices.SortFunc(rest, evictee.compare)
@@ -245,13 +264,15 @@ func (b *budgets) len() int {
 // bucket is the token bucket of one host. Its count is one word of
 // milli-tokens, updated by compare-and-swap, so Allow, Failure and Success
 // never take a lock and never block, however many requests share the host.
+// The count may exceed the capacity of the limits in force (after they
+// were lowered, or for a bucket made full): it is read as at most the
+// capacity, and written back within it.
 //
 // A nil *bucket is the bucket of an unthrottled host: it allows everything.
 type bucket struct {
-	tokens     atomic.Int64  // milli-tokens, in [0, maxMilli]
-	seen       atomic.Uint64 // budgets.clock at the last lookup
-	maxMilli   int64         // capacity, copied from budgets: read-only
-	ratioMilli int64         // refill per success, copied from budgets: read-only
+	tokens atomic.Int64            // milli-tokens, in [0, maxMilliTokens]
+	seen   atomic.Uint64           // budgets.clock at the last lookup
+	limits *atomic.Pointer[limits] // its budgets' limits; nil in them: no throttle
 }
 
 // Allow reports whether a retry or hedge may start: while the bucket holds
@@ -260,8 +281,9 @@ func (k *bucket) Allow() bool {
 	if k == nil {
 		return true
 	}
+	l := k.limits.Load()
 	// 2*tokens cannot overflow: tokens <= maxMilliTokens.
-	return 2*k.tokens.Load() > k.maxMilli
+	return l == nil || 2*min(k.tokens.Load(), l.maxMilli) > l.maxMilli
 }
 
 // Failure takes one token for an attempt that failed in a way that counts
@@ -271,12 +293,16 @@ func (k *bucket) Failure() {
 	if k == nil {
 		return
 	}
+	l := k.limits.Load()
+	if l == nil {
+		return
+	}
 	for {
 		old := k.tokens.Load()
 		if old == 0 {
 			return // already empty: skip the write
 		}
-		if k.tokens.CompareAndSwap(old, max(old-milliPerToken, 0)) {
+		if k.tokens.CompareAndSwap(old, max(min(old, l.maxMilli)-milliPerToken, 0)) {
 			return
 		}
 	}
@@ -288,22 +314,30 @@ func (k *bucket) Success() {
 	if k == nil {
 		return
 	}
+	l := k.limits.Load()
+	if l == nil {
+		return
+	}
 	for {
 		old := k.tokens.Load()
-		if old >= k.maxMilli {
-			return // already full, as usual for a healthy host: skip the write
+		if old >= l.maxMilli {
+			return // full, as usual for a healthy host: skip the write
 		}
-		if k.tokens.CompareAndSwap(old, min(old+k.ratioMilli, k.maxMilli)) {
+		if k.tokens.CompareAndSwap(old, min(old+l.ratioMilli, l.maxMilli)) {
 			return
 		}
 	}
 }
 
 // Tokens returns the tokens held, to a thousandth, for statistics and tests.
-// An unthrottled (nil) bucket holds +Inf, which agrees with its Allow.
+// An unthrottled bucket holds +Inf, which agrees with its Allow.
 func (k *bucket) Tokens() float64 {
 	if k == nil {
 		return math.Inf(1)
 	}
-	return float64(k.tokens.Load()) / milliPerToken
+	l := k.limits.Load()
+	if l == nil {
+		return math.Inf(1)
+	}
+	return float64(min(k.tokens.Load(), l.maxMilli)) / milliPerToken
 }

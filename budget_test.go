@@ -69,10 +69,13 @@ func TestBucketArithmetic(t *testing.T) {
 	}
 }
 
-func TestBudgetsNilAllowsAll(t *testing.T) {
+// Without a throttle, a budget hands out no bucket: nothing is gated or
+// counted. (A Transport keeps its budgets whatever its policy, so that a
+// throttle set later finds the buckets held before.)
+func TestBudgetsWithoutThrottleAllowAll(t *testing.T) {
 	t.Parallel()
 	b := newBudgets(nil, 10)
-	require.Nil(t, b)
+	require.NotNil(t, b)
 	k := b.For("api.example.com")
 	require.Nil(t, k)
 	applyOps(k, strings.Repeat("F", 100))
@@ -364,4 +367,36 @@ func BenchmarkBudgetAllowRecord(b *testing.B) {
 			}
 		})
 	})
+}
+
+// A new throttle takes over the buckets as they are: their tokens carry
+// on under the new limits, a count above a lower capacity reads as that
+// capacity, and a throttle removed stops gating without forgetting.
+func TestBudgetsKeepTheirTokensWhenTheThrottleChanges(t *testing.T) {
+	t.Parallel()
+	b := newBudgets(&policy.Throttle{MaxTokens: 10, TokenRatio: 0.5}, 0)
+	k := b.For("h")
+	applyOps(k, "FFF")
+	assert.Equal(t, 7.0, k.Tokens())
+
+	b.set(&policy.Throttle{MaxTokens: 20, TokenRatio: 1})
+	assert.Equal(t, 7.0, k.Tokens(), "tokens carry on")
+	assert.False(t, k.Allow(), "7 of 20 is not more than half")
+	k.Success()
+	assert.Equal(t, 8.0, k.Tokens(), "the new ratio refills")
+
+	b.set(&policy.Throttle{MaxTokens: 4, TokenRatio: 1})
+	assert.Equal(t, 4.0, k.Tokens(), "read as at most the new capacity")
+	assert.True(t, k.Allow())
+	k.Failure()
+	assert.Equal(t, 3.0, k.Tokens(), "a failure counts from the capacity")
+
+	b.set(nil)
+	assert.Nil(t, b.For("h"), "no throttle: no bucket")
+	assert.True(t, k.Allow(), "a bucket held stops gating")
+	applyOps(k, "FFFF")
+	b.set(&policy.Throttle{MaxTokens: 4, TokenRatio: 1})
+	assert.Equal(t, 3.0, k.Tokens(), "nothing was counted meanwhile")
+	assert.Same(t, k, b.For("h"), "the bucket was kept")
+	assert.Equal(t, 4.0, b.For("new").Tokens(), "a new host starts full")
 }

@@ -87,6 +87,9 @@ func (st *state) newCall(t *Transport, req *http.Request) (*call, error) {
 		return nil, opts.ruleErr
 	}
 	pol := st.pol.Load()
+	if pol.err != nil {
+		return nil, pol.err
+	}
 	c := st.calls.Get().(*call)
 	c.st, c.pol, c.req, c.ctx, c.opts = st, pol, req, ctx, opts
 	c.host = strings.ToLower(req.URL.Host)

@@ -41,7 +41,8 @@ type Transport struct {
 
 	// Policy chooses what is done with each request. Nil means
 	// [policy.Default]. It is validated on first use; an invalid policy
-	// makes every RoundTrip return the validation error.
+	// makes every RoundTrip return the validation error, until
+	// [Transport.SetPolicy] gives a valid one.
 	Policy *policy.Config
 
 	// Hooks, when set, are called for every request; see [Hooks] and
@@ -81,7 +82,6 @@ type Transport struct {
 
 	once sync.Once
 	st   *state
-	err  error
 }
 
 // state is what a Transport builds from its fields on first use.
@@ -100,13 +100,17 @@ type state struct {
 	// calls keeps the state of finished requests for the next ones, so
 	// that a request costs no allocation of its own.
 	calls sync.Pool
+	// setting makes SetPolicy calls one at a time.
+	setting sync.Mutex
 }
 
-// active is a validated policy and the counters of its rules. A request
-// reads it once, when it starts, and keeps it to its end.
+// active is a validated policy and the counters of its rules, or the
+// error of an invalid one. A request reads it once, when it starts, and
+// keeps it to its end.
 type active struct {
 	cfg *policy.Config
 	ruleStats
+	err error
 }
 
 func newActive(cfg *policy.Config) *active {
@@ -152,52 +156,84 @@ func (e *Error) Timeout() bool {
 	return errors.As(e.Err, &t) && t.Timeout()
 }
 
-func (t *Transport) init() (*state, error) {
+// init builds the Transport's state on first use. The policy is checked
+// then: an invalid one is kept, so that every request fails with its error
+// until SetPolicy gives a valid one.
+func (t *Transport) init() *state {
 	t.once.Do(func() {
-		cfg := t.Policy
-		if cfg == nil {
-			cfg = policy.Default()
-		}
-		if err := cfg.Validate(); err != nil {
-			t.err = fmt.Errorf("retryhttp: invalid policy: %w", err)
-			return
-		}
 		st := &state{
 			base:       t.Base,
 			omitHeader: t.OmitAttemptsHeader,
 			classifier: t.Classify,
-			budgets:    newBudgets(cfg.Throttle, 0),
+			budgets:    newBudgets(nil, 0),
 			pool:       newBufferPool(t.Buffer),
 			hosts:      newHostMap[counters](maxStatsHosts),
 			// As many hosts as the stats keep apart, for the same reason.
 			latencies: newHostMap[latencyRing](maxStatsHosts),
 		}
-		st.pol.Store(newActive(cfg))
 		st.calls.New = func() any { return new(call) }
 		if st.base == nil {
 			var base *http.Transport
-			base, st.dialer = defaultBase()
+			base, st.dialer = NewBase()
 			st.base, st.spread = base, newSpread(base, st.dialer)
+		}
+		if err := st.setPolicy(t.Policy); err != nil {
+			st.pol.Store(&active{err: err})
 		}
 		t.st = st
 	})
-	return t.st, t.err
+	return t.st
 }
 
-// defaultBase builds the Transport's own base: go-cleanhttp's pooled
-// transport, its dials routed through a [Dialer] that keeps gRPC's
-// connection backoff per address. HTTPS dials go through
-// [Dialer.DialTLSContext], so that only a completed handshake ends an
-// address's backoff; cleanhttp already sets ForceAttemptHTTP2, which keeps
-// HTTP/2 working with a custom TLS dial.
-func defaultBase() (*http.Transport, *Dialer) {
+// SetPolicy checks cfg and, if it is valid, makes it the Transport's
+// policy from the next request on; a nil cfg means [policy.Default], as a
+// nil Policy does. An invalid cfg changes nothing and is returned as an
+// error naming the field. Requests in flight keep the rule they started
+// with. The per-host budgets keep their tokens and take the new
+// throttle's limits (a cfg without a throttle stops gating); statistics
+// per rule start afresh for the new rules, while the totals and the
+// per-host figures carry on. SetPolicy is safe to call while requests
+// run; cfg must not be modified afterwards. It also mends a Transport
+// whose Policy field was invalid.
+func (t *Transport) SetPolicy(cfg *policy.Config) error {
+	return t.init().setPolicy(cfg)
+}
+
+// setPolicy validates cfg and puts it in force, with the throttle's limits.
+func (st *state) setPolicy(cfg *policy.Config) error {
+	if cfg == nil {
+		cfg = policy.Default()
+	}
+	if err := cfg.Validate(); err != nil {
+		return fmt.Errorf("retryhttp: invalid policy: %w", err)
+	}
+	// One policy at a time, so that the limits in force are always the
+	// policy's.
+	st.setting.Lock()
+	defer st.setting.Unlock()
+	st.budgets.set(cfg.Throttle)
+	st.pol.Store(newActive(cfg))
+	return nil
+}
+
+// NewBase returns the base transport the zero Transport builds for itself
+// and the Dialer it dials through: go-cleanhttp's pooled transport, its
+// dials (plain and TLS) going through a [Dialer] that keeps gRPC's
+// connection backoff per address. A caller who wraps it, to sign requests
+// say, and sets the result as [Transport.Base] keeps the dial backoff;
+// [Transport.ResetBackoff] then does nothing, and the Dialer's Reset is
+// the way to cut a window short. Each call builds a new pair.
+//
+// HTTPS dials go through [Dialer.DialTLSContext], so that only a completed
+// handshake ends an address's backoff; cleanhttp already sets
+// ForceAttemptHTTP2, which keeps HTTP/2 working with a custom TLS dial.
+func NewBase() (*http.Transport, *Dialer) {
 	base := cleanhttp.DefaultPooledTransport()
 	d := &Dialer{}
 	base.DialContext = d.DialContext
 	base.DialTLSContext = d.DialTLSContext
 	return base, d
 }
-
 // RoundTrip implements [http.RoundTripper]. It never modifies req, always
 // closes its body, returns the final response with a nil error even when
 // its status is an error, and never returns both a response and an error.
@@ -209,19 +245,14 @@ func defaultBase() (*http.Transport, *Dialer) {
 // last cause; when the caller's context ended, it wraps the context's
 // cause.
 func (t *Transport) RoundTrip(req *http.Request) (*http.Response, error) {
-	st, err := t.init()
+	st := t.init()
+	err := checkRequest(req)
+	var c *call
 	if err == nil {
-		err = checkRequest(req)
+		c, err = st.newCall(t, req)
 	}
 	if err != nil {
 		if req != nil && req.Body != nil {
-			req.Body.Close()
-		}
-		return nil, err
-	}
-	c, err := st.newCall(t, req)
-	if err != nil {
-		if req.Body != nil {
 			req.Body.Close()
 		}
 		return nil, err
@@ -260,10 +291,7 @@ func checkRequest(req *http.Request) error {
 // cheap enough to call often: it reads atomic counters and takes no lock
 // that requests wait on.
 func (t *Transport) Stats() Stats {
-	st, err := t.init()
-	if err != nil {
-		return Stats{}
-	}
+	st := t.init()
 	s := snapshot(st.pol.Load().ruleStats, st.hosts)
 	s.Buffer = st.pool.stats()
 	return s
@@ -272,10 +300,7 @@ func (t *Transport) Stats() Stats {
 // CloseIdleConnections closes the idle connections of the base transport,
 // if it has such a method.
 func (t *Transport) CloseIdleConnections() {
-	st, err := t.init()
-	if err != nil {
-		return
-	}
+	st := t.init()
 	if c, ok := st.base.(interface{ CloseIdleConnections() }); ok {
 		c.CloseIdleConnections()
 	}
@@ -289,7 +314,7 @@ func (t *Transport) CloseIdleConnections() {
 // back. It has an effect only when the Transport built its own base (Base
 // is nil); otherwise it does nothing.
 func (t *Transport) ResetBackoff(addr string) {
-	if st, err := t.init(); err == nil && st.dialer != nil {
+	if st := t.init(); st.dialer != nil {
 		st.dialer.Reset(addr)
 	}
 }
