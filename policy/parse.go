@@ -27,6 +27,14 @@ import (
 // field is a *[FieldError] naming it, and a syntax error wraps the
 // *[json.SyntaxError]. On error the returned Config is nil.
 func ParseConfig(data []byte) (*Config, error) {
+	c, err := parseConfig(data)
+	if err != nil {
+		return nil, clipped(err)
+	}
+	return c, nil
+}
+
+func parseConfig(data []byte) (*Config, error) {
 	dec := json.NewDecoder(bytes.NewReader(data))
 	var raw json.RawMessage
 	if err := dec.Decode(&raw); err != nil {
@@ -47,7 +55,7 @@ func ParseConfig(data []byte) (*Config, error) {
 	if err != nil {
 		return nil, err
 	}
-	if err := c.Validate(); err != nil {
+	if err := c.validate(); err != nil {
 		return nil, err
 	}
 	return c, nil
@@ -330,22 +338,12 @@ func isNull(raw json.RawMessage) bool {
 	return raw == nil || bytes.Equal(bytes.TrimSpace(raw), []byte("null"))
 }
 
-// excerpt returns raw compacted and cut to a length fit for an error
-// message.
+// excerpt returns raw compacted, for an error message; the message's
+// value is cut to length on the way out, by clipped.
 func excerpt(raw json.RawMessage) string {
-	const limit = 40
 	var b bytes.Buffer
 	if json.Compact(&b, raw) != nil {
-		b.Reset()
-		b.Write(raw)
+		return string(raw)
 	}
-	s := b.String()
-	if len(s) <= limit {
-		return s
-	}
-	cut := limit
-	for cut > 0 && s[cut]&0xC0 == 0x80 { // do not split a UTF-8 sequence
-		cut--
-	}
-	return s[:cut] + "..."
+	return b.String()
 }

@@ -218,8 +218,10 @@ func TestParseConfigMessages(t *testing.T) {
 			"policy: methodConfig[0].retryPolicy.retryableStatusCodes: 503: must be an array of integers"},
 		{`{"methodConfig": [{"hedgingPolicy": {"maxAttempts": 2}, "x": {"a": 1, "b": [1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11]}}]}`,
 			`policy: methodConfig[0].x: {"a":1,"b":[1,2,3,4,5,6,7,8,9,10,11]}: unknown field`},
-		{`{"methodConfig": [{"x": "` + strings.Repeat("é", 30) + `"}]}`,
-			`policy: methodConfig[0].x: "` + strings.Repeat("é", 19) + `...: unknown field`},
+		// 1 + 2*40 + 1 bytes: the 32nd "é" would straddle byte 64, so
+		// the excerpt keeps 31.
+		{`{"methodConfig": [{"x": "` + strings.Repeat("é", 40) + `"}]}`,
+			`policy: methodConfig[0].x: "` + strings.Repeat("é", 31) + `...: unknown field`},
 	}
 	for _, tt := range tests {
 		t.Run(tt.want, func(t *testing.T) {

@@ -1,53 +1,12 @@
 package policy
 
 import (
-	"errors"
 	"fmt"
 	"math"
 	"strconv"
 	"strings"
 	"time"
 )
-
-// ErrInvalid is matched, through [errors.Is], by every error that
-// [ParseConfig] and [Config.Validate] return.
-var ErrInvalid = errors.New("policy: invalid config")
-
-// FieldError reports one bad value in a configuration. Field is the path to
-// it in JSON spelling, such as "methodConfig[0].retryPolicy.maxAttempts";
-// Value is the offending value as written (JSON text from [ParseConfig],
-// the Go value from [Config.Validate]; empty when the problem is not one
-// value); Reason says what is wrong.
-//
-// A *FieldError matches [ErrInvalid] through [errors.Is].
-type FieldError struct {
-	Field  string
-	Value  string
-	Reason string
-}
-
-// Error returns "policy: Field: Value: Reason", leaving out Field or Value
-// when they are empty.
-func (e *FieldError) Error() string {
-	var b strings.Builder
-	b.WriteString("policy: ")
-	if e.Field != "" {
-		b.WriteString(e.Field)
-		b.WriteString(": ")
-	}
-	if e.Value != "" {
-		b.WriteString(e.Value)
-		b.WriteString(": ")
-	}
-	b.WriteString(e.Reason)
-	return b.String()
-}
-
-// Is reports whether target is [ErrInvalid], so that callers can tell a bad
-// configuration from other failures without knowing the field.
-func (e *FieldError) Is(target error) bool {
-	return target == ErrInvalid
-}
 
 // Validate reports the first bad value in c, in the order the fields appear
 // in the JSON form: each rule's names, then its policies, then the throttle,
@@ -62,6 +21,10 @@ func (e *FieldError) Is(target error) bool {
 // Retry and Hedge. A Name's Method, if set, must be an HTTP token and its
 // Path, if set, must start with "/".
 func (c *Config) Validate() error {
+	return clipped(c.validate())
+}
+
+func (c *Config) validate() error {
 	if c == nil {
 		return &FieldError{Reason: "config is nil"}
 	}
