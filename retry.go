@@ -211,7 +211,7 @@ func (c *call) nextWait(p *policy.Retry, out outcome, r *result, n int, backoffN
 		return 0, "", RefusedServerDelay
 	}
 	if why == WaitBackoff {
-		wait = p.Backoff().Duration(*backoffN)
+		wait = p.Schedule().Duration(*backoffN)
 		*backoffN++
 		if w := dialWindow(r); w >= wait {
 			wait, why = w, WaitDialBackoff

@@ -57,11 +57,26 @@ type Name struct {
 }
 
 // Retry is gRPC's retry policy for HTTP.
+//
+// The waits between attempts come from Backoff when it is set, and
+// otherwise from the four numeric fields InitialBackoff, MaxBackoff,
+// BackoffMultiplier and Jitter; [Retry.Schedule] returns the one in force.
+// A Retry must not be modified once a Transport uses it; it is then safe
+// for concurrent use, as long as its Backoff is.
 type Retry struct {
 	// MaxAttempts counts the original request; at least 2.
 	MaxAttempts int
+	// Backoff, when set, gives the wait before each retry: any stateless
+	// [Backoff], such as [Exponential], [FullJitter], [GoogleAPI] or
+	// [Table], or the caller's own. It replaces the four numeric fields
+	// below, which must then be zero. Nil means the [Exponential] those
+	// fields describe. The package's own backoffs have their fields
+	// checked by [Config.Validate]; a caller's own is used as it is, and
+	// a negative wait it returns is taken as 0 by the transport. JSON:
+	// "backoff".
+	Backoff Backoff
 	// InitialBackoff, MaxBackoff, BackoffMultiplier and Jitter define the
-	// wait before retry n (n = 0 first):
+	// wait before retry n (n = 0 first) when Backoff is nil:
 	// min(InitialBackoff*BackoffMultiplier^n, MaxBackoff) * (1 ± Jitter).
 	// InitialBackoff > 0, MaxBackoff >= InitialBackoff,
 	// BackoffMultiplier >= 1, Jitter in [0, 1] (JSON: left out means

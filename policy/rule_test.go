@@ -8,24 +8,37 @@ import (
 	"github.com/stretchr/testify/assert"
 )
 
-func TestRetryBackoff(t *testing.T) {
+// constant is a caller's own Backoff: the same wait before every retry,
+// however negative.
+type constant time.Duration
+
+func (c constant) Duration(int) time.Duration { return time.Duration(c) }
+
+func TestRetrySchedule(t *testing.T) {
 	t.Parallel()
+	table := Table{Steps: []time.Duration{time.Second, 2 * time.Second}}
 	tests := []struct {
 		name string
 		r    *Retry
-		want Exponential
+		want Backoff
 	}{
 		{"nil", nil, Exponential{}},
 		{"fields", &Retry{InitialBackoff: time.Second, MaxBackoff: time.Minute, BackoffMultiplier: 1.5, Jitter: 0.1},
 			Exponential{Initial: time.Second, Max: time.Minute, Multiplier: 1.5, Jitter: 0.1}},
 		{"default", Default().Rules[0].Retry,
 			Exponential{Initial: 100 * time.Millisecond, Max: 2 * time.Second, Multiplier: 2, Jitter: 0.2}},
+		{"GoogleAPI", &Retry{Backoff: GoogleAPI{}}, GoogleAPI{}},
+		{"Table", &Retry{Backoff: table}, table},
+		{"FullJitter pointer", &Retry{Backoff: &FullJitter{Initial: time.Second}}, &FullJitter{Initial: time.Second}},
+		{"caller's own", &Retry{Backoff: constant(-time.Second)}, constant(-time.Second)},
+		{"Backoff wins over the fields", &Retry{Backoff: GoogleAPI{Max: time.Second}, InitialBackoff: time.Hour},
+			GoogleAPI{Max: time.Second}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			t.Parallel()
-			got := tt.r.Backoff()
-			assert.Equal(t, tt.want, got, "got %+v, want %+v", got, tt.want)
+			got := tt.r.Schedule()
+			assert.Equal(t, tt.want, got, "got %#v, want %#v", got, tt.want)
 		})
 	}
 }

@@ -20,6 +20,14 @@ import (
 // MaxTokens in (0, 1000], TokenRatio in (0, 1]. A Rule may not set both
 // Retry and Hedge. A Name's Method, if set, must be an HTTP token and its
 // Path, if set, must start with "/".
+//
+// A Retry whose Backoff is set must leave the four numeric backoff fields
+// zero, and its Backoff must not be a nil pointer or func. The package's
+// own backoffs, by value or by pointer, are checked too: [Exponential] and
+// [FullJitter] need Initial above 0, Max 0 (no cap) or at least Initial,
+// Multiplier at least 1 and finite, and an Exponential's Jitter in [0, 1];
+// [GoogleAPI] needs Max not negative; a [Table] needs 1 to 100 steps, none
+// negative. A caller's own Backoff is accepted as it is.
 func (c *Config) Validate() error {
 	return clipped(c.validate())
 }
@@ -70,27 +78,43 @@ func (n Name) validate(path string) error {
 }
 
 func (r *Retry) validate(path string) error {
-	if err := atLeast2(path+".maxAttempts", r.MaxAttempts); err != nil {
+	if err := atLeast2(join(path, "maxAttempts"), r.MaxAttempts); err != nil {
 		return err
 	}
+	if r.Backoff != nil {
+		if set := r.numericBackoff(); len(set) > 0 {
+			return backoffConflict(path, set)
+		}
+		if err := validateBackoff(join(path, "backoff"), r.Backoff); err != nil {
+			return err
+		}
+	} else if err := r.validateNumeric(path); err != nil {
+		return err
+	}
+	if err := statusCodes(join(path, "retryableStatusCodes"), r.RetryableStatusCodes); err != nil {
+		return err
+	}
+	return nonNegative(join(path, "perAttemptTimeout"), r.PerAttemptTimeout)
+}
+
+// validateNumeric checks the four fields that describe r's Exponential
+// when Backoff is nil.
+func (r *Retry) validateNumeric(path string) error {
 	if r.InitialBackoff <= 0 {
-		return &FieldError{Field: path + ".initialBackoff", Value: r.InitialBackoff.String(), Reason: "must be greater than 0"}
+		return &FieldError{Field: join(path, "initialBackoff"), Value: r.InitialBackoff.String(), Reason: "must be greater than 0"}
 	}
 	if r.MaxBackoff < r.InitialBackoff {
-		return &FieldError{Field: path + ".maxBackoff", Value: r.MaxBackoff.String(),
+		return &FieldError{Field: join(path, "maxBackoff"), Value: r.MaxBackoff.String(),
 			Reason: "must be at least initialBackoff (" + r.InitialBackoff.String() + ")"}
 	}
 	// Written as !(x >= 1) so that NaN fails too.
 	if m := r.BackoffMultiplier; !(m >= 1) || math.IsInf(m, 1) {
-		return &FieldError{Field: path + ".backoffMultiplier", Value: formatFloat(m), Reason: "must be at least 1 and finite"}
+		return &FieldError{Field: join(path, "backoffMultiplier"), Value: formatFloat(m), Reason: "must be at least 1 and finite"}
 	}
 	if j := r.Jitter; !(j >= 0 && j <= 1) {
-		return &FieldError{Field: path + ".jitter", Value: formatFloat(j), Reason: "must be in [0, 1]"}
+		return &FieldError{Field: join(path, "jitter"), Value: formatFloat(j), Reason: "must be in [0, 1]"}
 	}
-	if err := statusCodes(path+".retryableStatusCodes", r.RetryableStatusCodes); err != nil {
-		return err
-	}
-	return nonNegative(path+".perAttemptTimeout", r.PerAttemptTimeout)
+	return nil
 }
 
 func (h *Hedge) validate(path string) error {
