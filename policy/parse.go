@@ -23,6 +23,19 @@ import (
 // null reads as a left-out key. Data after the top-level object is an
 // error.
 //
+// A retryPolicy may give its waits as "backoff", an object with exactly
+// one of these keys, read into [Retry.Backoff]; it must then leave out
+// initialBackoff, maxBackoff, backoffMultiplier and jitter:
+//
+//   - {"exponential": {"initial": "0.1s", "max": "2s", "multiplier": 2, "jitter": 0.2}}:
+//     an [Exponential]; every key is needed, "max": "0s" meaning no cap
+//     and "jitter": 0 no jitter.
+//   - {"fullJitter": {"initial": "0.1s", "max": "2s", "multiplier": 2}}:
+//     a [FullJitter]; every key is needed.
+//   - {"googleApi": {"max": "32s"}}: a [GoogleAPI]; "max" may be left
+//     out, for [DefaultGoogleAPIMax].
+//   - {"table": {"steps": ["1s", "2s", "5s"]}}: a [Table].
+//
 // Every error matches [ErrInvalid] through [errors.Is]; an error about one
 // field is a *[FieldError] naming it, and a syntax error wraps the
 // *[json.SyntaxError]. On error the returned Config is nil.
@@ -84,16 +97,19 @@ type nameJSON struct {
 	Path   string `json:"path"`
 }
 
+// retryJSON keeps the four numeric backoff fields as pointers, to tell a
+// left-out key from a zero: "backoff" requires them all left out, and a
+// left-out jitter is DefaultJitter.
 type retryJSON struct {
-	MaxAttempts       int           `json:"maxAttempts"`
-	InitialBackoff    *durationJSON `json:"initialBackoff"`
-	MaxBackoff        *durationJSON `json:"maxBackoff"`
-	BackoffMultiplier float64       `json:"backoffMultiplier"`
-	// Jitter is a pointer to tell a left-out key (DefaultJitter) from 0.
-	Jitter               *float64      `json:"jitter"`
-	RetryableStatusCodes []int         `json:"retryableStatusCodes"`
-	PerAttemptTimeout    *durationJSON `json:"perAttemptTimeout"`
-	RetryNonIdempotent   bool          `json:"retryNonIdempotent"`
+	MaxAttempts          int             `json:"maxAttempts"`
+	Backoff              json.RawMessage `json:"backoff"`
+	InitialBackoff       *durationJSON   `json:"initialBackoff"`
+	MaxBackoff           *durationJSON   `json:"maxBackoff"`
+	BackoffMultiplier    *float64        `json:"backoffMultiplier"`
+	Jitter               *float64        `json:"jitter"`
+	RetryableStatusCodes []int           `json:"retryableStatusCodes"`
+	PerAttemptTimeout    *durationJSON   `json:"perAttemptTimeout"`
+	RetryNonIdempotent   bool            `json:"retryNonIdempotent"`
 }
 
 type hedgeJSON struct {
@@ -173,25 +189,61 @@ func parseRetry(path string, raw json.RawMessage) (*Retry, error) {
 	}
 	r := &Retry{
 		MaxAttempts:          m.MaxAttempts,
-		BackoffMultiplier:    m.BackoffMultiplier,
-		Jitter:               DefaultJitter,
 		RetryableStatusCodes: m.RetryableStatusCodes,
 		RetryNonIdempotent:   m.RetryNonIdempotent,
 	}
-	if m.Jitter != nil {
-		r.Jitter = *m.Jitter
-	}
 	var err error
-	if r.InitialBackoff, err = parseDuration(path+".initialBackoff", m.InitialBackoff); err != nil {
-		return nil, err
+	if isNull(m.Backoff) {
+		err = m.numeric(path, r)
+	} else if set := m.numericBackoff(); len(set) > 0 {
+		err = backoffConflict(path, set)
+	} else {
+		r.Backoff, err = parseBackoff(path+".backoff", m.Backoff)
 	}
-	if r.MaxBackoff, err = parseDuration(path+".maxBackoff", m.MaxBackoff); err != nil {
+	if err != nil {
 		return nil, err
 	}
 	if r.PerAttemptTimeout, err = parseDuration(path+".perAttemptTimeout", m.PerAttemptTimeout); err != nil {
 		return nil, err
 	}
 	return r, nil
+}
+
+// numeric copies the four numeric backoff fields into r, a left-out
+// jitter as DefaultJitter.
+func (m *retryJSON) numeric(path string, r *Retry) error {
+	r.Jitter = DefaultJitter
+	if m.Jitter != nil {
+		r.Jitter = *m.Jitter
+	}
+	if m.BackoffMultiplier != nil {
+		r.BackoffMultiplier = *m.BackoffMultiplier
+	}
+	var err error
+	if r.InitialBackoff, err = parseDuration(path+".initialBackoff", m.InitialBackoff); err != nil {
+		return err
+	}
+	r.MaxBackoff, err = parseDuration(path+".maxBackoff", m.MaxBackoff)
+	return err
+}
+
+// numericBackoff lists the numeric backoff fields that m gives, by name.
+func (m *retryJSON) numericBackoff() []string {
+	var set []string
+	for _, f := range []struct {
+		name  string
+		given bool
+	}{
+		{"initialBackoff", m.InitialBackoff != nil},
+		{"maxBackoff", m.MaxBackoff != nil},
+		{"backoffMultiplier", m.BackoffMultiplier != nil},
+		{"jitter", m.Jitter != nil},
+	} {
+		if f.given {
+			set = append(set, f.name)
+		}
+	}
+	return set
 }
 
 func parseHedge(path string, raw json.RawMessage) (*Hedge, error) {
