@@ -52,7 +52,8 @@
 //
 // [Config.Validate] checks a Config however it was built, and
 // [Config.Match] picks the rule for a request: the first rule with a
-// matching name. As in gRPC, a rule whose name list is empty matches
-// nothing, while the empty name {} matches every request. [Default] is the
-// configuration used when none is given.
+// matching name. Every rule must list at least one name; the empty name
+// {} matches every request. [Rule.Validate] checks a rule used on its own,
+// such as one given for a single request, which needs no names. [Default]
+// is the configuration used when none is given.
 package policy

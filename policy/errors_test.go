@@ -77,6 +77,9 @@ func TestLongValuesAreCut(t *testing.T) {
 			"methodConfig[0].name[0].method"},
 		{"path in Go", validate(func(c *Config) { c.Rules[0].Name[0].Path = long }),
 			"methodConfig[0].name[0].path"},
+		{"method in a rule on its own", func() error {
+			return (&Rule{Name: []Name{{Method: long + " "}}}).Validate()
+		}, "name[0].method"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -85,13 +85,10 @@ func TestParseConfigValues(t *testing.T) {
 		{"whitespace around the object", " \n\t{}\n ", func(t *testing.T, c *Config) {
 			assert.Equal(t, &Config{}, c, "got %+v, want the zero Config", c)
 		}},
-		{"nulls read as left out", `{"methodConfig": [{"name": null, "retryPolicy": null, "hedgingPolicy": null}],
+		{"nulls read as left out", `{"methodConfig": [{"name": [{"host": null}], "retryPolicy": null, "hedgingPolicy": null}],
 			"retryThrottling": null, "maxServerDelay": null}`, func(t *testing.T, c *Config) {
-			want := &Config{Rules: []Rule{{}}}
+			want := &Config{Rules: []Rule{{Name: []Name{{}}}}}
 			assert.Equal(t, want, c, "got %+v, want %+v", c, want)
-		}},
-		{"empty name list", `{"methodConfig": [{"name": []}]}`, func(t *testing.T, c *Config) {
-			assert.Empty(t, c.Rules[0].Name, "got %v, want no names", c.Rules[0].Name)
 		}},
 	}
 	for _, tt := range tests {
@@ -186,6 +183,9 @@ func TestParseConfigRejects(t *testing.T) {
 		{"top level as array", `[]`, "", "[]"},
 		{"top level null", `null`, "", "null"},
 		// Values that Validate refuses come back from ParseConfig.
+		{"no name", `{"methodConfig": [{"retryPolicy": {"maxAttempts": 1}}]}`, "methodConfig[0].name", ""},
+		{"name null", `{"methodConfig": [{"name": null}]}`, "methodConfig[0].name", ""},
+		{"empty name list", `{"methodConfig": [{"name": [{}]}, {"name": []}]}`, "methodConfig[1].name", ""},
 		{"maxAttempts 1", retry(`, "maxAttempts": 1`), "methodConfig[0].retryPolicy.maxAttempts", "1"},
 		{"both policies", rule(`, "retryPolicy": {}, "hedgingPolicy": {}`), "methodConfig[0]", ""},
 		{"throttle left empty", `{"retryThrottling": {}}`, "retryThrottling.maxTokens", "0"},
@@ -208,8 +208,10 @@ func TestParseConfigMessages(t *testing.T) {
 		input string
 		want  string
 	}{
-		{`{"methodConfig": [{"retryPolicy": {"maxAttempts": 1}}]}`,
+		{`{"methodConfig": [{"name": [{}], "retryPolicy": {"maxAttempts": 1}}]}`,
 			"policy: methodConfig[0].retryPolicy.maxAttempts: 1: must be at least 2"},
+		{`{"methodConfig": [{"retryPolicy": {"maxAttempts": 1}}]}`,
+			"policy: methodConfig[0].name: must list at least one pattern; [{}] matches every request"},
 		{`{"maxServerDelay": 60}`,
 			`policy: maxServerDelay: 60: must be a duration string such as "0.1s"`},
 		{`{"maxServerDelay": "-1s"}`,

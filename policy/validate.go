@@ -17,9 +17,10 @@ import (
 // InitialBackoff above 0, MaxBackoff at least InitialBackoff,
 // BackoffMultiplier at least 1 and finite, Jitter in [0, 1], status codes
 // in 100..599, no negative durations, HedgingDelayQuantile in [0, 1),
-// MaxTokens in (0, 1000], TokenRatio in (0, 1]. A Rule may not set both
-// Retry and Hedge. A Name's Method, if set, must be an HTTP token and its
-// Path, if set, must start with "/".
+// MaxTokens in (0, 1000], TokenRatio in (0, 1]. A Rule must list at least
+// one Name (Name{} matches every request) and may not set both Retry and
+// Hedge. A Name's Method, if set, must be an HTTP token and its Path, if
+// set, must start with "/".
 //
 // A Retry whose Backoff is set must leave the four numeric backoff fields
 // zero, and its Backoff must not be a nil pointer or func. The package's
@@ -37,7 +38,7 @@ func (c *Config) validate() error {
 		return &FieldError{Reason: "config is nil"}
 	}
 	for i := range c.Rules {
-		if err := c.Rules[i].validate(fmt.Sprintf("methodConfig[%d]", i)); err != nil {
+		if err := c.Rules[i].validate(fmt.Sprintf("methodConfig[%d]", i), true); err != nil {
 			return err
 		}
 	}
@@ -49,9 +50,32 @@ func (c *Config) validate() error {
 	return nonNegative("maxServerDelay", c.MaxServerDelay)
 }
 
-func (r *Rule) validate(path string) error {
+// Validate reports the first bad value in r, a rule used on its own rather
+// than as part of a [Config], such as a rule given for one request. It
+// checks r as [Config.Validate] checks each rule, with two differences:
+// the paths in its errors start at the rule ("retryPolicy.maxAttempts",
+// "name[0].method"), and r may have no names, since a rule used on its own
+// is not matched against requests; names it has must still be valid. A
+// rule with neither Retry nor Hedge is valid, and means one attempt.
+//
+// The error is a *[FieldError] and matches [ErrInvalid]; a nil Rule is
+// invalid. Validate only reads r, so it is safe for concurrent use.
+func (r *Rule) Validate() error {
+	if r == nil {
+		return &FieldError{Reason: "rule is nil"}
+	}
+	return clipped(r.validate("", false))
+}
+
+// validate checks r at path. A rule in a Config must list names: without
+// one it would match nothing, silently, which is never what its author
+// meant.
+func (r *Rule) validate(path string, named bool) error {
+	if named && len(r.Name) == 0 {
+		return &FieldError{Field: join(path, "name"), Reason: "must list at least one pattern; [{}] matches every request"}
+	}
 	for i, n := range r.Name {
-		if err := n.validate(fmt.Sprintf("%s.name[%d]", path, i)); err != nil {
+		if err := n.validate(join(path, fmt.Sprintf("name[%d]", i))); err != nil {
 			return err
 		}
 	}
@@ -59,20 +83,20 @@ func (r *Rule) validate(path string) error {
 		return &FieldError{Field: path, Reason: "must not have both retryPolicy and hedgingPolicy"}
 	}
 	if r.Retry != nil {
-		return r.Retry.validate(path + ".retryPolicy")
+		return r.Retry.validate(join(path, "retryPolicy"))
 	}
 	if r.Hedge != nil {
-		return r.Hedge.validate(path + ".hedgingPolicy")
+		return r.Hedge.validate(join(path, "hedgingPolicy"))
 	}
 	return nil
 }
 
 func (n Name) validate(path string) error {
 	if n.Method != "" && !isToken(n.Method) {
-		return &FieldError{Field: path + ".method", Value: strconv.Quote(n.Method), Reason: "must be an HTTP method token"}
+		return &FieldError{Field: join(path, "method"), Value: strconv.Quote(n.Method), Reason: "must be an HTTP method token"}
 	}
 	if n.Path != "" && !strings.HasPrefix(n.Path, "/") {
-		return &FieldError{Field: path + ".path", Value: strconv.Quote(n.Path), Reason: `must start with "/"`}
+		return &FieldError{Field: join(path, "path"), Value: strconv.Quote(n.Path), Reason: `must start with "/"`}
 	}
 	return nil
 }
@@ -118,24 +142,24 @@ func (r *Retry) validateNumeric(path string) error {
 }
 
 func (h *Hedge) validate(path string) error {
-	if err := atLeast2(path+".maxAttempts", h.MaxAttempts); err != nil {
+	if err := atLeast2(join(path, "maxAttempts"), h.MaxAttempts); err != nil {
 		return err
 	}
-	if err := nonNegative(path+".hedgingDelay", h.HedgingDelay); err != nil {
+	if err := nonNegative(join(path, "hedgingDelay"), h.HedgingDelay); err != nil {
 		return err
 	}
 	if q := h.HedgingDelayQuantile; !(q >= 0 && q < 1) {
-		return &FieldError{Field: path + ".hedgingDelayQuantile", Value: formatFloat(q), Reason: "must be in [0, 1)"}
+		return &FieldError{Field: join(path, "hedgingDelayQuantile"), Value: formatFloat(q), Reason: "must be in [0, 1)"}
 	}
-	return statusCodes(path+".nonFatalStatusCodes", h.NonFatalStatusCodes)
+	return statusCodes(join(path, "nonFatalStatusCodes"), h.NonFatalStatusCodes)
 }
 
 func (t *Throttle) validate(path string) error {
 	if m := t.MaxTokens; !(m > 0 && m <= 1000) {
-		return &FieldError{Field: path + ".maxTokens", Value: formatFloat(m), Reason: "must be in (0, 1000]"}
+		return &FieldError{Field: join(path, "maxTokens"), Value: formatFloat(m), Reason: "must be in (0, 1000]"}
 	}
 	if r := t.TokenRatio; !(r > 0 && r <= 1) {
-		return &FieldError{Field: path + ".tokenRatio", Value: formatFloat(r), Reason: "must be in (0, 1]"}
+		return &FieldError{Field: join(path, "tokenRatio"), Value: formatFloat(r), Reason: "must be in (0, 1]"}
 	}
 	return nil
 }
