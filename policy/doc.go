@@ -55,5 +55,6 @@
 // matching name. Every rule must list at least one name; the empty name
 // {} matches every request. [Rule.Validate] checks a rule used on its own,
 // such as one given for a single request, which needs no names. [Default]
-// is the configuration used when none is given.
+// is the configuration used when none is given; [None] turns retries and
+// hedging off.
 package policy
