@@ -23,6 +23,15 @@ type Config struct {
 	// response back to the caller at once. Zero means
 	// [DefaultMaxServerDelay]. JSON: "maxServerDelay".
 	MaxServerDelay time.Duration
+	// DelayHeaders are further response headers in which a server gives
+	// its delay before a retry, each with the format of its value. They
+	// are read after X-Retry-Pushback-Ms and Retry-After, which are always
+	// read first, in the order listed; the first that is present and valid
+	// sets the wait, which is then treated as Retry-After's is: not waited
+	// for when longer than MaxServerDelay or past the request's deadline.
+	// At most 16, names unique regardless of case; nil means none. JSON:
+	// "serverDelayHeaders".
+	DelayHeaders []DelayHeader
 }
 
 // DefaultMaxServerDelay is the longest server-directed delay waited for when

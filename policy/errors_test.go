@@ -77,6 +77,11 @@ func TestLongValuesAreCut(t *testing.T) {
 			"methodConfig[0].name[0].method"},
 		{"path in Go", validate(func(c *Config) { c.Rules[0].Name[0].Path = long }),
 			"methodConfig[0].name[0].path"},
+		{"header name in JSON", parse(`{"serverDelayHeaders": [{"name": "` + long + ` ", "format": "seconds"}]}`),
+			"serverDelayHeaders[0].name"},
+		{"header format in Go", func() error {
+			return (&Config{DelayHeaders: []DelayHeader{{Name: "A", Format: DelayFormat(long)}}}).Validate()
+		}, "serverDelayHeaders[0].format"},
 		{"method in a rule on its own", func() error {
 			return (&Rule{Name: []Name{{Method: long + " "}}}).Validate()
 		}, "name[0].method"},

@@ -24,6 +24,9 @@ func FuzzParseConfig(f *testing.F) {
 		retryWith(`"backoff": {"table": {"steps": ["0s", "1s", "5s"]}}`),
 		retryWith(`"backoff": {"googleApi": {"max": "1m"}}`),
 		retryWith(`"jitter": 0.1, "backoff": {"googleApi": {}}`),
+		`{"serverDelayHeaders": [{"name": "X-RateLimit-Reset", "format": "seconds"}, {"name": "x-amz-retry-after", "format": "unixSeconds"}]}`,
+		`{"serverDelayHeaders": [{"name": "Retry-After", "format": "httpDate"}]}`,
+		`{"serverDelayHeaders": [{"name": "A", "format": "seconds"}, {"name": "a", "format": "milliseconds"}]}`,
 		`{"maxServerDelay": "-1s"}`,
 		`{"retryThrottling": {"maxTokens": 1001, "tokenRatio": 0}}`,
 		`{"a": 1, "a": 2}`,
@@ -68,6 +71,48 @@ func FuzzBackoffJSON(f *testing.F) {
 		case Exponential, FullJitter, GoogleAPI, Table:
 		default:
 			t.Errorf("got Backoff %#v, want one of the package's backoffs", b)
+		}
+	})
+}
+
+// FuzzDelayHeadersJSON reads its input as a config's "serverDelayHeaders".
+func FuzzDelayHeadersJSON(f *testing.F) {
+	for _, seed := range []string{
+		`[{"name": "X-RateLimit-Reset", "format": "seconds"}]`,
+		`[{"name": "RateLimit-Reset", "format": "milliseconds"}, {"name": "x-amz-retry-after", "format": "unixSeconds"}]`,
+		`[{"name": "X-Retry-At", "format": "httpDate"}]`,
+		`[{"name": "Retry-After", "format": "seconds"}]`,
+		`[{"name": "A", "format": "seconds"}, {"name": "a", "format": "seconds"}]`,
+		`[{"name": "A B", "format": "seconds"}]`,
+		`[{"name": "A", "format": "minutes"}]`,
+		`[{"name": "A"}]`,
+		`["A"]`,
+		`[]`,
+		`null`,
+	} {
+		f.Add(seed)
+	}
+	f.Fuzz(func(t *testing.T, list string) {
+		c := checkParse(t, []byte(`{"serverDelayHeaders": `+list+`}`))
+		if c == nil {
+			return
+		}
+		if len(c.DelayHeaders) > maxDelayHeaders {
+			t.Errorf("got %d headers, want at most %d", len(c.DelayHeaders), maxDelayHeaders)
+		}
+		canon := c.ServerDelayHeaders()
+		if len(canon) != len(c.DelayHeaders) {
+			t.Fatalf("got %d canonical headers, want %d", len(canon), len(c.DelayHeaders))
+		}
+		seen := make(map[string]bool)
+		for i, h := range canon {
+			if h.Name != http.CanonicalHeaderKey(c.DelayHeaders[i].Name) || h.Format != c.DelayHeaders[i].Format {
+				t.Errorf("header %d: got %+v, want the canonical form of %+v", i, h, c.DelayHeaders[i])
+			}
+			if seen[h.Name] {
+				t.Errorf("header %d: got %q twice, want names unique", i, h.Name)
+			}
+			seen[h.Name] = true
 		}
 	})
 }

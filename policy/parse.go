@@ -34,6 +34,10 @@ import (
 //     out, for [DefaultGoogleAPIMax].
 //   - {"table": {"steps": ["1s", "2s", "5s"]}}: a [Table].
 //
+// "serverDelayHeaders" lists [Config.DelayHeaders] as
+// [{"name": "X-RateLimit-Reset", "format": "seconds"}, ...], format one of
+// "seconds", "milliseconds", "unixSeconds" and "httpDate".
+//
 // Every error matches [ErrInvalid] through [errors.Is]; an error about one
 // field is a *[FieldError] naming it, and a syntax error wraps the
 // *[json.SyntaxError]. On error the returned Config is nil.
@@ -78,9 +82,10 @@ func parseConfig(data []byte) (*Config, error) {
 // without indices.
 
 type configJSON struct {
-	MethodConfig    []json.RawMessage `json:"methodConfig"`
-	RetryThrottling json.RawMessage   `json:"retryThrottling"`
-	MaxServerDelay  *durationJSON     `json:"maxServerDelay"`
+	MethodConfig       []json.RawMessage `json:"methodConfig"`
+	RetryThrottling    json.RawMessage   `json:"retryThrottling"`
+	MaxServerDelay     *durationJSON     `json:"maxServerDelay"`
+	ServerDelayHeaders []json.RawMessage `json:"serverDelayHeaders"`
 }
 
 type ruleJSON struct {
@@ -143,8 +148,10 @@ func (m *configJSON) config() (*Config, error) {
 		c.Throttle = &Throttle{MaxTokens: t.MaxTokens, TokenRatio: t.TokenRatio}
 	}
 	var err error
-	c.MaxServerDelay, err = parseDuration("maxServerDelay", m.MaxServerDelay)
-	if err != nil {
+	if c.MaxServerDelay, err = parseDuration("maxServerDelay", m.MaxServerDelay); err != nil {
+		return nil, err
+	}
+	if c.DelayHeaders, err = parseDelayHeaders("serverDelayHeaders", m.ServerDelayHeaders); err != nil {
 		return nil, err
 	}
 	return c, nil

@@ -10,7 +10,7 @@ import (
 
 // Validate reports the first bad value in c, in the order the fields appear
 // in the JSON form: each rule's names, then its policies, then the throttle,
-// then MaxServerDelay. The error is a *[FieldError] naming the field and
+// MaxServerDelay and DelayHeaders. The error is a *[FieldError] naming the field and
 // the value, and matches [ErrInvalid]. A nil Config is invalid too.
 //
 // The limits are those of gRPC's retry design: MaxAttempts at least 2,
@@ -29,6 +29,10 @@ import (
 // Multiplier at least 1 and finite, and an Exponential's Jitter in [0, 1];
 // [GoogleAPI] needs Max not negative; a [Table] needs 1 to 100 steps, none
 // negative. A caller's own Backoff is accepted as it is.
+//
+// DelayHeaders may list at most 16 headers, each Name an HTTP field name,
+// neither X-Retry-Pushback-Ms nor Retry-After (always read first) and not
+// repeated regardless of case, each Format one of the Delay constants.
 func (c *Config) Validate() error {
 	return clipped(c.validate())
 }
@@ -47,7 +51,10 @@ func (c *Config) validate() error {
 			return err
 		}
 	}
-	return nonNegative("maxServerDelay", c.MaxServerDelay)
+	if err := nonNegative("maxServerDelay", c.MaxServerDelay); err != nil {
+		return err
+	}
+	return validateDelayHeaders("serverDelayHeaders", c.DelayHeaders)
 }
 
 // Validate reports the first bad value in r, a rule used on its own rather
@@ -192,8 +199,9 @@ func formatFloat(f float64) string {
 }
 
 // isToken reports whether s is an RFC 9110 token, the syntax of an HTTP
-// method. A method outside it can never equal a request's method, so such
-// a Name would silently match nothing.
+// method and of a header field name. A method outside it can never equal a
+// request's method, so such a Name would silently match nothing; a header
+// name outside it can never be received.
 func isToken(s string) bool {
 	if s == "" {
 		return false
