@@ -38,8 +38,10 @@ type Config struct {
 // [Config.MaxServerDelay] is zero.
 const DefaultMaxServerDelay = 60 * time.Second
 
-// DefaultJitter is the jitter a JSON retryPolicy gets when it leaves
-// "jitter" out, as gRPC's current retry design uses.
+// DefaultJitter is the jitter of a [Retry] whose Jitter is zero, and of a
+// JSON retryPolicy that leaves "jitter" out, as gRPC's current retry
+// design uses: each wait is scaled by a factor drawn from [0.8, 1.2], so
+// that clients that failed together do not retry together.
 const DefaultJitter = 0.2
 
 // Rule is one methodConfig entry: which requests it covers and what is done
@@ -88,8 +90,13 @@ type Retry struct {
 	// wait before retry n (n = 0 first) when Backoff is nil:
 	// min(InitialBackoff*BackoffMultiplier^n, MaxBackoff) * (1 ± Jitter).
 	// InitialBackoff > 0, MaxBackoff >= InitialBackoff,
-	// BackoffMultiplier >= 1, Jitter in [0, 1] (JSON: left out means
-	// [DefaultJitter]).
+	// BackoffMultiplier >= 1, Jitter in [0, 1].
+	//
+	// Jitter zero means [DefaultJitter], however the Retry was built: in
+	// Go, and in JSON where "jitter" is left out (ParseConfig stores
+	// DefaultJitter then). For waits with no jitter at all, set Backoff to
+	// an [Exponential] with Jitter 0, which is taken literally; JSON
+	// "backoff": {"exponential": {..., "jitter": 0}}.
 	InitialBackoff    time.Duration
 	MaxBackoff        time.Duration
 	BackoffMultiplier float64

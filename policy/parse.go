@@ -17,8 +17,10 @@ import (
 // Keys are matched exactly, case included; an unknown or repeated key is
 // an error. Durations are strings in Go or protobuf JSON form ("0.1s",
 // "250ms", "1m30s") and may not be negative. A retryPolicy that leaves out
-// "jitter" gets [DefaultJitter]; an explicit 0 means no jitter. A JSON
-// null reads as a left-out key. Data after the top-level object is an
+// "jitter" gets [DefaultJitter]. An explicit "jitter": 0 is an error: a
+// zero Jitter means DefaultJitter, so it would silently jitter by 0.2;
+// waits without jitter are written as "backoff": {"exponential": {...,
+// "jitter": 0}}. A JSON null reads as a left-out key. Data after the top-level object is an
 // error.
 //
 // A retryPolicy may give its waits as "backoff", an object with exactly
@@ -220,6 +222,10 @@ func (m *retryJSON) numeric(path string, r *Retry) error {
 	r.Jitter = DefaultJitter
 	if m.Jitter != nil {
 		r.Jitter = *m.Jitter
+	}
+	if r.Jitter == 0 {
+		return &FieldError{Field: path + ".jitter", Value: "0",
+			Reason: `means the default 0.2, as when left out; for no jitter, give "backoff": {"exponential": {..., "jitter": 0}} instead`}
 	}
 	if m.BackoffMultiplier != nil {
 		r.BackoffMultiplier = *m.BackoffMultiplier

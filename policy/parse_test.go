@@ -67,9 +67,6 @@ func TestParseConfigValues(t *testing.T) {
 		{"jitter null is DefaultJitter", retry(`, "jitter": null`), func(t *testing.T, c *Config) {
 			assert.Equal(t, DefaultJitter, c.Rules[0].Retry.Jitter, "got %v, want %v", c.Rules[0].Retry.Jitter, DefaultJitter)
 		}},
-		{"jitter 0 is 0", retry(`, "jitter": 0`), func(t *testing.T, c *Config) {
-			assert.Zero(t, c.Rules[0].Retry.Jitter, "got %v, want 0", c.Rules[0].Retry.Jitter)
-		}},
 		{"jitter 1", retry(`, "jitter": 1`), func(t *testing.T, c *Config) {
 			assert.Equal(t, 1.0, c.Rules[0].Retry.Jitter, "got %v, want 1", c.Rules[0].Retry.Jitter)
 		}},
@@ -156,6 +153,11 @@ func TestParseConfigRejects(t *testing.T) {
 			"retryThrottling.burst", "2"},
 		{"key in other case", retry(`, "Jitter": 0.1`), "methodConfig[0].retryPolicy.Jitter", "0.1"},
 		{"repeated key", retry(`, "maxAttempts": 3`), "methodConfig[0].retryPolicy.maxAttempts", "3"},
+		// A zero jitter means DefaultJitter, so an explicit 0 would not
+		// mean what it says.
+		{"jitter 0", retry(`, "jitter": 0`), "methodConfig[0].retryPolicy.jitter", "0"},
+		{"jitter -0", retry(`, "jitter": -0`), "methodConfig[0].retryPolicy.jitter", "0"},
+		{"jitter 0.0", retry(`, "jitter": 0.0e5`), "methodConfig[0].retryPolicy.jitter", "0"},
 		// Durations.
 		{"duration as number", retry(`, "perAttemptTimeout": 0.1`), "methodConfig[0].retryPolicy.perAttemptTimeout", "0.1"},
 		{"negative duration", retry(`, "perAttemptTimeout": "-1s"`), "methodConfig[0].retryPolicy.perAttemptTimeout", `"-1s"`},
@@ -212,6 +214,9 @@ func TestParseConfigMessages(t *testing.T) {
 			"policy: methodConfig[0].retryPolicy.maxAttempts: 1: must be at least 2"},
 		{`{"methodConfig": [{"retryPolicy": {"maxAttempts": 1}}]}`,
 			"policy: methodConfig[0].name: must list at least one pattern; [{}] matches every request"},
+		{`{"methodConfig": [{"name": [{}], "retryPolicy": {"maxAttempts": 2, "jitter": 0}}]}`,
+			`policy: methodConfig[0].retryPolicy.jitter: 0: means the default 0.2, as when left out; ` +
+				`for no jitter, give "backoff": {"exponential": {..., "jitter": 0}} instead`},
 		{`{"maxServerDelay": 60}`,
 			`policy: maxServerDelay: 60: must be a duration string such as "0.1s"`},
 		{`{"maxServerDelay": "-1s"}`,
