@@ -9,8 +9,9 @@ import (
 // a request, and an optional retry throttle.
 //
 // Read one from JSON with [ParseConfig], or build it in Go and check it with
-// [Config.Validate]. A Config must not be modified once a Transport uses it;
-// it is then safe for concurrent use.
+// [Config.Validate]. The zero Config, like [None], has no rules: it retries
+// and hedges nothing. A Config must not be modified once a Transport uses
+// it; it is then safe for concurrent use.
 type Config struct {
 	// Rules are tried in order; the first whose Name list matches a request
 	// governs it. JSON: "methodConfig".
@@ -72,8 +73,10 @@ type Name struct {
 // The waits between attempts come from Backoff when it is set, and
 // otherwise from the four numeric fields InitialBackoff, MaxBackoff,
 // BackoffMultiplier and Jitter; [Retry.Schedule] returns the one in force.
-// A Retry must not be modified once a Transport uses it; it is then safe
-// for concurrent use, as long as its Backoff is.
+// The zero Retry is not valid: MaxAttempts must be at least 2, and
+// without a Backoff, InitialBackoff above 0. A Retry must not be modified
+// once a Transport uses it; it is then safe for concurrent use, as long as
+// its Backoff is.
 type Retry struct {
 	// MaxAttempts counts the original request; at least 2.
 	MaxAttempts int

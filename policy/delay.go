@@ -8,7 +8,9 @@ import (
 	"strings"
 )
 
-// DelayFormat names how the value of a server delay header is written.
+// DelayFormat names how the value of a server delay header is written:
+// one of [DelaySeconds], [DelayMilliseconds], [DelayUnixSeconds] and
+// [DelayHTTPDate], spelled as in JSON. The zero DelayFormat is not valid.
 type DelayFormat string
 
 // The formats of a [DelayHeader]'s value. A value that is not valid in its
@@ -41,7 +43,8 @@ const maxDelayHeaders = 16
 // Name is the header's name, matched case-insensitively; it must be an
 // HTTP field name, and neither X-Retry-Pushback-Ms nor Retry-After, which
 // are always read. Format is how its value is written, one of the Delay
-// constants. JSON: {"name": "X-RateLimit-Reset", "format": "seconds"}.
+// constants. The zero DelayHeader is not valid. JSON:
+// {"name": "X-RateLimit-Reset", "format": "seconds"}.
 type DelayHeader struct {
 	Name   string
 	Format DelayFormat

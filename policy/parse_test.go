@@ -300,6 +300,10 @@ func TestPackageDocExample(t *testing.T) {
 	require.NoError(t, err, "got %v, want nil", err)
 	want, err := ParseConfig([]byte(designExample))
 	require.NoError(t, err, "got %v, want nil", err)
+	google, err := ParseConfig([]byte(coreReporting))
+	require.NoError(t, err, "got %v, want nil", err)
+	want.Rules = append(google.Rules, want.Rules...)
 	want.MaxServerDelay = 60 * time.Second
+	want.DelayHeaders = []DelayHeader{{Name: "X-RateLimit-Reset", Format: DelaySeconds}}
 	assert.Equal(t, want, got, "got %+v, want %+v", got, want)
 }
