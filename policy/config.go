@@ -19,10 +19,10 @@ type Config struct {
 	// Throttle limits retries and hedges per host. Nil means no throttle.
 	// JSON: "retryThrottling".
 	Throttle *Throttle
-	// MaxServerDelay is the longest server-directed delay (Retry-After,
-	// X-Retry-Pushback-Ms) that is waited for; a longer one sends the
-	// response back to the caller at once. Zero means
-	// [DefaultMaxServerDelay]. JSON: "maxServerDelay".
+	// MaxServerDelay is the longest server-directed delay
+	// (X-Retry-Pushback-Ms, Retry-After, DelayHeaders) that is waited for;
+	// a longer one sends the response back to the caller at once. Zero
+	// means [DefaultMaxServerDelay]. JSON: "maxServerDelay".
 	MaxServerDelay time.Duration
 	// DelayHeaders are further response headers in which a server gives
 	// its delay before a retry, each with the format of its value. They
