@@ -16,25 +16,26 @@ import (
 //
 // Keys are matched exactly, case included; an unknown or repeated key is
 // an error. Durations are strings in Go or protobuf JSON form ("0.1s",
-// "250ms", "1m30s") and may not be negative. A retryPolicy that leaves out
-// "jitter" gets [DefaultJitter]. An explicit "jitter": 0 is an error: a
-// zero Jitter means DefaultJitter, so it would silently jitter by 0.2;
-// waits without jitter are written as "backoff": {"exponential": {...,
-// "jitter": 0}}. A JSON null reads as a left-out key. Data after the top-level object is an
-// error.
+// "250ms", "1m30s") and may not be negative. A JSON null reads as a
+// left-out key. Data after the top-level object is an error.
+//
+// A retryPolicy that leaves out "jitter" gets [DefaultJitter]. An explicit
+// "jitter": 0 is an error: a zero Jitter means DefaultJitter, so it would
+// silently jitter by 0.2. Waits without jitter are written as
+// "backoff": {"exponential": {..., "jitter": 0}}.
 //
 // A retryPolicy may give its waits as "backoff", an object with exactly
 // one of these keys, read into [Retry.Backoff]; it must then leave out
 // initialBackoff, maxBackoff, backoffMultiplier and jitter:
 //
-//   - {"exponential": {"initial": "0.1s", "max": "2s", "multiplier": 2, "jitter": 0.2}}:
-//     an [Exponential]; every key is needed, "max": "0s" meaning no cap
-//     and "jitter": 0 no jitter.
-//   - {"fullJitter": {"initial": "0.1s", "max": "2s", "multiplier": 2}}:
-//     a [FullJitter]; every key is needed.
-//   - {"googleApi": {"max": "32s"}}: a [GoogleAPI]; "max" may be left
-//     out, for [DefaultGoogleAPIMax].
-//   - {"table": {"steps": ["1s", "2s", "5s"]}}: a [Table].
+//   - "exponential", an [Exponential]: {"initial": "0.1s", "max": "2s",
+//     "multiplier": 2, "jitter": 0.2}, every key needed, "max": "0s"
+//     meaning no cap and "jitter": 0 no jitter.
+//   - "fullJitter", a [FullJitter]: {"initial": "0.1s", "max": "2s",
+//     "multiplier": 2}, every key needed.
+//   - "googleApi", a [GoogleAPI]: {"max": "32s"}, or {} for
+//     [DefaultGoogleAPIMax].
+//   - "table", a [Table]: {"steps": ["1s", "2s", "5s"]}.
 //
 // "serverDelayHeaders" lists [Config.DelayHeaders] as
 // [{"name": "X-RateLimit-Reset", "format": "seconds"}, ...], format one of
@@ -219,6 +220,16 @@ func parseRetry(path string, raw json.RawMessage) (*Retry, error) {
 // numeric copies the four numeric backoff fields into r, a left-out
 // jitter as DefaultJitter.
 func (m *retryJSON) numeric(path string, r *Retry) error {
+	var err error
+	if r.InitialBackoff, err = parseDuration(path+".initialBackoff", m.InitialBackoff); err != nil {
+		return err
+	}
+	if r.MaxBackoff, err = parseDuration(path+".maxBackoff", m.MaxBackoff); err != nil {
+		return err
+	}
+	if m.BackoffMultiplier != nil {
+		r.BackoffMultiplier = *m.BackoffMultiplier
+	}
 	r.Jitter = DefaultJitter
 	if m.Jitter != nil {
 		r.Jitter = *m.Jitter
@@ -227,15 +238,7 @@ func (m *retryJSON) numeric(path string, r *Retry) error {
 		return &FieldError{Field: path + ".jitter", Value: "0",
 			Reason: `means the default 0.2, as when left out; for no jitter, give "backoff": {"exponential": {..., "jitter": 0}} instead`}
 	}
-	if m.BackoffMultiplier != nil {
-		r.BackoffMultiplier = *m.BackoffMultiplier
-	}
-	var err error
-	if r.InitialBackoff, err = parseDuration(path+".initialBackoff", m.InitialBackoff); err != nil {
-		return err
-	}
-	r.MaxBackoff, err = parseDuration(path+".maxBackoff", m.MaxBackoff)
-	return err
+	return nil
 }
 
 // numericBackoff lists the numeric backoff fields that m gives, by name.

@@ -158,6 +158,8 @@ func TestParseConfigRejects(t *testing.T) {
 		{"jitter 0", retry(`, "jitter": 0`), "methodConfig[0].retryPolicy.jitter", "0"},
 		{"jitter -0", retry(`, "jitter": -0`), "methodConfig[0].retryPolicy.jitter", "0"},
 		{"jitter 0.0", retry(`, "jitter": 0.0e5`), "methodConfig[0].retryPolicy.jitter", "0"},
+		{"fields before jitter", rule(`, "retryPolicy": {"jitter": 0, "maxAttempts": 2, "initialBackoff": "soon"}`),
+			"methodConfig[0].retryPolicy.initialBackoff", `"soon"`},
 		// Durations.
 		{"duration as number", retry(`, "perAttemptTimeout": 0.1`), "methodConfig[0].retryPolicy.perAttemptTimeout", "0.1"},
 		{"negative duration", retry(`, "perAttemptTimeout": "-1s"`), "methodConfig[0].retryPolicy.perAttemptTimeout", `"-1s"`},
