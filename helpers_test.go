@@ -96,6 +96,9 @@ func retryConfig(maxAttempts int, codes ...int) *policy.Config {
 		Retry: &policy.Retry{
 			MaxAttempts: maxAttempts, InitialBackoff: 100 * time.Millisecond,
 			MaxBackoff: time.Second, BackoffMultiplier: 2,
+			// A zero Jitter means policy.DefaultJitter; this one is too
+			// small to change any wait, so tests can state waits exactly.
+			Jitter:               1e-300,
 			RetryableStatusCodes: codes,
 		},
 	}}}

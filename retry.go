@@ -169,7 +169,8 @@ func (c *call) next(p *policy.Retry, out outcome, r *result, backoff int) decisi
 			d.backoff = 0 // A6: backoff restarts after a pushback
 		}
 	default:
-		d.wait, d.reason = p.Backoff().Duration(backoff), WaitBackoff
+		// A caller's own Backoff may give a negative wait: none.
+		d.wait, d.reason = max(p.Schedule().Duration(backoff), 0), WaitBackoff
 		if w := dialWindow(r); w >= d.wait && c.waitForReady() {
 			d.wait, d.reason = w, WaitDialBackoff
 		}

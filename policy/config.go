@@ -9,8 +9,9 @@ import (
 // a request, and an optional retry throttle.
 //
 // Read one from JSON with [ParseConfig], or build it in Go and check it with
-// [Config.Validate]. A Config must not be modified once a Transport uses it;
-// it is then safe for concurrent use.
+// [Config.Validate]. The zero Config, like [None], has no rules: it retries
+// and hedges nothing. A Config must not be modified once a Transport uses
+// it; it is then safe for concurrent use.
 type Config struct {
 	// Rules are tried in order; the first whose Name list matches a request
 	// governs it. JSON: "methodConfig".
@@ -18,19 +19,30 @@ type Config struct {
 	// Throttle limits retries and hedges per host. Nil means no throttle.
 	// JSON: "retryThrottling".
 	Throttle *Throttle
-	// MaxServerDelay is the longest server-directed delay (Retry-After,
-	// X-Retry-Pushback-Ms) that is waited for; a longer one sends the
-	// response back to the caller at once. Zero means
-	// [DefaultMaxServerDelay]. JSON: "maxServerDelay".
+	// MaxServerDelay is the longest server-directed delay
+	// (X-Retry-Pushback-Ms, Retry-After, DelayHeaders) that is waited for;
+	// a longer one sends the response back to the caller at once. Zero
+	// means [DefaultMaxServerDelay]. JSON: "maxServerDelay".
 	MaxServerDelay time.Duration
+	// DelayHeaders are further response headers in which a server gives
+	// its delay before a retry, each with the format of its value. They
+	// are read after X-Retry-Pushback-Ms and Retry-After, which are always
+	// read first, in the order listed; the first that is present and valid
+	// sets the wait, which is then treated as Retry-After's is: not waited
+	// for when longer than MaxServerDelay or past the request's deadline.
+	// At most 16, names unique regardless of case; nil means none. JSON:
+	// "serverDelayHeaders".
+	DelayHeaders []DelayHeader
 }
 
 // DefaultMaxServerDelay is the longest server-directed delay waited for when
 // [Config.MaxServerDelay] is zero.
 const DefaultMaxServerDelay = 60 * time.Second
 
-// DefaultJitter is the jitter a JSON retryPolicy gets when it leaves
-// "jitter" out, as gRPC's current retry design uses.
+// DefaultJitter is the jitter of a [Retry] whose Jitter is zero, and of a
+// JSON retryPolicy that leaves "jitter" out, as gRPC's current retry
+// design uses: each wait is scaled by a factor drawn from [0.8, 1.2], so
+// that clients that failed together do not retry together.
 const DefaultJitter = 0.2
 
 // Rule is one methodConfig entry: which requests it covers and what is done
@@ -57,15 +69,37 @@ type Name struct {
 }
 
 // Retry is gRPC's retry policy for HTTP.
+//
+// The waits between attempts come from Backoff when it is set, and
+// otherwise from the four numeric fields InitialBackoff, MaxBackoff,
+// BackoffMultiplier and Jitter; [Retry.Schedule] returns the one in force.
+// The zero Retry is not valid: MaxAttempts must be at least 2, and
+// without a Backoff, InitialBackoff above 0. A Retry must not be modified
+// once a Transport uses it; it is then safe for concurrent use, as long as
+// its Backoff is.
 type Retry struct {
 	// MaxAttempts counts the original request; at least 2.
 	MaxAttempts int
+	// Backoff, when set, gives the wait before each retry: any stateless
+	// [Backoff], such as [Exponential], [FullJitter], [GoogleAPI] or
+	// [Table], or the caller's own. It replaces the four numeric fields
+	// below, which must then be zero. Nil means the [Exponential] those
+	// fields describe. The package's own backoffs have their fields
+	// checked by [Config.Validate]; a caller's own is used as it is, and
+	// a negative wait it returns is taken as 0 by the transport. JSON:
+	// "backoff".
+	Backoff Backoff
 	// InitialBackoff, MaxBackoff, BackoffMultiplier and Jitter define the
-	// wait before retry n (n = 0 first):
+	// wait before retry n (n = 0 first) when Backoff is nil:
 	// min(InitialBackoff*BackoffMultiplier^n, MaxBackoff) * (1 ± Jitter).
 	// InitialBackoff > 0, MaxBackoff >= InitialBackoff,
-	// BackoffMultiplier >= 1, Jitter in [0, 1] (JSON: left out means
-	// [DefaultJitter]).
+	// BackoffMultiplier >= 1, Jitter in [0, 1].
+	//
+	// Jitter zero means [DefaultJitter], however the Retry was built: in
+	// Go, and in JSON where "jitter" is left out (ParseConfig stores
+	// DefaultJitter then). For waits with no jitter at all, set Backoff to
+	// an [Exponential] with Jitter 0, which is taken literally; JSON
+	// "backoff": {"exponential": {..., "jitter": 0}}.
 	InitialBackoff    time.Duration
 	MaxBackoff        time.Duration
 	BackoffMultiplier float64

@@ -40,3 +40,18 @@ func Default() *Config {
 		Throttle: &Throttle{MaxTokens: 100, TokenRatio: 0.25},
 	}
 }
+
+// None returns a Config with no rules and no throttle: the switch, as in
+// gRPC's retry design, that turns retries and hedging off for a whole
+// Transport, for a caller that retries on its own. No request matches a
+// rule, so each is sent once and its answer, whatever it is, goes back to
+// the caller; server delay headers are not waited for. Only the
+// transparent resend remains: an attempt that provably never reached the
+// server (a refused dial, a refused HTTP/2 stream) may be sent once more,
+// at once, as under any Config.
+//
+// A nil Transport.Policy means [Default], not None. Each call returns a
+// new Config that the caller may modify.
+func None() *Config {
+	return &Config{}
+}

@@ -110,3 +110,24 @@ func TestDefaultThrottleClaims(t *testing.T) {
 		require.Positive(t, refused, "got %d refused retries, want some", refused)
 	})
 }
+
+func TestNone(t *testing.T) {
+	t.Parallel()
+	c := None()
+	require.NotNil(t, c, "got nil, want a Config")
+	assert.Equal(t, &Config{}, c, "got %+v, want a Config with no rules and no throttle", c)
+	err := c.Validate()
+	assert.NoError(t, err, "got %v, want nil", err)
+	for _, target := range []string{"https://api.example.com/v3/x", "http://[::1]:8080/", "http://a.example"} {
+		for _, method := range []string{"GET", "POST", "DELETE"} {
+			rule, index := c.Match(newRequest(t, method, target))
+			assert.Nil(t, rule, "%s %s: got rule %+v, want none", method, target, rule)
+			assert.Equal(t, -1, index, "%s %s: got index %d, want -1", method, target, index)
+		}
+	}
+	c.Rules = append(c.Rules, Default().Rules...)
+	c.Throttle = &Throttle{MaxTokens: 1, TokenRatio: 1}
+	again := None()
+	assert.Empty(t, again.Rules, "got %d rules after changing an earlier None, want 0", len(again.Rules))
+	assert.Nil(t, again.Throttle, "got throttle %+v after changing an earlier None, want nil", again.Throttle)
+}

@@ -23,6 +23,12 @@
 //   - [Table]: a fixed list of waits, the last one repeated, each scaled by
 //     a factor in [0.5, 1.5).
 //
+// Any of them, or a caller's own, drives a retry policy's waits through
+// [Retry.Backoff]; [Retry.Schedule] returns the one in force. Without
+// one, a Retry's four numeric fields describe an Exponential, and a zero
+// Jitter there means [DefaultJitter], ±20%, whether the Retry was built in
+// Go or read from JSON.
+//
 // # Configuration
 //
 // A [Config] is a list of [Rule] values, each covering the requests that
@@ -32,6 +38,12 @@
 //
 //	{
 //	  "methodConfig": [{
+//	    "name": [{"host": "www.googleapis.com", "path": "/analytics/v3/"}],
+//	    "retryPolicy": {
+//	      "maxAttempts": 6, "backoff": {"googleApi": {}},
+//	      "retryableStatusCodes": [500, 503]
+//	    }
+//	  }, {
 //	    "name": [{"host": "api.example.com", "method": "GET", "path": "/v3/"}],
 //	    "retryPolicy": {
 //	      "maxAttempts": 4, "initialBackoff": "0.1s", "maxBackoff": "2s",
@@ -47,12 +59,28 @@
 //	    }
 //	  }],
 //	  "retryThrottling": {"maxTokens": 10, "tokenRatio": 0.1},
-//	  "maxServerDelay": "60s"
+//	  "maxServerDelay": "60s",
+//	  "serverDelayHeaders": [{"name": "X-RateLimit-Reset", "format": "seconds"}]
 //	}
+//
+// The first rule is the schedule Google's APIs ask of their clients: five
+// retries, waiting 2^n seconds plus up to one more. A retryPolicy gives its
+// waits either as "backoff", in the form of one of the backoffs above
+// (see [ParseConfig]), or as the four numeric fields, never both.
+// "serverDelayHeaders" names headers in which the server gives its own
+// delay, read after X-Retry-Pushback-Ms and Retry-After; see
+// [Config.DelayHeaders].
 //
 // [Config.Validate] checks a Config however it was built, and
 // [Config.Match] picks the rule for a request: the first rule with a
-// matching name. As in gRPC, a rule whose name list is empty matches
-// nothing, while the empty name {} matches every request. [Default] is the
-// configuration used when none is given.
+// matching name. Every rule must list at least one name; the empty name
+// {} matches every request. [Rule.Validate] checks a rule used on its own,
+// such as one given for a single request, which needs no names. Every
+// error they return is a *[FieldError] naming the field by its JSON path,
+// with the bad value cut to a readable length.
+//
+// [Default] is the configuration a Transport uses when it is given none.
+// [None] is a configuration with no rules, the switch that turns retries
+// and hedging off for a whole Transport: each request is sent once, and
+// only an attempt that provably never reached the server is sent again.
 package policy

@@ -57,3 +57,47 @@ func Example_statelessReconnect() {
 	// attempt 3: connection refused, waiting up to 1ms
 	// attempt 4: connected, counter reset from 1
 }
+
+// Google's APIs ask their clients to wait 2^n seconds plus up to one more
+// before retry n, and to give up after five retries: one Retry.
+func ExampleRetry_Schedule() {
+	rule := &policy.Rule{Retry: &policy.Retry{
+		MaxAttempts:          6,
+		Backoff:              policy.GoogleAPI{},
+		RetryableStatusCodes: []int{500, 503},
+	}}
+	fmt.Println("valid:", rule.Validate() == nil)
+	b := rule.Retry.Schedule()
+	for n := range rule.Retry.MaxAttempts - 1 {
+		lo := time.Duration(1<<n) * time.Second
+		d := b.Duration(n)
+		fmt.Printf("retry %d: between %v and %v: %v\n", n+1, lo, lo+time.Second, lo <= d && d <= lo+time.Second)
+	}
+	// Output:
+	// valid: true
+	// retry 1: between 1s and 2s: true
+	// retry 2: between 2s and 3s: true
+	// retry 3: between 4s and 5s: true
+	// retry 4: between 8s and 9s: true
+	// retry 5: between 16s and 17s: true
+}
+
+// A zero jitter means the default, 0.2, so "jitter": 0 is refused rather
+// than read as the opposite of what it says; the backoff form takes it
+// literally.
+func ExampleParseConfig_noJitter() {
+	_, err := policy.ParseConfig([]byte(`{"methodConfig": [{"name": [{}], "retryPolicy": {
+		"maxAttempts": 3, "initialBackoff": "1s", "maxBackoff": "4s", "backoffMultiplier": 2, "jitter": 0}}]}`))
+	fmt.Println(err)
+
+	cfg, err := policy.ParseConfig([]byte(`{"methodConfig": [{"name": [{}], "retryPolicy": {
+		"maxAttempts": 3, "backoff": {"exponential": {"initial": "1s", "max": "4s", "multiplier": 2, "jitter": 0}}}}]}`))
+	if err != nil {
+		panic(err)
+	}
+	b := cfg.Rules[0].Retry.Schedule()
+	fmt.Println(b.Duration(0), b.Duration(1), b.Duration(2), b.Duration(3))
+	// Output:
+	// policy: methodConfig[0].retryPolicy.jitter: 0: means the default 0.2, as when left out; for no jitter, give "backoff": {"exponential": {..., "jitter": 0}} instead
+	// 1s 2s 4s 4s
+}

@@ -7,9 +7,10 @@ import (
 
 // Match returns the first rule of c that has a [Name] matching req, and
 // its index in c.Rules. It returns nil, -1 when no rule matches, when c is
-// nil, and when req is nil. A Rule whose Name list is empty matches
-// nothing, as a methodConfig without names does in gRPC; use Name{} to
-// match every request.
+// nil, and when req is nil. A Name{} matches every request. A valid Config
+// has no Rule with an empty Name list ([Config.Validate] refuses one);
+// should Match meet one in a Config that was not validated, that rule
+// matches nothing.
 //
 // Match only reads c and req, so it is safe for concurrent use.
 func (c *Config) Match(req *http.Request) (rule *Rule, index int) {

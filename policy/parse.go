@@ -6,9 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"reflect"
 	"strconv"
-	"strings"
 	"time"
 )
 
@@ -18,15 +16,43 @@ import (
 //
 // Keys are matched exactly, case included; an unknown or repeated key is
 // an error. Durations are strings in Go or protobuf JSON form ("0.1s",
-// "250ms", "1m30s") and may not be negative. A retryPolicy that leaves out
-// "jitter" gets [DefaultJitter]; an explicit 0 means no jitter. A JSON
-// null reads as a left-out key. Data after the top-level object is an
-// error.
+// "250ms", "1m30s") and may not be negative. A JSON null reads as a
+// left-out key. Data after the top-level object is an error.
+//
+// A retryPolicy that leaves out "jitter" gets [DefaultJitter]. An explicit
+// "jitter": 0 is an error: a zero Jitter means DefaultJitter, so it would
+// silently jitter by 0.2. Waits without jitter are written as
+// "backoff": {"exponential": {..., "jitter": 0}}.
+//
+// A retryPolicy may give its waits as "backoff", an object with exactly
+// one of these keys, read into [Retry.Backoff]; it must then leave out
+// initialBackoff, maxBackoff, backoffMultiplier and jitter:
+//
+//   - "exponential", an [Exponential]: {"initial": "0.1s", "max": "2s",
+//     "multiplier": 2, "jitter": 0.2}, every key needed, "max": "0s"
+//     meaning no cap and "jitter": 0 no jitter.
+//   - "fullJitter", a [FullJitter]: {"initial": "0.1s", "max": "2s",
+//     "multiplier": 2}, every key needed.
+//   - "googleApi", a [GoogleAPI]: {"max": "32s"}, or {} for
+//     [DefaultGoogleAPIMax].
+//   - "table", a [Table]: {"steps": ["1s", "2s", "5s"]}.
+//
+// "serverDelayHeaders" lists [Config.DelayHeaders] as
+// [{"name": "X-RateLimit-Reset", "format": "seconds"}, ...], format one of
+// "seconds", "milliseconds", "unixSeconds" and "httpDate".
 //
 // Every error matches [ErrInvalid] through [errors.Is]; an error about one
 // field is a *[FieldError] naming it, and a syntax error wraps the
 // *[json.SyntaxError]. On error the returned Config is nil.
 func ParseConfig(data []byte) (*Config, error) {
+	c, err := parseConfig(data)
+	if err != nil {
+		return nil, clipped(err)
+	}
+	return c, nil
+}
+
+func parseConfig(data []byte) (*Config, error) {
 	dec := json.NewDecoder(bytes.NewReader(data))
 	var raw json.RawMessage
 	if err := dec.Decode(&raw); err != nil {
@@ -47,7 +73,7 @@ func ParseConfig(data []byte) (*Config, error) {
 	if err != nil {
 		return nil, err
 	}
-	if err := c.Validate(); err != nil {
+	if err := c.validate(); err != nil {
 		return nil, err
 	}
 	return c, nil
@@ -59,9 +85,10 @@ func ParseConfig(data []byte) (*Config, error) {
 // without indices.
 
 type configJSON struct {
-	MethodConfig    []json.RawMessage `json:"methodConfig"`
-	RetryThrottling json.RawMessage   `json:"retryThrottling"`
-	MaxServerDelay  *durationJSON     `json:"maxServerDelay"`
+	MethodConfig       []json.RawMessage `json:"methodConfig"`
+	RetryThrottling    json.RawMessage   `json:"retryThrottling"`
+	MaxServerDelay     *durationJSON     `json:"maxServerDelay"`
+	ServerDelayHeaders []json.RawMessage `json:"serverDelayHeaders"`
 }
 
 type ruleJSON struct {
@@ -76,16 +103,19 @@ type nameJSON struct {
 	Path   string `json:"path"`
 }
 
+// retryJSON keeps the four numeric backoff fields as pointers, to tell a
+// left-out key from a zero: "backoff" requires them all left out, and a
+// left-out jitter is DefaultJitter.
 type retryJSON struct {
-	MaxAttempts       int           `json:"maxAttempts"`
-	InitialBackoff    *durationJSON `json:"initialBackoff"`
-	MaxBackoff        *durationJSON `json:"maxBackoff"`
-	BackoffMultiplier float64       `json:"backoffMultiplier"`
-	// Jitter is a pointer to tell a left-out key (DefaultJitter) from 0.
-	Jitter               *float64      `json:"jitter"`
-	RetryableStatusCodes []int         `json:"retryableStatusCodes"`
-	PerAttemptTimeout    *durationJSON `json:"perAttemptTimeout"`
-	RetryNonIdempotent   bool          `json:"retryNonIdempotent"`
+	MaxAttempts          int             `json:"maxAttempts"`
+	Backoff              json.RawMessage `json:"backoff"`
+	InitialBackoff       *durationJSON   `json:"initialBackoff"`
+	MaxBackoff           *durationJSON   `json:"maxBackoff"`
+	BackoffMultiplier    *float64        `json:"backoffMultiplier"`
+	Jitter               *float64        `json:"jitter"`
+	RetryableStatusCodes []int           `json:"retryableStatusCodes"`
+	PerAttemptTimeout    *durationJSON   `json:"perAttemptTimeout"`
+	RetryNonIdempotent   bool            `json:"retryNonIdempotent"`
 }
 
 type hedgeJSON struct {
@@ -121,8 +151,10 @@ func (m *configJSON) config() (*Config, error) {
 		c.Throttle = &Throttle{MaxTokens: t.MaxTokens, TokenRatio: t.TokenRatio}
 	}
 	var err error
-	c.MaxServerDelay, err = parseDuration("maxServerDelay", m.MaxServerDelay)
-	if err != nil {
+	if c.MaxServerDelay, err = parseDuration("maxServerDelay", m.MaxServerDelay); err != nil {
+		return nil, err
+	}
+	if c.DelayHeaders, err = parseDelayHeaders("serverDelayHeaders", m.ServerDelayHeaders); err != nil {
 		return nil, err
 	}
 	return c, nil
@@ -165,25 +197,67 @@ func parseRetry(path string, raw json.RawMessage) (*Retry, error) {
 	}
 	r := &Retry{
 		MaxAttempts:          m.MaxAttempts,
-		BackoffMultiplier:    m.BackoffMultiplier,
-		Jitter:               DefaultJitter,
 		RetryableStatusCodes: m.RetryableStatusCodes,
 		RetryNonIdempotent:   m.RetryNonIdempotent,
 	}
-	if m.Jitter != nil {
-		r.Jitter = *m.Jitter
-	}
 	var err error
-	if r.InitialBackoff, err = parseDuration(path+".initialBackoff", m.InitialBackoff); err != nil {
-		return nil, err
+	if isNull(m.Backoff) {
+		err = m.numeric(path, r)
+	} else if set := m.numericBackoff(); len(set) > 0 {
+		err = backoffConflict(path, set)
+	} else {
+		r.Backoff, err = parseBackoff(path+".backoff", m.Backoff)
 	}
-	if r.MaxBackoff, err = parseDuration(path+".maxBackoff", m.MaxBackoff); err != nil {
+	if err != nil {
 		return nil, err
 	}
 	if r.PerAttemptTimeout, err = parseDuration(path+".perAttemptTimeout", m.PerAttemptTimeout); err != nil {
 		return nil, err
 	}
 	return r, nil
+}
+
+// numeric copies the four numeric backoff fields into r, a left-out
+// jitter as DefaultJitter.
+func (m *retryJSON) numeric(path string, r *Retry) error {
+	var err error
+	if r.InitialBackoff, err = parseDuration(path+".initialBackoff", m.InitialBackoff); err != nil {
+		return err
+	}
+	if r.MaxBackoff, err = parseDuration(path+".maxBackoff", m.MaxBackoff); err != nil {
+		return err
+	}
+	if m.BackoffMultiplier != nil {
+		r.BackoffMultiplier = *m.BackoffMultiplier
+	}
+	r.Jitter = DefaultJitter
+	if m.Jitter != nil {
+		r.Jitter = *m.Jitter
+	}
+	if r.Jitter == 0 {
+		return &FieldError{Field: path + ".jitter", Value: "0",
+			Reason: `means the default 0.2, as when left out; for no jitter, give "backoff": {"exponential": {..., "jitter": 0}} instead`}
+	}
+	return nil
+}
+
+// numericBackoff lists the numeric backoff fields that m gives, by name.
+func (m *retryJSON) numericBackoff() []string {
+	var set []string
+	for _, f := range []struct {
+		name  string
+		given bool
+	}{
+		{"initialBackoff", m.InitialBackoff != nil},
+		{"maxBackoff", m.MaxBackoff != nil},
+		{"backoffMultiplier", m.BackoffMultiplier != nil},
+		{"jitter", m.Jitter != nil},
+	} {
+		if f.given {
+			set = append(set, f.name)
+		}
+	}
+	return set
 }
 
 func parseHedge(path string, raw json.RawMessage) (*Hedge, error) {
@@ -217,135 +291,4 @@ func parseDuration(path string, s *durationJSON) (time.Duration, error) {
 		return 0, &FieldError{Field: path, Value: strconv.Quote(string(*s)), Reason: "must not be negative"}
 	}
 	return d, nil
-}
-
-// decodeObject decodes raw, which must be a JSON object, into dst, a
-// pointer to a mirror struct. It first walks the keys in document order to
-// refuse unknown and repeated ones by their exact spelling: encoding/json
-// alone would accept "MaxAttempts" for "maxAttempts", keep the last of two
-// repeated keys, and name an unknown key without its path.
-func decodeObject(path string, raw json.RawMessage, dst any) error {
-	fields, err := objectFields(path, raw, dst)
-	if err != nil {
-		return err
-	}
-	dec := json.NewDecoder(bytes.NewReader(raw))
-	dec.DisallowUnknownFields()
-	if err := dec.Decode(dst); err != nil {
-		var te *json.UnmarshalTypeError
-		if !errors.As(err, &te) {
-			return fmt.Errorf("%w: %s: %w", ErrInvalid, path, err)
-		}
-		// Nested objects are raw in the mirrors, so the field is always a
-		// key of this object.
-		key, _, _ := strings.Cut(te.Field, ".")
-		t, _ := fieldType(dst, key)
-		return &FieldError{Field: join(path, key), Value: excerpt(fields[key]), Reason: "must be " + describe(t)}
-	}
-	return nil
-}
-
-// objectFields returns the members of the JSON object raw, checking each
-// key against the json tags of *dst.
-func objectFields(path string, raw json.RawMessage, dst any) (map[string]json.RawMessage, error) {
-	notObject := &FieldError{Field: path, Value: excerpt(raw), Reason: "must be an object"}
-	if path == "" {
-		notObject.Reason = "config must be a JSON object"
-	}
-	dec := json.NewDecoder(bytes.NewReader(raw))
-	if tok, err := dec.Token(); err != nil || tok != json.Delim('{') {
-		return nil, notObject
-	}
-	fields := make(map[string]json.RawMessage)
-	for dec.More() {
-		tok, err := dec.Token()
-		key, ok := tok.(string)
-		var val json.RawMessage
-		if err != nil || !ok || dec.Decode(&val) != nil {
-			// raw was checked as a whole by ParseConfig; this is
-			// unreachable unless that changes.
-			return nil, notObject
-		}
-		if _, known := fieldType(dst, key); !known {
-			return nil, &FieldError{Field: join(path, key), Value: excerpt(val), Reason: "unknown field"}
-		}
-		if _, dup := fields[key]; dup {
-			return nil, &FieldError{Field: join(path, key), Value: excerpt(val), Reason: "repeated field"}
-		}
-		fields[key] = val
-	}
-	return fields, nil
-}
-
-// fieldType returns the type of the field of the struct *dst whose json
-// tag names key exactly.
-func fieldType(dst any, key string) (reflect.Type, bool) {
-	t := reflect.TypeOf(dst).Elem()
-	for i := range t.NumField() {
-		f := t.Field(i)
-		if name, _, _ := strings.Cut(f.Tag.Get("json"), ","); name == key {
-			return f.Type, true
-		}
-	}
-	return nil, false
-}
-
-// describe names the JSON a mirror field of type t accepts.
-func describe(t reflect.Type) string {
-	if t == nil {
-		return "valid"
-	}
-	for t.Kind() == reflect.Pointer {
-		t = t.Elem()
-	}
-	switch {
-	case t == reflect.TypeFor[durationJSON]():
-		return `a duration string such as "0.1s"`
-	case t == reflect.TypeFor[json.RawMessage]():
-		return "an object"
-	case t.Kind() == reflect.Slice && t.Elem().Kind() == reflect.Int:
-		return "an array of integers"
-	case t.Kind() == reflect.Slice:
-		return "an array"
-	case t.Kind() == reflect.Int:
-		return "an integer"
-	case t.Kind() == reflect.Float64:
-		return "a number"
-	case t.Kind() == reflect.Bool:
-		return "true or false"
-	case t.Kind() == reflect.String:
-		return "a string"
-	}
-	return "of type " + t.String()
-}
-
-func join(path, key string) string {
-	if path == "" {
-		return key
-	}
-	return path + "." + key
-}
-
-func isNull(raw json.RawMessage) bool {
-	return raw == nil || bytes.Equal(bytes.TrimSpace(raw), []byte("null"))
-}
-
-// excerpt returns raw compacted and cut to a length fit for an error
-// message.
-func excerpt(raw json.RawMessage) string {
-	const limit = 40
-	var b bytes.Buffer
-	if json.Compact(&b, raw) != nil {
-		b.Reset()
-		b.Write(raw)
-	}
-	s := b.String()
-	if len(s) <= limit {
-		return s
-	}
-	cut := limit
-	for cut > 0 && s[cut]&0xC0 == 0x80 { // do not split a UTF-8 sequence
-		cut--
-	}
-	return s[:cut] + "..."
 }

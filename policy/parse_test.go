@@ -67,9 +67,6 @@ func TestParseConfigValues(t *testing.T) {
 		{"jitter null is DefaultJitter", retry(`, "jitter": null`), func(t *testing.T, c *Config) {
 			assert.Equal(t, DefaultJitter, c.Rules[0].Retry.Jitter, "got %v, want %v", c.Rules[0].Retry.Jitter, DefaultJitter)
 		}},
-		{"jitter 0 is 0", retry(`, "jitter": 0`), func(t *testing.T, c *Config) {
-			assert.Zero(t, c.Rules[0].Retry.Jitter, "got %v, want 0", c.Rules[0].Retry.Jitter)
-		}},
 		{"jitter 1", retry(`, "jitter": 1`), func(t *testing.T, c *Config) {
 			assert.Equal(t, 1.0, c.Rules[0].Retry.Jitter, "got %v, want 1", c.Rules[0].Retry.Jitter)
 		}},
@@ -85,13 +82,10 @@ func TestParseConfigValues(t *testing.T) {
 		{"whitespace around the object", " \n\t{}\n ", func(t *testing.T, c *Config) {
 			assert.Equal(t, &Config{}, c, "got %+v, want the zero Config", c)
 		}},
-		{"nulls read as left out", `{"methodConfig": [{"name": null, "retryPolicy": null, "hedgingPolicy": null}],
+		{"nulls read as left out", `{"methodConfig": [{"name": [{"host": null}], "retryPolicy": null, "hedgingPolicy": null}],
 			"retryThrottling": null, "maxServerDelay": null}`, func(t *testing.T, c *Config) {
-			want := &Config{Rules: []Rule{{}}}
+			want := &Config{Rules: []Rule{{Name: []Name{{}}}}}
 			assert.Equal(t, want, c, "got %+v, want %+v", c, want)
-		}},
-		{"empty name list", `{"methodConfig": [{"name": []}]}`, func(t *testing.T, c *Config) {
-			assert.Empty(t, c.Rules[0].Name, "got %v, want no names", c.Rules[0].Name)
 		}},
 	}
 	for _, tt := range tests {
@@ -159,6 +153,13 @@ func TestParseConfigRejects(t *testing.T) {
 			"retryThrottling.burst", "2"},
 		{"key in other case", retry(`, "Jitter": 0.1`), "methodConfig[0].retryPolicy.Jitter", "0.1"},
 		{"repeated key", retry(`, "maxAttempts": 3`), "methodConfig[0].retryPolicy.maxAttempts", "3"},
+		// A zero jitter means DefaultJitter, so an explicit 0 would not
+		// mean what it says.
+		{"jitter 0", retry(`, "jitter": 0`), "methodConfig[0].retryPolicy.jitter", "0"},
+		{"jitter -0", retry(`, "jitter": -0`), "methodConfig[0].retryPolicy.jitter", "0"},
+		{"jitter 0.0", retry(`, "jitter": 0.0e5`), "methodConfig[0].retryPolicy.jitter", "0"},
+		{"fields before jitter", rule(`, "retryPolicy": {"jitter": 0, "maxAttempts": 2, "initialBackoff": "soon"}`),
+			"methodConfig[0].retryPolicy.initialBackoff", `"soon"`},
 		// Durations.
 		{"duration as number", retry(`, "perAttemptTimeout": 0.1`), "methodConfig[0].retryPolicy.perAttemptTimeout", "0.1"},
 		{"negative duration", retry(`, "perAttemptTimeout": "-1s"`), "methodConfig[0].retryPolicy.perAttemptTimeout", `"-1s"`},
@@ -186,6 +187,9 @@ func TestParseConfigRejects(t *testing.T) {
 		{"top level as array", `[]`, "", "[]"},
 		{"top level null", `null`, "", "null"},
 		// Values that Validate refuses come back from ParseConfig.
+		{"no name", `{"methodConfig": [{"retryPolicy": {"maxAttempts": 1}}]}`, "methodConfig[0].name", ""},
+		{"name null", `{"methodConfig": [{"name": null}]}`, "methodConfig[0].name", ""},
+		{"empty name list", `{"methodConfig": [{"name": [{}]}, {"name": []}]}`, "methodConfig[1].name", ""},
 		{"maxAttempts 1", retry(`, "maxAttempts": 1`), "methodConfig[0].retryPolicy.maxAttempts", "1"},
 		{"both policies", rule(`, "retryPolicy": {}, "hedgingPolicy": {}`), "methodConfig[0]", ""},
 		{"throttle left empty", `{"retryThrottling": {}}`, "retryThrottling.maxTokens", "0"},
@@ -208,8 +212,13 @@ func TestParseConfigMessages(t *testing.T) {
 		input string
 		want  string
 	}{
-		{`{"methodConfig": [{"retryPolicy": {"maxAttempts": 1}}]}`,
+		{`{"methodConfig": [{"name": [{}], "retryPolicy": {"maxAttempts": 1}}]}`,
 			"policy: methodConfig[0].retryPolicy.maxAttempts: 1: must be at least 2"},
+		{`{"methodConfig": [{"retryPolicy": {"maxAttempts": 1}}]}`,
+			"policy: methodConfig[0].name: must list at least one pattern; [{}] matches every request"},
+		{`{"methodConfig": [{"name": [{}], "retryPolicy": {"maxAttempts": 2, "jitter": 0}}]}`,
+			`policy: methodConfig[0].retryPolicy.jitter: 0: means the default 0.2, as when left out; ` +
+				`for no jitter, give "backoff": {"exponential": {..., "jitter": 0}} instead`},
 		{`{"maxServerDelay": 60}`,
 			`policy: maxServerDelay: 60: must be a duration string such as "0.1s"`},
 		{`{"maxServerDelay": "-1s"}`,
@@ -218,8 +227,10 @@ func TestParseConfigMessages(t *testing.T) {
 			"policy: methodConfig[0].retryPolicy.retryableStatusCodes: 503: must be an array of integers"},
 		{`{"methodConfig": [{"hedgingPolicy": {"maxAttempts": 2}, "x": {"a": 1, "b": [1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11]}}]}`,
 			`policy: methodConfig[0].x: {"a":1,"b":[1,2,3,4,5,6,7,8,9,10,11]}: unknown field`},
-		{`{"methodConfig": [{"x": "` + strings.Repeat("é", 30) + `"}]}`,
-			`policy: methodConfig[0].x: "` + strings.Repeat("é", 19) + `...: unknown field`},
+		// 1 + 2*40 + 1 bytes: the 32nd "é" would straddle byte 64, so
+		// the excerpt keeps 31.
+		{`{"methodConfig": [{"x": "` + strings.Repeat("é", 40) + `"}]}`,
+			`policy: methodConfig[0].x: "` + strings.Repeat("é", 31) + `...: unknown field`},
 	}
 	for _, tt := range tests {
 		t.Run(tt.want, func(t *testing.T) {
@@ -291,6 +302,10 @@ func TestPackageDocExample(t *testing.T) {
 	require.NoError(t, err, "got %v, want nil", err)
 	want, err := ParseConfig([]byte(designExample))
 	require.NoError(t, err, "got %v, want nil", err)
+	google, err := ParseConfig([]byte(coreReporting))
+	require.NoError(t, err, "got %v, want nil", err)
+	want.Rules = append(google.Rules, want.Rules...)
 	want.MaxServerDelay = 60 * time.Second
+	want.DelayHeaders = []DelayHeader{{Name: "X-RateLimit-Reset", Format: DelaySeconds}}
 	assert.Equal(t, want, got, "got %+v, want %+v", got, want)
 }

@@ -5,18 +5,29 @@ import (
 	"time"
 )
 
-// Backoff returns the [Exponential] backoff that r describes:
-// InitialBackoff growing by BackoffMultiplier up to MaxBackoff, jittered by
-// Jitter. A nil Retry returns the zero Exponential, which always waits 0.
-func (r *Retry) Backoff() Exponential {
+// Schedule returns the [Backoff] that drives r's retry waits: r.Backoff
+// when it is set, and otherwise the [Exponential] of InitialBackoff growing
+// by BackoffMultiplier up to MaxBackoff, jittered by Jitter, or by
+// [DefaultJitter] when Jitter is zero. A nil Retry returns the zero
+// Exponential, which always waits 0.
+//
+// Schedule only reads r, so it is safe for concurrent use.
+func (r *Retry) Schedule() Backoff {
 	if r == nil {
 		return Exponential{}
+	}
+	if r.Backoff != nil {
+		return r.Backoff
+	}
+	jitter := r.Jitter
+	if jitter == 0 {
+		jitter = DefaultJitter
 	}
 	return Exponential{
 		Initial:    r.InitialBackoff,
 		Max:        r.MaxBackoff,
 		Multiplier: r.BackoffMultiplier,
-		Jitter:     r.Jitter,
+		Jitter:     jitter,
 	}
 }
 

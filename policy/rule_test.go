@@ -6,28 +6,62 @@ import (
 	"time"
 
 	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
 )
 
-func TestRetryBackoff(t *testing.T) {
+// constant is a caller's own Backoff: the same wait before every retry,
+// however negative.
+type constant time.Duration
+
+func (c constant) Duration(int) time.Duration { return time.Duration(c) }
+
+func TestRetrySchedule(t *testing.T) {
 	t.Parallel()
+	table := Table{Steps: []time.Duration{time.Second, 2 * time.Second}}
 	tests := []struct {
 		name string
 		r    *Retry
-		want Exponential
+		want Backoff
 	}{
 		{"nil", nil, Exponential{}},
 		{"fields", &Retry{InitialBackoff: time.Second, MaxBackoff: time.Minute, BackoffMultiplier: 1.5, Jitter: 0.1},
 			Exponential{Initial: time.Second, Max: time.Minute, Multiplier: 1.5, Jitter: 0.1}},
+		{"jitter 0 is DefaultJitter", &Retry{InitialBackoff: time.Second, MaxBackoff: time.Minute, BackoffMultiplier: 2},
+			Exponential{Initial: time.Second, Max: time.Minute, Multiplier: 2, Jitter: DefaultJitter}},
+		{"jitter 1", &Retry{InitialBackoff: time.Second, MaxBackoff: time.Minute, BackoffMultiplier: 2, Jitter: 1},
+			Exponential{Initial: time.Second, Max: time.Minute, Multiplier: 2, Jitter: 1}},
+		{"an Exponential's jitter 0 is literal", &Retry{Backoff: Exponential{Initial: time.Second, Multiplier: 2}},
+			Exponential{Initial: time.Second, Multiplier: 2}},
 		{"default", Default().Rules[0].Retry,
 			Exponential{Initial: 100 * time.Millisecond, Max: 2 * time.Second, Multiplier: 2, Jitter: 0.2}},
+		{"GoogleAPI", &Retry{Backoff: GoogleAPI{}}, GoogleAPI{}},
+		{"Table", &Retry{Backoff: table}, table},
+		{"FullJitter pointer", &Retry{Backoff: &FullJitter{Initial: time.Second}}, &FullJitter{Initial: time.Second}},
+		{"caller's own", &Retry{Backoff: constant(-time.Second)}, constant(-time.Second)},
+		{"Backoff wins over the fields", &Retry{Backoff: GoogleAPI{Max: time.Second}, InitialBackoff: time.Hour},
+			GoogleAPI{Max: time.Second}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			t.Parallel()
-			got := tt.r.Backoff()
-			assert.Equal(t, tt.want, got, "got %+v, want %+v", got, tt.want)
+			got := tt.r.Schedule()
+			assert.Equal(t, tt.want, got, "got %#v, want %#v", got, tt.want)
 		})
 	}
+}
+
+// TestRetryScheduleOneJitterDefault checks that a retry policy that says
+// nothing about jitter waits alike however it was built.
+func TestRetryScheduleOneJitterDefault(t *testing.T) {
+	t.Parallel()
+	c, err := ParseConfig([]byte(`{"methodConfig": [{"name": [{}], "retryPolicy": {"maxAttempts": 2,
+		"initialBackoff": "1s", "maxBackoff": "10s", "backoffMultiplier": 2}}]}`))
+	require.NoError(t, err, "got %v, want nil", err)
+	fromJSON := c.Rules[0].Retry.Schedule()
+	fromGo := (&Retry{MaxAttempts: 2, InitialBackoff: time.Second, MaxBackoff: 10 * time.Second, BackoffMultiplier: 2}).Schedule()
+	assert.Equal(t, fromJSON, fromGo, "got %#v from JSON and %#v from Go, want them equal", fromJSON, fromGo)
+	want := Exponential{Initial: time.Second, Max: 10 * time.Second, Multiplier: 2, Jitter: DefaultJitter}
+	assert.Equal(t, want, fromGo, "got %#v, want %#v", fromGo, want)
 }
 
 func TestRetryableAndNonFatal(t *testing.T) {

@@ -1,7 +1,6 @@
 package policy
 
 import (
-	"errors"
 	"fmt"
 	"math"
 	"strconv"
@@ -9,64 +8,41 @@ import (
 	"time"
 )
 
-// ErrInvalid is matched, through [errors.Is], by every error that
-// [ParseConfig] and [Config.Validate] return.
-var ErrInvalid = errors.New("policy: invalid config")
-
-// FieldError reports one bad value in a configuration. Field is the path to
-// it in JSON spelling, such as "methodConfig[0].retryPolicy.maxAttempts";
-// Value is the offending value as written (JSON text from [ParseConfig],
-// the Go value from [Config.Validate]; empty when the problem is not one
-// value); Reason says what is wrong.
-//
-// A *FieldError matches [ErrInvalid] through [errors.Is].
-type FieldError struct {
-	Field  string
-	Value  string
-	Reason string
-}
-
-// Error returns "policy: Field: Value: Reason", leaving out Field or Value
-// when they are empty.
-func (e *FieldError) Error() string {
-	var b strings.Builder
-	b.WriteString("policy: ")
-	if e.Field != "" {
-		b.WriteString(e.Field)
-		b.WriteString(": ")
-	}
-	if e.Value != "" {
-		b.WriteString(e.Value)
-		b.WriteString(": ")
-	}
-	b.WriteString(e.Reason)
-	return b.String()
-}
-
-// Is reports whether target is [ErrInvalid], so that callers can tell a bad
-// configuration from other failures without knowing the field.
-func (e *FieldError) Is(target error) bool {
-	return target == ErrInvalid
-}
-
 // Validate reports the first bad value in c, in the order the fields appear
 // in the JSON form: each rule's names, then its policies, then the throttle,
-// then MaxServerDelay. The error is a *[FieldError] naming the field and
+// MaxServerDelay and DelayHeaders. The error is a *[FieldError] naming the field and
 // the value, and matches [ErrInvalid]. A nil Config is invalid too.
 //
 // The limits are those of gRPC's retry design: MaxAttempts at least 2,
 // InitialBackoff above 0, MaxBackoff at least InitialBackoff,
 // BackoffMultiplier at least 1 and finite, Jitter in [0, 1], status codes
 // in 100..599, no negative durations, HedgingDelayQuantile in [0, 1),
-// MaxTokens in (0, 1000], TokenRatio in (0, 1]. A Rule may not set both
-// Retry and Hedge. A Name's Method, if set, must be an HTTP token and its
-// Path, if set, must start with "/".
+// MaxTokens in (0, 1000], TokenRatio in (0, 1]. A Rule must list at least
+// one Name (Name{} matches every request) and may not set both Retry and
+// Hedge. A Name's Method, if set, must be an HTTP token and its Path, if
+// set, must start with "/".
+//
+// A Retry whose Backoff is set must leave the four numeric backoff fields
+// zero, and its Backoff must not be a nil pointer or func. The package's
+// own backoffs, by value or by pointer, are checked too: [Exponential] and
+// [FullJitter] need Initial above 0, Max 0 (no cap) or at least Initial,
+// Multiplier at least 1 and finite, and an Exponential's Jitter in [0, 1];
+// [GoogleAPI] needs Max not negative; a [Table] needs 1 to 100 steps, none
+// negative. A caller's own Backoff is accepted as it is.
+//
+// DelayHeaders may list at most 16 headers, each Name an HTTP field name,
+// neither X-Retry-Pushback-Ms nor Retry-After (always read first) and not
+// repeated regardless of case, each Format one of the Delay constants.
 func (c *Config) Validate() error {
+	return clipped(c.validate())
+}
+
+func (c *Config) validate() error {
 	if c == nil {
 		return &FieldError{Reason: "config is nil"}
 	}
 	for i := range c.Rules {
-		if err := c.Rules[i].validate(fmt.Sprintf("methodConfig[%d]", i)); err != nil {
+		if err := c.Rules[i].validate(fmt.Sprintf("methodConfig[%d]", i), true); err != nil {
 			return err
 		}
 	}
@@ -75,12 +51,38 @@ func (c *Config) Validate() error {
 			return err
 		}
 	}
-	return nonNegative("maxServerDelay", c.MaxServerDelay)
+	if err := nonNegative("maxServerDelay", c.MaxServerDelay); err != nil {
+		return err
+	}
+	return validateDelayHeaders("serverDelayHeaders", c.DelayHeaders)
 }
 
-func (r *Rule) validate(path string) error {
+// Validate reports the first bad value in r, a rule used on its own rather
+// than as part of a [Config], such as a rule given for one request. It
+// checks r as [Config.Validate] checks each rule, with two differences:
+// the paths in its errors start at the rule ("retryPolicy.maxAttempts",
+// "name[0].method"), and r may have no names, since a rule used on its own
+// is not matched against requests; names it has must still be valid. A
+// rule with neither Retry nor Hedge is valid, and means one attempt.
+//
+// The error is a *[FieldError] and matches [ErrInvalid]; a nil Rule is
+// invalid. Validate only reads r, so it is safe for concurrent use.
+func (r *Rule) Validate() error {
+	if r == nil {
+		return &FieldError{Reason: "rule is nil"}
+	}
+	return clipped(r.validate("", false))
+}
+
+// validate checks r at path. A rule in a Config must list names: without
+// one it would match nothing, silently, which is never what its author
+// meant.
+func (r *Rule) validate(path string, named bool) error {
+	if named && len(r.Name) == 0 {
+		return &FieldError{Field: join(path, "name"), Reason: "must list at least one pattern; [{}] matches every request"}
+	}
 	for i, n := range r.Name {
-		if err := n.validate(fmt.Sprintf("%s.name[%d]", path, i)); err != nil {
+		if err := n.validate(join(path, fmt.Sprintf("name[%d]", i))); err != nil {
 			return err
 		}
 	}
@@ -88,67 +90,83 @@ func (r *Rule) validate(path string) error {
 		return &FieldError{Field: path, Reason: "must not have both retryPolicy and hedgingPolicy"}
 	}
 	if r.Retry != nil {
-		return r.Retry.validate(path + ".retryPolicy")
+		return r.Retry.validate(join(path, "retryPolicy"))
 	}
 	if r.Hedge != nil {
-		return r.Hedge.validate(path + ".hedgingPolicy")
+		return r.Hedge.validate(join(path, "hedgingPolicy"))
 	}
 	return nil
 }
 
 func (n Name) validate(path string) error {
 	if n.Method != "" && !isToken(n.Method) {
-		return &FieldError{Field: path + ".method", Value: strconv.Quote(n.Method), Reason: "must be an HTTP method token"}
+		return &FieldError{Field: join(path, "method"), Value: strconv.Quote(n.Method), Reason: "must be an HTTP method token"}
 	}
 	if n.Path != "" && !strings.HasPrefix(n.Path, "/") {
-		return &FieldError{Field: path + ".path", Value: strconv.Quote(n.Path), Reason: `must start with "/"`}
+		return &FieldError{Field: join(path, "path"), Value: strconv.Quote(n.Path), Reason: `must start with "/"`}
 	}
 	return nil
 }
 
 func (r *Retry) validate(path string) error {
-	if err := atLeast2(path+".maxAttempts", r.MaxAttempts); err != nil {
+	if err := atLeast2(join(path, "maxAttempts"), r.MaxAttempts); err != nil {
 		return err
 	}
+	if r.Backoff != nil {
+		if set := r.numericBackoff(); len(set) > 0 {
+			return backoffConflict(path, set)
+		}
+		if err := validateBackoff(join(path, "backoff"), r.Backoff); err != nil {
+			return err
+		}
+	} else if err := r.validateNumeric(path); err != nil {
+		return err
+	}
+	if err := statusCodes(join(path, "retryableStatusCodes"), r.RetryableStatusCodes); err != nil {
+		return err
+	}
+	return nonNegative(join(path, "perAttemptTimeout"), r.PerAttemptTimeout)
+}
+
+// validateNumeric checks the four fields that describe r's Exponential
+// when Backoff is nil.
+func (r *Retry) validateNumeric(path string) error {
 	if r.InitialBackoff <= 0 {
-		return &FieldError{Field: path + ".initialBackoff", Value: r.InitialBackoff.String(), Reason: "must be greater than 0"}
+		return &FieldError{Field: join(path, "initialBackoff"), Value: r.InitialBackoff.String(), Reason: "must be greater than 0"}
 	}
 	if r.MaxBackoff < r.InitialBackoff {
-		return &FieldError{Field: path + ".maxBackoff", Value: r.MaxBackoff.String(),
+		return &FieldError{Field: join(path, "maxBackoff"), Value: r.MaxBackoff.String(),
 			Reason: "must be at least initialBackoff (" + r.InitialBackoff.String() + ")"}
 	}
 	// Written as !(x >= 1) so that NaN fails too.
 	if m := r.BackoffMultiplier; !(m >= 1) || math.IsInf(m, 1) {
-		return &FieldError{Field: path + ".backoffMultiplier", Value: formatFloat(m), Reason: "must be at least 1 and finite"}
+		return &FieldError{Field: join(path, "backoffMultiplier"), Value: formatFloat(m), Reason: "must be at least 1 and finite"}
 	}
 	if j := r.Jitter; !(j >= 0 && j <= 1) {
-		return &FieldError{Field: path + ".jitter", Value: formatFloat(j), Reason: "must be in [0, 1]"}
+		return &FieldError{Field: join(path, "jitter"), Value: formatFloat(j), Reason: "must be in [0, 1]"}
 	}
-	if err := statusCodes(path+".retryableStatusCodes", r.RetryableStatusCodes); err != nil {
-		return err
-	}
-	return nonNegative(path+".perAttemptTimeout", r.PerAttemptTimeout)
+	return nil
 }
 
 func (h *Hedge) validate(path string) error {
-	if err := atLeast2(path+".maxAttempts", h.MaxAttempts); err != nil {
+	if err := atLeast2(join(path, "maxAttempts"), h.MaxAttempts); err != nil {
 		return err
 	}
-	if err := nonNegative(path+".hedgingDelay", h.HedgingDelay); err != nil {
+	if err := nonNegative(join(path, "hedgingDelay"), h.HedgingDelay); err != nil {
 		return err
 	}
 	if q := h.HedgingDelayQuantile; !(q >= 0 && q < 1) {
-		return &FieldError{Field: path + ".hedgingDelayQuantile", Value: formatFloat(q), Reason: "must be in [0, 1)"}
+		return &FieldError{Field: join(path, "hedgingDelayQuantile"), Value: formatFloat(q), Reason: "must be in [0, 1)"}
 	}
-	return statusCodes(path+".nonFatalStatusCodes", h.NonFatalStatusCodes)
+	return statusCodes(join(path, "nonFatalStatusCodes"), h.NonFatalStatusCodes)
 }
 
 func (t *Throttle) validate(path string) error {
 	if m := t.MaxTokens; !(m > 0 && m <= 1000) {
-		return &FieldError{Field: path + ".maxTokens", Value: formatFloat(m), Reason: "must be in (0, 1000]"}
+		return &FieldError{Field: join(path, "maxTokens"), Value: formatFloat(m), Reason: "must be in (0, 1000]"}
 	}
 	if r := t.TokenRatio; !(r > 0 && r <= 1) {
-		return &FieldError{Field: path + ".tokenRatio", Value: formatFloat(r), Reason: "must be in (0, 1]"}
+		return &FieldError{Field: join(path, "tokenRatio"), Value: formatFloat(r), Reason: "must be in (0, 1]"}
 	}
 	return nil
 }
@@ -181,8 +199,9 @@ func formatFloat(f float64) string {
 }
 
 // isToken reports whether s is an RFC 9110 token, the syntax of an HTTP
-// method. A method outside it can never equal a request's method, so such
-// a Name would silently match nothing.
+// method and of a header field name. A method outside it can never equal a
+// request's method, so such a Name would silently match nothing; a header
+// name outside it can never be received.
 func isToken(s string) bool {
 	if s == "" {
 		return false

@@ -50,7 +50,7 @@ func TestValidateAccepts(t *testing.T) {
 	}{
 		{"full config", func(*Config) {}},
 		{"empty config", func(c *Config) { *c = Config{} }},
-		{"rule without names or policies", func(c *Config) { c.Rules = []Rule{{}} }},
+		{"rule matching everything, without policies", func(c *Config) { c.Rules = []Rule{{Name: []Name{{}}}} }},
 		{"maxBackoff equal to initialBackoff", func(c *Config) { c.Rules[0].Retry.MaxBackoff = c.Rules[0].Retry.InitialBackoff }},
 		{"multiplier 1", func(c *Config) { c.Rules[0].Retry.BackoffMultiplier = 1 }},
 		{"jitter 0", func(c *Config) { c.Rules[0].Retry.Jitter = 0 }},
@@ -87,6 +87,12 @@ func TestValidateRejects(t *testing.T) {
 	}{
 		{"both policies", func(c *Config) { c.Rules[0].Hedge = c.Rules[1].Hedge },
 			"methodConfig[0]", ""},
+		{"no names", func(c *Config) { c.Rules[1].Name = nil },
+			"methodConfig[1].name", ""},
+		{"empty name list", func(c *Config) { c.Rules[0].Name = []Name{} },
+			"methodConfig[0].name", ""},
+		{"no names, and no policies", func(c *Config) { c.Rules = append(c.Rules, Rule{}) },
+			"methodConfig[2].name", ""},
 		{"method with space", func(c *Config) { c.Rules[0].Name[0].Method = "GE T" },
 			"methodConfig[0].name[0].method", `"GE T"`},
 		{"method with slash", func(c *Config) { c.Rules[0].Name = append(c.Rules[0].Name, Name{Method: "GET/1"}) },
@@ -160,6 +166,10 @@ func TestValidateRejects(t *testing.T) {
 			c.Rules[0].Retry.MaxAttempts = 0
 			c.Rules[0].Name[0].Path = "x"
 		}, "methodConfig[0].name[0].path", `"x"`},
+		{"missing names before policies", func(c *Config) {
+			c.Rules[1].Hedge.MaxAttempts = 0
+			c.Rules[1].Name = nil
+		}, "methodConfig[1].name", ""},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -234,4 +244,67 @@ func TestIsToken(t *testing.T) {
 			assert.Equal(t, tt.want, got, "isToken(%q): got %v, want %v", tt.in, got, tt.want)
 		})
 	}
+}
+
+func TestRuleValidate(t *testing.T) {
+	t.Parallel()
+	retry := func() *Retry { return validConfig().Rules[0].Retry }
+	hedge := func() *Hedge { return validConfig().Rules[1].Hedge }
+	accepts := []struct {
+		name string
+		rule *Rule
+	}{
+		{"retry without names", &Rule{Retry: retry()}},
+		{"hedge without names", &Rule{Hedge: hedge()}},
+		{"neither policy", &Rule{}},
+		{"with names", &Rule{Name: []Name{{Method: "GET"}}, Retry: retry()}},
+		{"retry with a backoff", &Rule{Retry: &Retry{MaxAttempts: 6, Backoff: GoogleAPI{}}}},
+	}
+	for _, tt := range accepts {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			err := tt.rule.Validate()
+			assert.NoError(t, err, "got %v, want nil", err)
+		})
+	}
+	rejects := []struct {
+		name  string
+		rule  func() *Rule
+		field string
+		value string
+	}{
+		{"bad name", func() *Rule { return &Rule{Name: []Name{{}, {Path: "v3"}}} }, "name[1].path", `"v3"`},
+		{"both policies", func() *Rule { return &Rule{Retry: retry(), Hedge: hedge()} }, "", ""},
+		{"retry maxAttempts", func() *Rule {
+			r := &Rule{Retry: retry()}
+			r.Retry.MaxAttempts = 1
+			return r
+		}, "retryPolicy.maxAttempts", "1"},
+		{"retry backoff", func() *Rule {
+			return &Rule{Retry: &Retry{MaxAttempts: 2, Backoff: Table{Steps: []time.Duration{-1}}}}
+		}, "retryPolicy.backoff.table.steps[0]", "-1ns"},
+		{"retry backoff with numeric fields", func() *Rule { return &Rule{Retry: &Retry{MaxAttempts: 2, Backoff: GoogleAPI{}, Jitter: 0.5}} },
+			"retryPolicy.backoff", ""},
+		{"hedge delay", func() *Rule {
+			r := &Rule{Hedge: hedge()}
+			r.Hedge.HedgingDelay = -time.Second
+			return r
+		}, "hedgingPolicy.hedgingDelay", "-1s"},
+	}
+	for _, tt := range rejects {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			err := tt.rule().Validate()
+			requireFieldError(t, err, tt.field, tt.value)
+		})
+	}
+}
+
+func TestRuleValidateNil(t *testing.T) {
+	t.Parallel()
+	var r *Rule
+	err := r.Validate()
+	require.Error(t, err, "got nil, want an error")
+	assert.ErrorIs(t, err, ErrInvalid, "got %v, want ErrInvalid", err)
+	assert.Equal(t, "policy: rule is nil", err.Error(), "got %q, want %q", err, "policy: rule is nil")
 }

@@ -1,0 +1,141 @@
+package policy
+
+import (
+	"fmt"
+	"math"
+	"reflect"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// maxTableSteps bounds Table.Steps in a validated Config: a retry policy
+// that needs more distinct waits than this is better described by a
+// formula, and the bound keeps a JSON table from growing without limit.
+const maxTableSteps = 100
+
+// numericBackoff lists, by their JSON names, the fields of r that describe
+// an Exponential and are set.
+func (r *Retry) numericBackoff() []string {
+	var set []string
+	if r.InitialBackoff != 0 {
+		set = append(set, "initialBackoff")
+	}
+	if r.MaxBackoff != 0 {
+		set = append(set, "maxBackoff")
+	}
+	if r.BackoffMultiplier != 0 {
+		set = append(set, "backoffMultiplier")
+	}
+	if r.Jitter != 0 {
+		set = append(set, "jitter")
+	}
+	return set
+}
+
+// backoffConflict is the error for a retry policy that sets both Backoff
+// and some of the numeric fields it replaces, named in set. Go and JSON
+// share it, so that both forms of one mistake read alike.
+func backoffConflict(path string, set []string) error {
+	return &FieldError{
+		Field:  join(path, "backoff"),
+		Reason: "replaces initialBackoff, maxBackoff, backoffMultiplier and jitter; leave out " + strings.Join(set, ", "),
+	}
+}
+
+// validateBackoff checks b, the Backoff of a retry policy at path. The
+// package's own backoffs, by value or by pointer, have their fields
+// checked under the JSON name of their form ("backoff.table.steps[1]");
+// a caller's own is taken as it is, once it is known not to be nil.
+func validateBackoff(path string, b Backoff) error {
+	if isNil(b) {
+		return &FieldError{Field: path, Value: fmt.Sprintf("%#v", b), Reason: "must not be a nil pointer or func"}
+	}
+	switch b := b.(type) {
+	case Exponential:
+		return b.validate(join(path, "exponential"))
+	case *Exponential:
+		return b.validate(join(path, "exponential"))
+	case FullJitter:
+		return growth(join(path, "fullJitter"), b.Initial, b.Max, b.Multiplier)
+	case *FullJitter:
+		return growth(join(path, "fullJitter"), b.Initial, b.Max, b.Multiplier)
+	case GoogleAPI:
+		return b.validate(join(path, "googleApi"))
+	case *GoogleAPI:
+		return b.validate(join(path, "googleApi"))
+	case Table:
+		return b.validate(join(path, "table"))
+	case *Table:
+		return b.validate(join(path, "table"))
+	}
+	return nil
+}
+
+// isNil reports whether the interface b holds a nil pointer or func:
+// calling Duration on either would panic in the middle of a request, long
+// after the configuration was accepted. This is the one use of reflect on
+// a Backoff; a nil interface is reported too.
+func isNil(b Backoff) bool {
+	if b == nil {
+		return true
+	}
+	v := reflect.ValueOf(b)
+	switch v.Kind() {
+	case reflect.Pointer, reflect.Func:
+		return v.IsNil()
+	}
+	return false
+}
+
+func (e Exponential) validate(path string) error {
+	if err := growth(path, e.Initial, e.Max, e.Multiplier); err != nil {
+		return err
+	}
+	if j := e.Jitter; !(j >= 0 && j <= 1) { // NaN fails too
+		return &FieldError{Field: join(path, "jitter"), Value: formatFloat(j), Reason: "must be in [0, 1]"}
+	}
+	return nil
+}
+
+// growth checks the fields that Exponential and FullJitter share: the
+// limits of gRPC's retry policy, except that Max may be 0 for no cap, as
+// the types document.
+func growth(path string, initial, max time.Duration, mult float64) error {
+	if initial <= 0 {
+		return &FieldError{Field: join(path, "initial"), Value: initial.String(), Reason: "must be greater than 0"}
+	}
+	if max != 0 && max < initial {
+		return &FieldError{Field: join(path, "max"), Value: max.String(),
+			Reason: "must be 0 (no cap) or at least initial (" + initial.String() + ")"}
+	}
+	if !(mult >= 1) || math.IsInf(mult, 1) { // NaN fails too
+		return &FieldError{Field: join(path, "multiplier"), Value: formatFloat(mult), Reason: "must be at least 1 and finite"}
+	}
+	return nil
+}
+
+func (g GoogleAPI) validate(path string) error {
+	if g.Max < 0 {
+		return &FieldError{Field: join(path, "max"), Value: g.Max.String(),
+			Reason: "must not be negative (0 means " + DefaultGoogleAPIMax.String() + ")"}
+	}
+	return nil
+}
+
+func (t Table) validate(path string) error {
+	path = join(path, "steps")
+	switch {
+	case len(t.Steps) == 0:
+		return &FieldError{Field: path, Reason: "must list at least one step"}
+	case len(t.Steps) > maxTableSteps:
+		return &FieldError{Field: path, Value: strconv.Itoa(len(t.Steps)) + " steps",
+			Reason: "must list at most " + strconv.Itoa(maxTableSteps) + " steps"}
+	}
+	for i, d := range t.Steps {
+		if d < 0 {
+			return &FieldError{Field: fmt.Sprintf("%s[%d]", path, i), Value: d.String(), Reason: "must not be negative"}
+		}
+	}
+	return nil
+}

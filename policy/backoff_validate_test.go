@@ -1,0 +1,140 @@
+package policy
+
+import (
+	"math"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+)
+
+// backoffFunc is a caller's own Backoff of a kind whose nil value would
+// panic when called.
+type backoffFunc func(n int) time.Duration
+
+func (f backoffFunc) Duration(n int) time.Duration { return f(n) }
+
+// withBackoff returns validConfig with its retry rule's waits given by b
+// and its numeric backoff fields cleared.
+func withBackoff(b Backoff) *Config {
+	c := validConfig()
+	r := c.Rules[0].Retry
+	r.Backoff = b
+	r.InitialBackoff, r.MaxBackoff, r.BackoffMultiplier, r.Jitter = 0, 0, 0, 0
+	return c
+}
+
+func TestValidateBackoffAccepts(t *testing.T) {
+	t.Parallel()
+	exp := Exponential{Initial: time.Second, Max: time.Minute, Multiplier: 2, Jitter: 0.2}
+	tests := []struct {
+		name string
+		b    Backoff
+	}{
+		{"Exponential", exp},
+		{"Exponential pointer", &exp},
+		{"Exponential without jitter", Exponential{Initial: time.Second, Max: time.Minute, Multiplier: 2}},
+		{"Exponential jitter 1", Exponential{Initial: time.Second, Multiplier: 1, Jitter: 1}},
+		{"Exponential without cap", Exponential{Initial: time.Second, Multiplier: 2}},
+		{"Exponential max equal to initial", Exponential{Initial: time.Second, Max: time.Second, Multiplier: 1}},
+		{"ConnectionBackoff", ConnectionBackoff()},
+		{"FullJitter", FullJitter{Initial: time.Second, Max: time.Minute, Multiplier: 2}},
+		{"FullJitter pointer", &FullJitter{Initial: time.Nanosecond, Multiplier: 1}},
+		{"GoogleAPI", GoogleAPI{}},
+		{"GoogleAPI pointer", &GoogleAPI{Max: time.Minute}},
+		{"Table", Table{Steps: []time.Duration{0, time.Second, 5 * time.Second}}},
+		{"Table pointer", &Table{Steps: []time.Duration{time.Second}}},
+		{"Table of 100 steps", Table{Steps: make([]time.Duration, 100)}},
+		{"caller's own", constant(time.Second)},
+		{"caller's own, negative waits", constant(-time.Second)},
+		{"caller's own func", backoffFunc(func(int) time.Duration { return 0 })},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			err := withBackoff(tt.b).Validate()
+			assert.NoError(t, err, "got %v, want nil", err)
+		})
+	}
+}
+
+func TestValidateBackoffRejects(t *testing.T) {
+	t.Parallel()
+	const p = "methodConfig[0].retryPolicy.backoff"
+	nan := math.NaN()
+	tests := []struct {
+		name  string
+		b     Backoff
+		field string
+		value string
+	}{
+		{"nil Exponential pointer", (*Exponential)(nil), p, "(*policy.Exponential)(nil)"},
+		{"nil Table pointer", (*Table)(nil), p, "(*policy.Table)(nil)"},
+		{"nil func", backoffFunc(nil), p, "(policy.backoffFunc)(nil)"},
+		{"Exponential initial 0", Exponential{Max: time.Second, Multiplier: 2}, p + ".exponential.initial", "0s"},
+		{"Exponential initial negative", Exponential{Initial: -time.Second, Multiplier: 2}, p + ".exponential.initial", "-1s"},
+		{"Exponential max below initial", Exponential{Initial: time.Second, Max: time.Millisecond, Multiplier: 2},
+			p + ".exponential.max", "1ms"},
+		{"Exponential max negative", Exponential{Initial: time.Second, Max: -time.Second, Multiplier: 2},
+			p + ".exponential.max", "-1s"},
+		{"Exponential multiplier 0", Exponential{Initial: time.Second}, p + ".exponential.multiplier", "0"},
+		{"Exponential multiplier below 1", Exponential{Initial: time.Second, Multiplier: 0.9}, p + ".exponential.multiplier", "0.9"},
+		{"Exponential multiplier NaN", Exponential{Initial: time.Second, Multiplier: nan}, p + ".exponential.multiplier", "NaN"},
+		{"Exponential multiplier +Inf", Exponential{Initial: time.Second, Multiplier: math.Inf(1)},
+			p + ".exponential.multiplier", "+Inf"},
+		{"Exponential jitter negative", Exponential{Initial: time.Second, Multiplier: 1, Jitter: -0.1},
+			p + ".exponential.jitter", "-0.1"},
+		{"Exponential jitter above 1", Exponential{Initial: time.Second, Multiplier: 1, Jitter: 1.5},
+			p + ".exponential.jitter", "1.5"},
+		{"Exponential jitter NaN", Exponential{Initial: time.Second, Multiplier: 1, Jitter: nan},
+			p + ".exponential.jitter", "NaN"},
+		{"Exponential pointer checked", &Exponential{Initial: time.Second}, p + ".exponential.multiplier", "0"},
+		{"FullJitter initial 0", FullJitter{Multiplier: 2}, p + ".fullJitter.initial", "0s"},
+		{"FullJitter max below initial", FullJitter{Initial: time.Minute, Max: time.Second, Multiplier: 2},
+			p + ".fullJitter.max", "1s"},
+		{"FullJitter multiplier NaN", FullJitter{Initial: time.Second, Multiplier: nan}, p + ".fullJitter.multiplier", "NaN"},
+		{"FullJitter pointer checked", &FullJitter{Multiplier: 2}, p + ".fullJitter.initial", "0s"},
+		{"GoogleAPI max negative", GoogleAPI{Max: -time.Second}, p + ".googleApi.max", "-1s"},
+		{"GoogleAPI pointer checked", &GoogleAPI{Max: -1}, p + ".googleApi.max", "-1ns"},
+		{"Table empty", Table{}, p + ".table.steps", ""},
+		{"Table of 101 steps", Table{Steps: make([]time.Duration, 101)}, p + ".table.steps", "101 steps"},
+		{"Table negative step", Table{Steps: []time.Duration{time.Second, -time.Second}}, p + ".table.steps[1]", "-1s"},
+		{"Table pointer checked", &Table{}, p + ".table.steps", ""},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			err := withBackoff(tt.b).Validate()
+			requireFieldError(t, err, tt.field, tt.value)
+		})
+	}
+}
+
+func TestValidateBackoffWithNumericFields(t *testing.T) {
+	t.Parallel()
+	tests := []struct {
+		name   string
+		mutate func(r *Retry)
+		want   string
+	}{
+		{"initialBackoff", func(r *Retry) { r.InitialBackoff = time.Second }, "leave out initialBackoff"},
+		{"maxBackoff", func(r *Retry) { r.MaxBackoff = time.Second }, "leave out maxBackoff"},
+		{"backoffMultiplier", func(r *Retry) { r.BackoffMultiplier = 2 }, "leave out backoffMultiplier"},
+		{"jitter", func(r *Retry) { r.Jitter = DefaultJitter }, "leave out jitter"},
+		{"negative jitter", func(r *Retry) { r.Jitter = -1 }, "leave out jitter"},
+		{"NaN multiplier", func(r *Retry) { r.BackoffMultiplier = math.NaN() }, "leave out backoffMultiplier"},
+		{"all four", func(r *Retry) {
+			r.InitialBackoff, r.MaxBackoff, r.BackoffMultiplier, r.Jitter = 1, 2, 3, 0.5
+		}, "leave out initialBackoff, maxBackoff, backoffMultiplier, jitter"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			c := withBackoff(GoogleAPI{})
+			tt.mutate(c.Rules[0].Retry)
+			err := c.Validate()
+			requireFieldError(t, err, "methodConfig[0].retryPolicy.backoff", "")
+			assert.ErrorContains(t, err, tt.want, "got %v, want it to say %q", err, tt.want)
+		})
+	}
+}

@@ -1,0 +1,131 @@
+package policy
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"reflect"
+	"strings"
+)
+
+// decodeObject decodes raw, which must be a JSON object, into dst, a
+// pointer to a mirror struct. It first walks the keys in document order to
+// refuse unknown and repeated ones by their exact spelling: encoding/json
+// alone would accept "MaxAttempts" for "maxAttempts", keep the last of two
+// repeated keys, and name an unknown key without its path.
+func decodeObject(path string, raw json.RawMessage, dst any) error {
+	fields, err := objectFields(path, raw, dst)
+	if err != nil {
+		return err
+	}
+	dec := json.NewDecoder(bytes.NewReader(raw))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(dst); err != nil {
+		var te *json.UnmarshalTypeError
+		if !errors.As(err, &te) {
+			return fmt.Errorf("%w: %s: %w", ErrInvalid, path, err)
+		}
+		// Nested objects are raw in the mirrors, so the field is always a
+		// key of this object.
+		key, _, _ := strings.Cut(te.Field, ".")
+		t, _ := fieldType(dst, key)
+		return &FieldError{Field: join(path, key), Value: excerpt(fields[key]), Reason: "must be " + describe(t)}
+	}
+	return nil
+}
+
+// objectFields returns the members of the JSON object raw, checking each
+// key against the json tags of *dst.
+func objectFields(path string, raw json.RawMessage, dst any) (map[string]json.RawMessage, error) {
+	notObject := &FieldError{Field: path, Value: excerpt(raw), Reason: "must be an object"}
+	if path == "" {
+		notObject.Reason = "config must be a JSON object"
+	}
+	dec := json.NewDecoder(bytes.NewReader(raw))
+	if tok, err := dec.Token(); err != nil || tok != json.Delim('{') {
+		return nil, notObject
+	}
+	fields := make(map[string]json.RawMessage)
+	for dec.More() {
+		tok, err := dec.Token()
+		key, ok := tok.(string)
+		var val json.RawMessage
+		if err != nil || !ok || dec.Decode(&val) != nil {
+			// raw was checked as a whole by ParseConfig; this is
+			// unreachable unless that changes.
+			return nil, notObject
+		}
+		if _, known := fieldType(dst, key); !known {
+			return nil, &FieldError{Field: join(path, key), Value: excerpt(val), Reason: "unknown field"}
+		}
+		if _, dup := fields[key]; dup {
+			return nil, &FieldError{Field: join(path, key), Value: excerpt(val), Reason: "repeated field"}
+		}
+		fields[key] = val
+	}
+	return fields, nil
+}
+
+// fieldType returns the type of the field of the struct *dst whose json
+// tag names key exactly.
+func fieldType(dst any, key string) (reflect.Type, bool) {
+	t := reflect.TypeOf(dst).Elem()
+	for i := range t.NumField() {
+		f := t.Field(i)
+		if name, _, _ := strings.Cut(f.Tag.Get("json"), ","); name == key {
+			return f.Type, true
+		}
+	}
+	return nil, false
+}
+
+// describe names the JSON a mirror field of type t accepts.
+func describe(t reflect.Type) string {
+	if t == nil {
+		return "valid"
+	}
+	for t.Kind() == reflect.Pointer {
+		t = t.Elem()
+	}
+	switch {
+	case t == reflect.TypeFor[durationJSON]():
+		return `a duration string such as "0.1s"`
+	case t == reflect.TypeFor[json.RawMessage]():
+		return "an object"
+	case t.Kind() == reflect.Slice && t.Elem().Kind() == reflect.Int:
+		return "an array of integers"
+	case t.Kind() == reflect.Slice:
+		return "an array"
+	case t.Kind() == reflect.Int:
+		return "an integer"
+	case t.Kind() == reflect.Float64:
+		return "a number"
+	case t.Kind() == reflect.Bool:
+		return "true or false"
+	case t.Kind() == reflect.String:
+		return "a string"
+	}
+	return "of type " + t.String()
+}
+
+func join(path, key string) string {
+	if path == "" {
+		return key
+	}
+	return path + "." + key
+}
+
+func isNull(raw json.RawMessage) bool {
+	return raw == nil || bytes.Equal(bytes.TrimSpace(raw), []byte("null"))
+}
+
+// excerpt returns raw compacted, for an error message; the message's
+// value is cut to length on the way out, by clipped.
+func excerpt(raw json.RawMessage) string {
+	var b bytes.Buffer
+	if json.Compact(&b, raw) != nil {
+		return string(raw)
+	}
+	return b.String()
+}

@@ -1,0 +1,129 @@
+package policy
+
+import (
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"strconv"
+	"strings"
+)
+
+// DelayFormat names how the value of a server delay header is written:
+// one of [DelaySeconds], [DelayMilliseconds], [DelayUnixSeconds] and
+// [DelayHTTPDate], spelled as in JSON. The zero DelayFormat is not valid.
+type DelayFormat string
+
+// The formats of a [DelayHeader]'s value. A value that is not valid in its
+// header's format is skipped, as if the header were absent.
+const (
+	// DelaySeconds is a delay in seconds, which may have a fraction:
+	// "30", "1.5".
+	DelaySeconds DelayFormat = "seconds"
+	// DelayMilliseconds is a delay in milliseconds: "250".
+	DelayMilliseconds DelayFormat = "milliseconds"
+	// DelayUnixSeconds is the time to retry at, in seconds since the Unix
+	// epoch: "1735689600". It is read against the response's Date header
+	// when there is one, so that a skewed server clock does not skew the
+	// wait.
+	DelayUnixSeconds DelayFormat = "unixSeconds"
+	// DelayHTTPDate is the time to retry at as an HTTP-date, as in
+	// Retry-After: "Wed, 01 Jan 2025 00:00:00 GMT". It is read against the
+	// response's Date header when there is one.
+	DelayHTTPDate DelayFormat = "httpDate"
+)
+
+// maxDelayHeaders bounds Config.DelayHeaders: every retryable response may
+// be searched for each of them, and no server sends more than a few.
+const maxDelayHeaders = 16
+
+// DelayHeader is a response header, beyond X-Retry-Pushback-Ms and
+// Retry-After, in which a server says how long to wait before a retry,
+// such as X-RateLimit-Reset, RateLimit-Reset or x-amz-retry-after.
+//
+// Name is the header's name, matched case-insensitively; it must be an
+// HTTP field name, and neither X-Retry-Pushback-Ms nor Retry-After, which
+// are always read. Format is how its value is written, one of the Delay
+// constants. The zero DelayHeader is not valid. JSON:
+// {"name": "X-RateLimit-Reset", "format": "seconds"}.
+type DelayHeader struct {
+	Name   string
+	Format DelayFormat
+}
+
+// ServerDelayHeaders returns c.DelayHeaders in the order listed, each Name
+// in canonical form (as [http.CanonicalHeaderKey] gives it), so that an
+// [http.Header] can be indexed with it directly, with no work per
+// response. It returns a new slice on each call, for the caller to keep;
+// a nil Config, or one without DelayHeaders, gives nil.
+//
+// ServerDelayHeaders only reads c, so it is safe for concurrent use.
+func (c *Config) ServerDelayHeaders() []DelayHeader {
+	if c == nil || len(c.DelayHeaders) == 0 {
+		return nil
+	}
+	hs := make([]DelayHeader, len(c.DelayHeaders))
+	for i, h := range c.DelayHeaders {
+		hs[i] = DelayHeader{Name: http.CanonicalHeaderKey(h.Name), Format: h.Format}
+	}
+	return hs
+}
+
+// validateDelayHeaders checks hs, found at path: the count first, so that
+// the search for repeated names stays small.
+func validateDelayHeaders(path string, hs []DelayHeader) error {
+	if len(hs) > maxDelayHeaders {
+		return &FieldError{Field: path, Value: strconv.Itoa(len(hs)) + " headers",
+			Reason: "must list at most " + strconv.Itoa(maxDelayHeaders) + " headers"}
+	}
+	for i, h := range hs {
+		at := fmt.Sprintf("%s[%d]", path, i)
+		if err := h.validate(at); err != nil {
+			return err
+		}
+		for j := range i {
+			if strings.EqualFold(hs[j].Name, h.Name) {
+				return &FieldError{Field: at + ".name", Value: strconv.Quote(h.Name),
+					Reason: fmt.Sprintf("repeats %s[%d].name", path, j)}
+			}
+		}
+	}
+	return nil
+}
+
+func (h DelayHeader) validate(path string) error {
+	name := join(path, "name")
+	switch {
+	case !isToken(h.Name):
+		return &FieldError{Field: name, Value: strconv.Quote(h.Name), Reason: "must be an HTTP header name"}
+	case strings.EqualFold(h.Name, "X-Retry-Pushback-Ms"), strings.EqualFold(h.Name, "Retry-After"):
+		return &FieldError{Field: name, Value: strconv.Quote(h.Name), Reason: "is always read, before the listed headers; leave it out"}
+	}
+	switch h.Format {
+	case DelaySeconds, DelayMilliseconds, DelayUnixSeconds, DelayHTTPDate:
+		return nil
+	}
+	return &FieldError{Field: join(path, "format"), Value: strconv.Quote(string(h.Format)),
+		Reason: `must be one of "seconds", "milliseconds", "unixSeconds" and "httpDate"`}
+}
+
+type delayHeaderJSON struct {
+	Name   string      `json:"name"`
+	Format DelayFormat `json:"format"`
+}
+
+// parseDelayHeaders reads "serverDelayHeaders", each entry on its own so
+// that an error names its index. Values are checked by Validate.
+func parseDelayHeaders(path string, raws []json.RawMessage) ([]DelayHeader, error) {
+	if raws == nil {
+		return nil, nil
+	}
+	hs := make([]DelayHeader, len(raws))
+	for i, raw := range raws {
+		var m delayHeaderJSON
+		if err := decodeObject(fmt.Sprintf("%s[%d]", path, i), raw, &m); err != nil {
+			return nil, err
+		}
+		hs[i] = DelayHeader(m)
+	}
+	return hs, nil
+}

@@ -1,0 +1,221 @@
+package policy
+
+import (
+	"fmt"
+	"net/http"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+// headers returns n valid delay headers with distinct names.
+func headers(n int) []DelayHeader {
+	hs := make([]DelayHeader, n)
+	for i := range hs {
+		hs[i] = DelayHeader{Name: fmt.Sprintf("X-Delay-%d", i), Format: DelaySeconds}
+	}
+	return hs
+}
+
+func TestValidateDelayHeadersAccepts(t *testing.T) {
+	t.Parallel()
+	tests := []struct {
+		name string
+		hs   []DelayHeader
+	}{
+		{"none", nil},
+		{"empty", []DelayHeader{}},
+		{"every format", []DelayHeader{
+			{"X-RateLimit-Reset", DelaySeconds},
+			{"RateLimit-Reset", DelayMilliseconds},
+			{"x-amz-retry-after", DelayUnixSeconds},
+			{"X-Retry-At", DelayHTTPDate},
+		}},
+		{"16 headers", headers(16)},
+		{"token characters", []DelayHeader{{"x!#$%&'*+-.^_`|~9", DelaySeconds}}},
+		{"a name that contains Retry-After", []DelayHeader{{"X-Retry-After", DelaySeconds}}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			c := validConfig()
+			c.DelayHeaders = tt.hs
+			err := c.Validate()
+			assert.NoError(t, err, "got %v, want nil", err)
+		})
+	}
+}
+
+func TestValidateDelayHeadersRejects(t *testing.T) {
+	t.Parallel()
+	const p = "serverDelayHeaders"
+	tests := []struct {
+		name  string
+		hs    []DelayHeader
+		field string
+		value string
+	}{
+		{"empty name", []DelayHeader{{"", DelaySeconds}}, p + "[0].name", `""`},
+		{"name with a space", []DelayHeader{{"X-RateLimit-Reset", DelaySeconds}, {"X Reset", DelaySeconds}},
+			p + "[1].name", `"X Reset"`},
+		{"name with a colon", []DelayHeader{{"X-Reset:", DelaySeconds}}, p + "[0].name", `"X-Reset:"`},
+		{"name with a newline", []DelayHeader{{"X-Reset\r\n", DelaySeconds}}, p + "[0].name", `"X-Reset\r\n"`},
+		{"non-ASCII name", []DelayHeader{{"X-Résumé", DelaySeconds}}, p + "[0].name", `"X-Résumé"`},
+		{"Retry-After", []DelayHeader{{"Retry-After", DelaySeconds}}, p + "[0].name", `"Retry-After"`},
+		{"retry-after in lower case", []DelayHeader{{"retry-after", DelayHTTPDate}}, p + "[0].name", `"retry-after"`},
+		{"X-Retry-Pushback-Ms", []DelayHeader{{"X-RateLimit-Reset", DelaySeconds}, {"x-retry-pushback-ms", DelayMilliseconds}},
+			p + "[1].name", `"x-retry-pushback-ms"`},
+		{"repeated name", []DelayHeader{{"A", DelaySeconds}, {"B", DelaySeconds}, {"A", DelayMilliseconds}},
+			p + "[2].name", `"A"`},
+		{"repeated name in other case", []DelayHeader{{"X-RateLimit-Reset", DelaySeconds}, {"x-ratelimit-reset", DelaySeconds}},
+			p + "[1].name", `"x-ratelimit-reset"`},
+		{"empty format", []DelayHeader{{"X-RateLimit-Reset", ""}}, p + "[0].format", `""`},
+		{"unknown format", []DelayHeader{{"X-RateLimit-Reset", "minutes"}}, p + "[0].format", `"minutes"`},
+		{"format in other case", []DelayHeader{{"X-RateLimit-Reset", "Seconds"}}, p + "[0].format", `"Seconds"`},
+		{"17 headers", headers(17), p, "17 headers"},
+		{"name checked before format", []DelayHeader{{"", "minutes"}}, p + "[0].name", `""`},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			c := validConfig()
+			c.DelayHeaders = tt.hs
+			err := c.Validate()
+			requireFieldError(t, err, tt.field, tt.value)
+		})
+	}
+}
+
+func TestValidateDelayHeadersMessages(t *testing.T) {
+	t.Parallel()
+	tests := []struct {
+		hs   []DelayHeader
+		want string
+	}{
+		{[]DelayHeader{{"A", DelaySeconds}, {"a", DelaySeconds}},
+			`policy: serverDelayHeaders[1].name: "a": repeats serverDelayHeaders[0].name`},
+		{[]DelayHeader{{"Retry-After", DelaySeconds}},
+			`policy: serverDelayHeaders[0].name: "Retry-After": is always read, before the listed headers; leave it out`},
+		{[]DelayHeader{{"A", "s"}},
+			`policy: serverDelayHeaders[0].format: "s": must be one of "seconds", "milliseconds", "unixSeconds" and "httpDate"`},
+		{headers(20), "policy: serverDelayHeaders: 20 headers: must list at most 16 headers"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.want, func(t *testing.T) {
+			t.Parallel()
+			err := (&Config{DelayHeaders: tt.hs}).Validate()
+			require.Error(t, err, "got nil, want %q", tt.want)
+			assert.Equal(t, tt.want, err.Error(), "got %q, want %q", err, tt.want)
+		})
+	}
+}
+
+func TestParseDelayHeaders(t *testing.T) {
+	t.Parallel()
+	c, err := ParseConfig([]byte(`{"serverDelayHeaders": [
+		{"name": "X-RateLimit-Reset", "format": "seconds"},
+		{"name": "ratelimit-reset", "format": "milliseconds"},
+		{"format": "unixSeconds", "name": "x-amz-retry-after"},
+		{"name": "X-Retry-At", "format": "httpDate"}
+	]}`))
+	require.NoError(t, err, "got %v, want nil", err)
+	want := []DelayHeader{
+		{"X-RateLimit-Reset", DelaySeconds},
+		{"ratelimit-reset", DelayMilliseconds},
+		{"x-amz-retry-after", DelayUnixSeconds},
+		{"X-Retry-At", DelayHTTPDate},
+	}
+	assert.Equal(t, want, c.DelayHeaders, "got %+v, want %+v", c.DelayHeaders, want)
+
+	c, err = ParseConfig([]byte(`{"serverDelayHeaders": null}`))
+	require.NoError(t, err, "got %v, want nil", err)
+	assert.Nil(t, c.DelayHeaders, "got %+v, want nil", c.DelayHeaders)
+}
+
+func TestParseDelayHeadersRejects(t *testing.T) {
+	t.Parallel()
+	const p = "serverDelayHeaders"
+	tests := []struct {
+		name  string
+		input string
+		field string
+		value string
+	}{
+		{"as object", `{"serverDelayHeaders": {"name": "A"}}`, p, `{"name":"A"}`},
+		{"entry as string", `{"serverDelayHeaders": ["X-RateLimit-Reset"]}`, p + "[0]", `"X-RateLimit-Reset"`},
+		{"unknown key", `{"serverDelayHeaders": [{"name": "A", "format": "seconds", "cap": "1s"}]}`, p + "[0].cap", `"1s"`},
+		{"key in other case", `{"serverDelayHeaders": [{"Name": "A", "format": "seconds"}]}`, p + "[0].Name", `"A"`},
+		{"repeated key", `{"serverDelayHeaders": [{"name": "A", "name": "B", "format": "seconds"}]}`, p + "[0].name", `"B"`},
+		{"name as number", `{"serverDelayHeaders": [{"name": 5, "format": "seconds"}]}`, p + "[0].name", "5"},
+		{"format as number", `{"serverDelayHeaders": [{"name": "A", "format": 1000}]}`, p + "[0].format", "1000"},
+		{"name left out", `{"serverDelayHeaders": [{"format": "seconds"}]}`, p + "[0].name", `""`},
+		{"format left out", `{"serverDelayHeaders": [{"name": "A"}]}`, p + "[0].format", `""`},
+		{"Retry-After", `{"serverDelayHeaders": [{"name": "Retry-After", "format": "httpDate"}]}`, p + "[0].name", `"Retry-After"`},
+		{"repeated name", `{"serverDelayHeaders": [{"name": "A", "format": "seconds"}, {"name": "a", "format": "seconds"}]}`,
+			p + "[1].name", `"a"`},
+		{"too many", `{"serverDelayHeaders": [` + strings.TrimSuffix(strings.Repeat(`{"name": "A", "format": "seconds"},`, 17), ",") + `]}`,
+			p, "17 headers"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			c, err := ParseConfig([]byte(tt.input))
+			assert.Nil(t, c, "got %+v, want nil", c)
+			requireFieldError(t, err, tt.field, tt.value)
+		})
+	}
+}
+
+func TestServerDelayHeaders(t *testing.T) {
+	t.Parallel()
+	tests := []struct {
+		name string
+		c    *Config
+		want []DelayHeader
+	}{
+		{"nil config", nil, nil},
+		{"none", &Config{}, nil},
+		{"empty", &Config{DelayHeaders: []DelayHeader{}}, nil},
+		{"canonical names, order kept", &Config{DelayHeaders: []DelayHeader{
+			{"x-ratelimit-reset", DelaySeconds},
+			{"RATELIMIT-RESET", DelayMilliseconds},
+			{"x-amz-retry-after", DelayUnixSeconds},
+			{"X-Retry-At", DelayHTTPDate},
+		}}, []DelayHeader{
+			{"X-Ratelimit-Reset", DelaySeconds},
+			{"Ratelimit-Reset", DelayMilliseconds},
+			{"X-Amz-Retry-After", DelayUnixSeconds},
+			{"X-Retry-At", DelayHTTPDate},
+		}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			got := tt.c.ServerDelayHeaders()
+			assert.Equal(t, tt.want, got, "got %+v, want %+v", got, tt.want)
+		})
+	}
+}
+
+// TestServerDelayHeadersIndexHeader checks what the canonical names are
+// for: indexing a received header directly, whatever case the server and
+// the configuration used.
+func TestServerDelayHeadersIndexHeader(t *testing.T) {
+	t.Parallel()
+	c := &Config{DelayHeaders: []DelayHeader{{"x-RATELIMIT-reset", DelaySeconds}}}
+	h := http.Header{}
+	h.Set("X-RateLimit-Reset", "30")
+	got := h[c.ServerDelayHeaders()[0].Name]
+	assert.Equal(t, []string{"30"}, got, "got %q, want [\"30\"]", got)
+}
+
+func TestServerDelayHeadersIsACopy(t *testing.T) {
+	t.Parallel()
+	c := &Config{DelayHeaders: []DelayHeader{{"X-A", DelaySeconds}}}
+	got := c.ServerDelayHeaders()
+	got[0].Name = "X-B"
+	assert.Equal(t, "X-A", c.DelayHeaders[0].Name, "got %q after changing the result, want X-A", c.DelayHeaders[0].Name)
+	assert.Equal(t, "X-A", c.ServerDelayHeaders()[0].Name, "got %q on the next call, want X-A", c.ServerDelayHeaders()[0].Name)
+}
