@@ -95,7 +95,7 @@ func show(attrs []attribute.KeyValue, keys ...string) string {
 	for _, k := range keys {
 		for _, kv := range attrs {
 			if string(kv.Key) == k {
-				out += fmt.Sprintf(" %s=%s", k, kv.Value.Emit())
+				out += fmt.Sprintf(" %s=%s", k, kv.Value.String())
 			}
 		}
 	}
