@@ -17,6 +17,7 @@ import (
 	"go.opentelemetry.io/otel/sdk/metric/metricdata"
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 	"go.opentelemetry.io/otel/sdk/trace/tracetest"
+	"go.opentelemetry.io/otel/trace"
 )
 
 // A request retried once: two attempt spans under the caller's span, and
@@ -62,6 +63,18 @@ func Example() {
 	resp.Body.Close()
 	caller.End()
 
+	printSpans(spans, caller)
+	printHistograms(ctx, reader)
+	// Output:
+	// GET true retryhttp.attempt=1 retryhttp.outcome=retryable http.response.status_code=503
+	// GET true retryhttp.attempt=2 retryhttp.outcome=success http.response.status_code=200 retryhttp.wait.duration=0.01
+	// retryhttp.client.request.retries {retry} 1 retryhttp.rule=methodConfig[0]
+	// retryhttp.client.request.retry_delay s 0.01 retryhttp.rule=methodConfig[0]
+}
+
+// printSpans prints the attempt spans, and whether each is a child of the
+// caller's span.
+func printSpans(spans *tracetest.InMemoryExporter, caller trace.Span) {
 	for _, s := range spans.GetSpans() {
 		if s.Name == "caller" {
 			continue
@@ -69,6 +82,10 @@ func Example() {
 		fmt.Println(s.Name, s.Parent.SpanID() == caller.SpanContext().SpanID(), show(s.Attributes,
 			"retryhttp.attempt", "retryhttp.outcome", "http.response.status_code", "retryhttp.wait.duration"))
 	}
+}
+
+// printHistograms prints each histogram's unit, sum and rule.
+func printHistograms(ctx context.Context, reader *sdkmetric.ManualReader) {
 	var rm metricdata.ResourceMetrics
 	if err := reader.Collect(ctx, &rm); err != nil {
 		fmt.Println(err)
@@ -82,11 +99,6 @@ func Example() {
 			fmt.Println(m.Name, m.Unit, h.DataPoints[0].Sum, show(h.DataPoints[0].Attributes.ToSlice(), "retryhttp.rule"))
 		}
 	}
-	// Output:
-	// GET true retryhttp.attempt=1 retryhttp.outcome=retryable http.response.status_code=503
-	// GET true retryhttp.attempt=2 retryhttp.outcome=success http.response.status_code=200 retryhttp.wait.duration=0.01
-	// retryhttp.client.request.retries {retry} 1 retryhttp.rule=methodConfig[0]
-	// retryhttp.client.request.retry_delay s 0.01 retryhttp.rule=methodConfig[0]
 }
 
 // show formats the attributes named by keys, in that order.
