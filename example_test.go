@@ -83,29 +83,21 @@ func Example_config() {
 	// policy: methodConfig[0].retryPolicy.maxAttempts: 1: must be at least 2
 }
 
-// Hooks adapt to any logger. This one logs with log/slog and never prints
-// what may be secret: no query string, no header value.
+// LogHooks log with log/slog in one line: waits at Info, refusals and
+// give-ups at Warn, nothing for a request answered at once. They never
+// print what may be secret: no query string, no userinfo, no header value.
 func Example_slog() {
 	logger := slog.New(slog.NewTextHandler(os.Stdout, &slog.HandlerOptions{
 		ReplaceAttr: func(_ []string, a slog.Attr) slog.Attr {
-			if a.Key == slog.TimeKey || a.Key == "wait" {
-				return slog.Attr{} // keep the output stable
+			if a.Key == slog.TimeKey || a.Key == "wait" || a.Key == "retry_delay" {
+				return slog.Attr{} // keep the output stable: backoffs are jittered
 			}
 			return a
 		},
 	}))
-	hooks := &retryhttp.Hooks{
-		AttemptDone: func(a retryhttp.AttemptDone) {
-			logger.Info("attempt", "method", a.Request.Method, "host", a.Request.URL.Host,
-				"path", a.Request.URL.Path, "attempt", a.Attempt, "outcome", a.Outcome, "status", a.StatusCode)
-		},
-		Wait: func(w retryhttp.Wait) {
-			logger.Info("waiting", "attempt", w.Attempt, "reason", w.Reason, "wait", w.Length)
-		},
-	}
 	srv := flakyServer(1)
 	defer srv.Close()
-	tr := &retryhttp.Transport{Hooks: hooks}
+	tr := &retryhttp.Transport{Hooks: retryhttp.LogHooks(logger)}
 	defer tr.CloseIdleConnections()
 	req, _ := http.NewRequest("GET", srv.URL+"/v1/items?token=secret", nil)
 	req.Host = "api.example.com"
@@ -118,9 +110,8 @@ func Example_slog() {
 	}
 	resp.Body.Close()
 	// Output:
-	// level=INFO msg=attempt method=GET host=api.example.com path=/v1/items attempt=1 outcome=retryable status=503
-	// level=INFO msg=waiting attempt=2 reason=backoff
-	// level=INFO msg=attempt method=GET host=api.example.com path=/v1/items attempt=2 outcome=success status=200
+	// level=INFO msg="retryhttp: waiting" method=GET host=api.example.com path=/v1/items attempt=2 reason=backoff
+	// level=INFO msg="retryhttp: answered" method=GET host=api.example.com path=/v1/items attempts=2 status=200
 }
 
 // rewriteTo sends every request to srv, whatever its URL says.

@@ -1,0 +1,165 @@
+package otel
+
+import (
+	"context"
+	"errors"
+	"net/http"
+	"net/url"
+	"strconv"
+	"strings"
+
+	"github.com/retryhttp/retryhttp"
+	"go.opentelemetry.io/otel/attribute"
+	semconv "go.opentelemetry.io/otel/semconv/v1.43.0"
+)
+
+// Attribute keys of this package's own, beside the semantic conventions'.
+const (
+	// RuleKey is the rule that governed the request, as in
+	// [retryhttp.Stats.Rules]: "methodConfig[i]" or "none".
+	RuleKey = attribute.Key("retryhttp.rule")
+	// AttemptKey is the attempt's number, 1 for the first; a transparent
+	// resend repeats the number of the attempt it resends.
+	AttemptKey = attribute.Key("retryhttp.attempt")
+	// OutcomeKey is what the attempt's result meant: one of the values of
+	// [retryhttp.Outcome].
+	OutcomeKey = attribute.Key("retryhttp.outcome")
+	// HedgeKey tells whether the attempt was sent as a hedge.
+	HedgeKey = attribute.Key("retryhttp.hedge")
+	// ResendKey tells whether the attempt was a transparent resend of one
+	// that never reached the server.
+	ResendKey = attribute.Key("retryhttp.resend")
+	// WaitDurationKey is the wait announced before the attempt, in
+	// seconds; absent when none was.
+	WaitDurationKey = attribute.Key("retryhttp.wait.duration")
+	// WaitReasonKey says why the wait was as long as it was: one of the
+	// values of [retryhttp.WaitReason].
+	WaitReasonKey = attribute.Key("retryhttp.wait.reason")
+	// RefusalReasonKey says why an attempt was not made: one of the
+	// values of [retryhttp.RefusalReason].
+	RefusalReasonKey = attribute.Key("retryhttp.refusal.reason")
+)
+
+// RefusedEvent is the name of the event added to the span in the
+// request's context when an attempt the policy would make is not made,
+// with [AttemptKey] (the attempt not made) and [RefusalReasonKey].
+const RefusedEvent = "retryhttp.refused"
+
+// knownMethods are the methods the semantic conventions know; any other is
+// recorded as "_OTHER", so that a client that sends odd methods cannot
+// make the number of series grow.
+var knownMethods = map[string]bool{
+	http.MethodConnect: true, http.MethodDelete: true, http.MethodGet: true,
+	http.MethodHead: true, http.MethodOptions: true, http.MethodPatch: true,
+	http.MethodPost: true, http.MethodPut: true, http.MethodTrace: true,
+}
+
+// method returns the request's method as the semantic conventions record
+// it, and whether it is one they know.
+func method(req *http.Request) (string, bool) {
+	m := req.Method
+	if m == "" {
+		return http.MethodGet, true // as net/http sends it
+	}
+	if knownMethods[m] {
+		return m, true
+	}
+	return "_OTHER", false
+}
+
+// server returns server.address and, when known, server.port: the URL's
+// own port, or the default port of http and https.
+func server(u *url.URL) []attribute.KeyValue {
+	kv := []attribute.KeyValue{semconv.ServerAddress(strings.ToLower(u.Hostname()))}
+	if p, err := strconv.Atoi(u.Port()); err == nil {
+		return append(kv, semconv.ServerPort(p))
+	}
+	switch strings.ToLower(u.Scheme) {
+	case "http":
+		kv = append(kv, semconv.ServerPort(80))
+	case "https":
+		kv = append(kv, semconv.ServerPort(443))
+	}
+	return kv
+}
+
+// fullURL returns url.full for u without what may be secret: the query
+// and fragment are left out, and userinfo is replaced as the semantic
+// conventions ask.
+func fullURL(u *url.URL) string {
+	var b strings.Builder
+	b.WriteString(u.Scheme)
+	b.WriteString("://")
+	if u.User != nil {
+		b.WriteString("REDACTED:REDACTED@")
+	}
+	b.WriteString(u.Host)
+	b.WriteString(u.EscapedPath())
+	return b.String()
+}
+
+// errorType returns the attempt's error.type, or "" when it succeeded:
+// the status code for a status of 400 or more, else for an error
+// "cancelled" for an attempt cut off, "timeout" for a timeout, and
+// otherwise the attempt's outcome ("network", "never-sent", "fatal" or
+// "retryable").
+func errorType(a retryhttp.AttemptDone) string {
+	switch {
+	case a.Err == nil && a.StatusCode >= 400:
+		return strconv.Itoa(a.StatusCode)
+	case a.Err == nil:
+		return ""
+	case a.Outcome == retryhttp.OutcomeCancelled:
+		return "cancelled"
+	case timeout(a.Err):
+		return "timeout"
+	}
+	return string(a.Outcome)
+}
+
+// timeout reports whether err is a deadline that passed or says it is a
+// timeout, as a net.Error does.
+func timeout(err error) bool {
+	var t interface{ Timeout() bool }
+	return errors.Is(err, context.DeadlineExceeded) || errors.As(err, &t) && t.Timeout()
+}
+
+// scrub returns err's text with every URL in it cut down as url.full
+// is: no userinfo, query or fragment. Errors quote URLs: a *url.Error
+// does, and so may any base transport.
+func scrub(err error) string {
+	s := err.Error()
+	var b strings.Builder
+	for {
+		i := strings.Index(s, "://")
+		if i < 0 {
+			b.WriteString(s)
+			return b.String()
+		}
+		start, end := i, i+len("://")
+		for start > 0 && schemeByte(s[start-1]) {
+			start--
+		}
+		for end < len(s) && !strings.ContainsRune(" \t\r\n\"'`<>", rune(s[end])) {
+			end++
+		}
+		b.WriteString(s[:start])
+		b.WriteString(redactURL(s[start:end]))
+		s = s[end:]
+	}
+}
+
+// schemeByte reports whether c may be part of a URL scheme.
+func schemeByte(c byte) bool {
+	return 'a' <= c && c <= 'z' || 'A' <= c && c <= 'Z' || '0' <= c && c <= '9' || c == '+' || c == '-' || c == '.'
+}
+
+// redactURL cuts raw down as url.full is, or to its scheme when it does
+// not parse.
+func redactURL(raw string) string {
+	u, err := url.Parse(raw)
+	if err != nil || u.Host == "" {
+		return raw[:strings.Index(raw, "://")+len("://")] + "REDACTED"
+	}
+	return fullURL(u)
+}

@@ -1,0 +1,167 @@
+package retryhttp
+
+import (
+	"log/slog"
+	"net/http"
+	"net/url"
+	"strings"
+)
+
+// LogHooks returns hooks that log, with l, what a [Transport] does for a
+// request beyond sending it once. A nil l means [slog.Default], as it is
+// when each record is made. Set them as [Transport.Hooks], or pass them
+// to [WithHooks].
+//
+// The levels:
+//   - Debug: each attempt that did not succeed, with its outcome and its
+//     status or error; a transparent resend; a hedging delay as it
+//     starts, which every hedged request reports.
+//   - Info: a wait before a retry (a backoff, a server delay, a dial
+//     backoff window), with its length and reason; a hedge sent; a
+//     request answered after more than one attempt or a resend.
+//   - Warn: an attempt the policy would make that is refused (budget,
+//     buffer, deadline, server delay); a request that ends, after more
+//     than one attempt or a resend, in an error or in a 429 or 5xx.
+//
+// A request answered by its first attempt logs nothing, and costs nothing
+// but the hook calls.
+//
+// Each record carries the request's method, host and path, then those of
+// attempt, wait, reason, outcome, status, error, latency, attempts,
+// hedges, transparent_retries and retry_delay that apply. No record holds
+// a query string, a fragment, userinfo or a header value: every URL in an
+// error's text is cut down to its scheme, host and path.
+//
+// The hooks are safe for concurrent use and keep no state.
+func LogHooks(l *slog.Logger) *Hooks {
+	h := logHooks{l: l}
+	return &Hooks{
+		AttemptStart: h.attemptStart,
+		AttemptDone:  h.attemptDone,
+		Wait:         h.wait,
+		Refused:      h.refused,
+		Done:         h.done,
+	}
+}
+
+type logHooks struct{ l *slog.Logger }
+
+// log makes a record about req, if l is enabled at level.
+func (h logHooks) log(req *http.Request, level slog.Level, msg string, attrs ...slog.Attr) {
+	l := h.l
+	if l == nil {
+		l = slog.Default()
+	}
+	ctx := req.Context()
+	if !l.Enabled(ctx, level) {
+		return
+	}
+	method := req.Method
+	if method == "" {
+		method = http.MethodGet
+	}
+	all := make([]slog.Attr, 0, 3+len(attrs))
+	all = append(all, slog.String("method", method), slog.String("host", req.URL.Host), slog.String("path", req.URL.Path))
+	l.LogAttrs(ctx, level, msg, append(all, attrs...)...)
+}
+
+func (h logHooks) attemptStart(a AttemptStart) {
+	switch {
+	case a.Resend:
+		h.log(a.Request, slog.LevelDebug, "retryhttp: resending", slog.Int("attempt", a.Attempt))
+	case a.Hedge:
+		h.log(a.Request, slog.LevelInfo, "retryhttp: hedging", slog.Int("attempt", a.Attempt))
+	}
+}
+
+func (h logHooks) attemptDone(a AttemptDone) {
+	if a.Outcome == OutcomeSuccess {
+		return
+	}
+	h.log(a.Request, slog.LevelDebug, "retryhttp: attempt failed", slog.Int("attempt", a.Attempt),
+		slog.String("outcome", string(a.Outcome)), statusOrError(a.StatusCode, a.Err), slog.Duration("latency", a.Latency))
+}
+
+func (h logHooks) wait(w Wait) {
+	level := slog.LevelInfo
+	if w.Reason == WaitHedgeDelay {
+		level = slog.LevelDebug // every hedged request reports one, whether a hedge follows or not
+	}
+	h.log(w.Request, level, "retryhttp: waiting", slog.Int("attempt", w.Attempt),
+		slog.Duration("wait", w.Length), slog.String("reason", string(w.Reason)))
+}
+
+func (h logHooks) refused(r Refused) {
+	h.log(r.Request, slog.LevelWarn, "retryhttp: attempt refused", slog.Int("attempt", r.Attempt),
+		slog.String("reason", string(r.Reason)))
+}
+
+func (h logHooks) done(d Done) {
+	if d.Attempts <= 1 && d.TransparentRetries == 0 {
+		return // answered, or failed, as a plain client would have
+	}
+	attrs := []slog.Attr{slog.Int("attempts", d.Attempts)}
+	if d.Hedges > 0 {
+		attrs = append(attrs, slog.Int("hedges", d.Hedges))
+	}
+	if d.TransparentRetries > 0 {
+		attrs = append(attrs, slog.Int("transparent_retries", d.TransparentRetries))
+	}
+	attrs = append(attrs, slog.Duration("retry_delay", d.RetryDelay), statusOrError(d.StatusCode, d.Err))
+	if d.Err != nil || d.StatusCode == http.StatusTooManyRequests || d.StatusCode >= 500 {
+		h.log(d.Request, slog.LevelWarn, "retryhttp: gave up", attrs...)
+		return
+	}
+	h.log(d.Request, slog.LevelInfo, "retryhttp: answered", attrs...)
+}
+
+// statusOrError is the error when there is one, else the status.
+func statusOrError(status int, err error) slog.Attr {
+	if err != nil {
+		return slog.String("error", redactURLs(err.Error()))
+	}
+	return slog.Int("status", status)
+}
+
+// redactURLs returns s with every URL in it cut down to its scheme, host
+// and path, for error texts that quote one (a *url.Error does, and so may
+// any base transport): no userinfo, query or fragment.
+func redactURLs(s string) string {
+	var b strings.Builder
+	for {
+		i := strings.Index(s, "://")
+		if i < 0 {
+			b.WriteString(s)
+			return b.String()
+		}
+		start, end := i, i+len("://")
+		for start > 0 && schemeByte(s[start-1]) {
+			start--
+		}
+		for end < len(s) && !strings.ContainsRune(" \t\r\n\"'`<>", rune(s[end])) {
+			end++
+		}
+		b.WriteString(s[:start])
+		b.WriteString(redactURL(s[start:end]))
+		s = s[end:]
+	}
+}
+
+// schemeByte reports whether c may be part of a URL scheme.
+func schemeByte(c byte) bool {
+	return 'a' <= c && c <= 'z' || 'A' <= c && c <= 'Z' || '0' <= c && c <= '9' || c == '+' || c == '-' || c == '.'
+}
+
+// redactURL cuts raw down to its scheme, host and path, marking userinfo
+// as there, or to its scheme alone when it does not parse.
+func redactURL(raw string) string {
+	u, err := url.Parse(raw)
+	if err != nil || u.Host == "" {
+		return raw[:strings.Index(raw, "://")+len("://")] + "REDACTED"
+	}
+	userinfo := ""
+	if u.User != nil {
+		userinfo = "REDACTED@"
+	}
+	return u.Scheme + "://" + userinfo + u.Host + u.EscapedPath()
+}

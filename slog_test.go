@@ -1,0 +1,225 @@
+package retryhttp_test
+
+import (
+	"bytes"
+	"context"
+	"io"
+	"log/slog"
+	"net/http"
+	"net/url"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"testing/synctest"
+	"time"
+
+	"github.com/jarcoal/httpmock"
+	"github.com/retryhttp/retryhttp"
+	"github.com/retryhttp/retryhttp/policy"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+// logTo returns LogHooks that write text records at level and above to
+// buf, with no time, so that lines compare exactly.
+func logTo(buf *bytes.Buffer, level slog.Level) *retryhttp.Hooks {
+	return retryhttp.LogHooks(slog.New(slog.NewTextHandler(buf, &slog.HandlerOptions{
+		Level: level,
+		ReplaceAttr: func(_ []string, a slog.Attr) slog.Attr {
+			if a.Key == slog.TimeKey {
+				return slog.Attr{}
+			}
+			return a
+		},
+	})))
+}
+
+func lines(buf *bytes.Buffer) []string {
+	s := strings.TrimSuffix(buf.String(), "\n")
+	if s == "" {
+		return nil
+	}
+	return strings.Split(s, "\n")
+}
+
+const logPrefix = "method=GET host=api.test path=/v1/items "
+
+func TestLogHooksLevels(t *testing.T) {
+	budget := retryConfig(3, 503)
+	budget.Throttle = &policy.Throttle{MaxTokens: 2, TokenRatio: 0.1} // one failure spends it
+	cases := []struct {
+		name  string
+		cfg   *policy.Config
+		steps []step
+		want  []string
+	}{
+		{"answered at once", retryConfig(3, 503), []step{{status: 200}}, nil},
+		{"answered after a retry", retryConfig(3, 503), []step{{status: 503}, {status: 200}}, []string{
+			`level=DEBUG msg="retryhttp: attempt failed" ` + logPrefix + `attempt=1 outcome=retryable status=503 latency=0s`,
+			`level=INFO msg="retryhttp: waiting" ` + logPrefix + `attempt=2 wait=100ms reason=backoff`,
+			`level=INFO msg="retryhttp: answered" ` + logPrefix + `attempts=2 retry_delay=100ms status=200`,
+		}},
+		{"gave up with a status", retryConfig(2, 503), []step{{status: 503}}, []string{
+			`level=DEBUG msg="retryhttp: attempt failed" ` + logPrefix + `attempt=1 outcome=retryable status=503 latency=0s`,
+			`level=INFO msg="retryhttp: waiting" ` + logPrefix + `attempt=2 wait=100ms reason=backoff`,
+			`level=DEBUG msg="retryhttp: attempt failed" ` + logPrefix + `attempt=2 outcome=retryable status=503 latency=0s`,
+			`level=WARN msg="retryhttp: gave up" ` + logPrefix + `attempts=2 retry_delay=100ms status=503`,
+		}},
+		{"gave up with an error", retryConfig(2, 503), []step{{err: io.ErrUnexpectedEOF}}, []string{
+			`level=DEBUG msg="retryhttp: attempt failed" ` + logPrefix + `attempt=1 outcome=network error="unexpected EOF" latency=0s`,
+			`level=INFO msg="retryhttp: waiting" ` + logPrefix + `attempt=2 wait=100ms reason=backoff`,
+			`level=DEBUG msg="retryhttp: attempt failed" ` + logPrefix + `attempt=2 outcome=network error="unexpected EOF" latency=0s`,
+			`level=WARN msg="retryhttp: gave up" ` + logPrefix + `attempts=2 retry_delay=100ms error="retryhttp: no response after 2 attempt(s): unexpected EOF"`,
+		}},
+		{"resent transparently", retryConfig(3, 503), []step{{err: syscall.ECONNREFUSED}, {status: 200}}, []string{
+			`level=DEBUG msg="retryhttp: attempt failed" ` + logPrefix + `attempt=1 outcome=never-sent error="connection refused" latency=0s`,
+			`level=DEBUG msg="retryhttp: resending" ` + logPrefix + `attempt=1`,
+			`level=INFO msg="retryhttp: answered" ` + logPrefix + `attempts=1 transparent_retries=1 retry_delay=0s status=200`,
+		}},
+		{"refused by the budget", budget, []step{{status: 503}}, []string{
+			`level=DEBUG msg="retryhttp: attempt failed" ` + logPrefix + `attempt=1 outcome=retryable status=503 latency=0s`,
+			`level=WARN msg="retryhttp: attempt refused" ` + logPrefix + `attempt=2 reason=budget`,
+		}},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				var buf bytes.Buffer
+				tr, _ := newScripted(t, c.cfg, c.steps...)
+				tr.Hooks = logTo(&buf, slog.LevelDebug)
+				if resp, err := tr.RoundTrip(newRequest(t, t.Context(), "GET", "")); err == nil {
+					readAll(t, resp)
+				}
+				assert.Equal(t, c.want, lines(&buf))
+			})
+		})
+	}
+}
+
+func TestLogHooksHedge(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		// The first attempt hangs until it is cancelled; the hedge answers.
+		var mu sync.Mutex
+		calls := 0
+		base := roundTripFunc(func(req *http.Request) (*http.Response, error) {
+			mu.Lock()
+			calls++
+			first := calls == 1
+			mu.Unlock()
+			if first {
+				<-req.Context().Done()
+				return nil, context.Cause(req.Context())
+			}
+			return httpmock.NewStringResponse(200, ""), nil
+		})
+		var buf bytes.Buffer
+		tr := &retryhttp.Transport{Base: base, Policy: hedgeConfig(2, 50*time.Millisecond, 503), Hooks: logTo(&buf, slog.LevelDebug)}
+		resp, err := tr.RoundTrip(newRequest(t, t.Context(), "GET", ""))
+		require.NoError(t, err)
+		readAll(t, resp)
+		assert.Equal(t, []string{
+			`level=DEBUG msg="retryhttp: waiting" ` + logPrefix + `attempt=2 wait=50ms reason=hedge-delay`,
+			`level=INFO msg="retryhttp: hedging" ` + logPrefix + `attempt=2`,
+			`level=DEBUG msg="retryhttp: attempt failed" ` + logPrefix + `attempt=1 outcome=cancelled error="retryhttp: another hedge won" latency=50ms`,
+			`level=INFO msg="retryhttp: answered" ` + logPrefix + `attempts=2 hedges=1 retry_delay=0s status=200`,
+		}, lines(&buf))
+	})
+}
+
+func TestLogHooksPrintNoSecret(t *testing.T) {
+	const secretURL = "https://alice:hunter2@api.test/v1/items?token=s3cret#frag-secret"
+	synctest.Test(t, func(t *testing.T) {
+		var buf bytes.Buffer
+		tr, _ := newScripted(t, retryConfig(3, 503),
+			step{status: 503, header: http.Header{"Set-Cookie": {"session=cookie-secret"}}},
+			// A base that wraps an http.Client quotes the URL in its errors.
+			step{err: &url.Error{Op: "Get", URL: secretURL, Err: io.ErrUnexpectedEOF}})
+		tr.Hooks = logTo(&buf, slog.LevelDebug)
+		req, err := http.NewRequestWithContext(t.Context(), "GET", secretURL, nil)
+		require.NoError(t, err)
+		req.Header.Set("Authorization", "Bearer header-secret")
+		_, err = tr.RoundTrip(req)
+		require.Error(t, err)
+
+		out := buf.String()
+		assert.Len(t, lines(&buf), 6, "three failed attempts, two waits, the end")
+		assert.Contains(t, out, `error="retryhttp: no response after 3 attempt(s): Get \"https://REDACTED@api.test/v1/items\": unexpected EOF"`)
+		for _, secret := range []string{"alice", "hunter2", "s3cret", "token", "frag-secret", "header-secret", "cookie-secret"} {
+			assert.NotContains(t, out, secret)
+		}
+	})
+}
+
+func TestRedactURLsInLogs(t *testing.T) {
+	cases := map[string]string{
+		`Get "https://bob:pa%3Ass@api.test/x?k=v#f": boom`:      `Get "https://REDACTED@api.test/x": boom`,
+		"to http://b.test/y?sig=s then https://c.test/#t (EOF)": "to http://b.test/y then https://c.test/ (EOF)",
+		"bad ://x?k=v and h://%zz?k=v":                          "bad ://REDACTED and h://REDACTED",
+		"dial tcp 127.0.0.1:1: connect: connection refused":     "dial tcp 127.0.0.1:1: connect: connection refused",
+	}
+	for text, want := range cases {
+		t.Run(text, func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				var buf bytes.Buffer
+				tr, _ := newScripted(t, retryConfig(2, 503), step{err: textError(text)})
+				tr.Hooks = logTo(&buf, slog.LevelDebug)
+				_, err := tr.RoundTrip(newRequest(t, t.Context(), "GET", ""))
+				require.Error(t, err)
+				require.Len(t, lines(&buf), 1, "a fatal error: one attempt")
+				assert.Contains(t, lines(&buf)[0], "error="+quote(want))
+			})
+		})
+	}
+}
+
+type textError string
+
+func (e textError) Error() string { return string(e) }
+
+// quote quotes s as slog's text handler does a value with spaces.
+func quote(s string) string {
+	var buf bytes.Buffer
+	slog.New(slog.NewTextHandler(&buf, nil)).Info("", "v", s)
+	out := strings.TrimSpace(buf.String())
+	return out[strings.Index(out, "v=")+2:]
+}
+
+func TestLogHooksAcceptNilLogger(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		tr, _ := newScripted(t, hedgeConfig(2, 50*time.Millisecond, 503), step{status: 200})
+		tr.Hooks = retryhttp.LogHooks(nil)
+		// The hedging delay is logged at Debug, which slog.Default drops.
+		resp, err := tr.RoundTrip(newRequest(t, t.Context(), "GET", ""))
+		require.NoError(t, err)
+		readAll(t, resp)
+	})
+}
+
+// BenchmarkLogHooksSuccessPath measures what LogHooks cost a request
+// answered at once, beside the same Transport with no hooks: a logger
+// that would write every record at Debug, so that any record shows.
+func BenchmarkLogHooksSuccessPath(b *testing.B) {
+	logger := slog.New(slog.NewTextHandler(io.Discard, &slog.HandlerOptions{Level: slog.LevelDebug}))
+	for _, bc := range []struct {
+		name  string
+		hooks *retryhttp.Hooks
+	}{{"hooks=nil", nil}, {"LogHooks", retryhttp.LogHooks(logger)}} {
+		b.Run(bc.name, func(b *testing.B) {
+			mt := httpmock.NewMockTransport()
+			mt.RegisterNoResponder(httpmock.NewStringResponder(200, "ok"))
+			tr := &retryhttp.Transport{Base: mt, Hooks: bc.hooks}
+			req, err := http.NewRequest("GET", "https://api.test/v1/items", nil)
+			require.NoError(b, err)
+			b.ReportAllocs()
+			for b.Loop() {
+				resp, err := tr.RoundTrip(req)
+				if err != nil {
+					b.Fatal(err)
+				}
+				io.Copy(io.Discard, resp.Body)
+				resp.Body.Close()
+			}
+		})
+	}
+}
