@@ -91,8 +91,8 @@ func retryPolicy(maxAttempts int) *policy.Config {
 	return &policy.Config{Rules: []policy.Rule{{
 		Name: []policy.Name{{}},
 		Retry: &policy.Retry{
-			MaxAttempts: maxAttempts, InitialBackoff: 100 * time.Millisecond,
-			MaxBackoff: time.Second, BackoffMultiplier: 2,
+			MaxAttempts:          maxAttempts,
+			Backoff:              policy.Exponential{Initial: 100 * time.Millisecond, Max: time.Second, Multiplier: 2},
 			RetryableStatusCodes: []int{503},
 		},
 	}}}
