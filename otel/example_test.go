@@ -49,8 +49,8 @@ func Example() {
 
 	tr := &retryhttp.Transport{Hooks: hooks, Policy: &policy.Config{Rules: []policy.Rule{{
 		Name: []policy.Name{{Method: "GET"}},
-		Retry: &policy.Retry{MaxAttempts: 3, InitialBackoff: 10 * time.Millisecond,
-			MaxBackoff: time.Second, BackoffMultiplier: 2, RetryableStatusCodes: []int{503}},
+		Retry: &policy.Retry{MaxAttempts: 3, RetryableStatusCodes: []int{503},
+			Backoff: policy.Exponential{Initial: 10 * time.Millisecond, Max: time.Second, Multiplier: 2}},
 	}}}}
 	defer tr.CloseIdleConnections()
 	ctx, caller := tp.Tracer("example").Start(context.Background(), "caller")
