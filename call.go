@@ -232,7 +232,7 @@ func (c *call) account(r *result, out outcome) {
 // outcome is known. A success asks nothing, and its headers are not read.
 func (c *call) readDelay(r *result, out outcome) {
 	if r.resp != nil && (out != outDone || r.resp.StatusCode >= 400) {
-		r.delay = parseServerDelay(r.resp.Header, time.Now())
+		r.delay = parseServerDelay(r.resp.Header, time.Now(), c.pol.delayHeaders)
 	}
 }
 
@@ -288,9 +288,13 @@ func (c *call) serverWait(sd serverDelay) (wait time.Duration, why WaitReason, o
 	if sd.Wait >= tooLong || sd.Wait > c.pol.cfg.ServerDelayLimit() {
 		return 0, "", false
 	}
-	why = WaitRetryAfter
-	if sd.Kind == delayPushback {
+	switch sd.Kind {
+	case delayPushback:
 		why = WaitPushback
+	case delayHeader:
+		why = WaitServerDelay
+	default:
+		why = WaitRetryAfter
 	}
 	return jitterServerDelay(sd.Wait, rand.Float64()), why, true
 }

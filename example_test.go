@@ -1,13 +1,19 @@
 package retryhttp_test
 
 import (
+	"context"
+	"encoding/json"
 	"fmt"
 	"io"
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
 	"os"
+	"strconv"
+	"strings"
+	"sync"
 	"sync/atomic"
+	"time"
 
 	"github.com/retryhttp/retryhttp"
 	"github.com/retryhttp/retryhttp/policy"
@@ -145,4 +151,116 @@ func ExampleTransport_Stats() {
 	// Output:
 	// requests: 1 retry attempts: 2 failed: 1
 	// histogram >=1, >=2: 1 1
+}
+
+// coreReporting is Google's Core Reporting API error table as a
+// classifier: a 403 is retried only for the rate-limit reasons, matched
+// exactly (userRateLimitExceededUnreg is not userRateLimitExceeded); a
+// 500 or 503 is retried once; everything else follows the policy.
+func coreReporting(attempt int, resp *http.Response, err error) retryhttp.Verdict {
+	if err != nil {
+		return retryhttp.UsePolicy
+	}
+	switch resp.StatusCode {
+	case http.StatusForbidden:
+		body, _ := retryhttp.PeekBody(resp, 4<<10) // the body stays whole for the caller
+		var e struct {
+			Error struct{ Errors []struct{ Reason string } }
+		}
+		if json.Unmarshal(body, &e) == nil && len(e.Error.Errors) > 0 {
+			switch e.Error.Errors[0].Reason {
+			case "userRateLimitExceeded", "rateLimitExceeded", "quotaExceeded":
+				return retryhttp.RetryableUnprocessed // the server did not act on it
+			}
+		}
+		return retryhttp.Final
+	case http.StatusInternalServerError, http.StatusServiceUnavailable:
+		if attempt > 1 {
+			return retryhttp.Final // retried once already
+		}
+	}
+	return retryhttp.UsePolicy
+}
+
+// An SDK for Google's Core Reporting API: its error table as a classifier
+// (above) and its schedule, 2^n s + random(0..1000 ms) for n = 0..4 then
+// stop, as one rule. Each case of the table runs against a server that
+// answers as the API does; the waits are real, so the cases run side by
+// side.
+func Example_googleAPI() {
+	cfg := &policy.Config{Rules: []policy.Rule{{
+		Name: []policy.Name{{Method: "GET"}},
+		Retry: &policy.Retry{
+			MaxAttempts:          6,                  // the request and retries n = 0..4
+			Backoff:              policy.GoogleAPI{}, // 2^n s + U[0, 1000 ms]
+			RetryableStatusCodes: []int{500, 503},
+		},
+	}}}
+	cases := []struct{ first, then string }{
+		{"403 userRateLimitExceeded", "200"},
+		{"403 quotaExceeded", "200"},
+		{"403 userRateLimitExceededUnreg", "200"},
+		{"403 insufficientPermissions", "200"},
+		{"403 dailyLimitExceeded", "200"},
+		{"503 backendError", "503 backendError"},
+		{"500 internalServerError", "200"},
+	}
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		c := cases[atoi(r.URL.Query().Get("case"))]
+		answer := c.first
+		if r.Header.Get(retryhttp.AttemptsHeader) != "" {
+			answer = c.then
+		}
+		status, reason, _ := strings.Cut(answer, " ")
+		code := atoi(status)
+		w.WriteHeader(code)
+		if reason != "" {
+			fmt.Fprintf(w, `{"error":{"errors":[{"domain":"usageLimits","reason":%q}],"code":%d}}`, reason, code)
+		}
+	}))
+	defer srv.Close()
+
+	tr := &retryhttp.Transport{Policy: cfg, Classify: coreReporting}
+	defer tr.CloseIdleConnections()
+	client := &http.Client{Transport: tr}
+	lines := make([]string, len(cases))
+	var wg sync.WaitGroup
+	for i, c := range cases {
+		wg.Go(func() {
+			var waited string
+			ctx := retryhttp.WithHooks(context.Background(), &retryhttp.Hooks{Wait: func(w retryhttp.Wait) {
+				lo := time.Duration(1<<(w.Attempt-2)) * time.Second // n = attempt-2
+				if w.Length >= lo && w.Length <= lo+time.Second {
+					waited += fmt.Sprintf(", waited %v-%v", lo, lo+time.Second)
+				}
+			}})
+			req, _ := http.NewRequestWithContext(ctx, "GET", srv.URL+"/?case="+strconv.Itoa(i), nil)
+			resp, err := client.Do(req)
+			if err != nil {
+				lines[i] = err.Error()
+				return
+			}
+			resp.Body.Close()
+			attempts := 1 + atoi(resp.Header.Get(retryhttp.AttemptsHeader))
+			lines[i] = fmt.Sprintf("%s: %d after %d attempt(s)%s", c.first, resp.StatusCode, attempts, waited)
+		})
+	}
+	wg.Wait()
+	for _, l := range lines {
+		fmt.Println(l)
+	}
+	// Output:
+	// 403 userRateLimitExceeded: 200 after 2 attempt(s), waited 1s-2s
+	// 403 quotaExceeded: 200 after 2 attempt(s), waited 1s-2s
+	// 403 userRateLimitExceededUnreg: 403 after 1 attempt(s)
+	// 403 insufficientPermissions: 403 after 1 attempt(s)
+	// 403 dailyLimitExceeded: 403 after 1 attempt(s)
+	// 503 backendError: 503 after 2 attempt(s), waited 1s-2s
+	// 500 internalServerError: 200 after 2 attempt(s), waited 1s-2s
+}
+
+// atoi reads a decimal, 0 for anything else.
+func atoi(s string) int {
+	n, _ := strconv.Atoi(s)
+	return n
 }

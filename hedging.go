@@ -381,7 +381,7 @@ func (h *hedger) nonFatal(r *result, timer *time.Timer) {
 	switch sd.Kind {
 	case delayStop:
 		h.stop(RefusedServerDelay)
-	case delayPushback, delayRetryAfter:
+	case delayPushback, delayRetryAfter, delayHeader:
 		// The deadline is checked against the wait with its jitter, as
 		// in the retry loop.
 		wait, why, ok := h.c.serverWait(sd)

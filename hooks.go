@@ -79,6 +79,7 @@ const (
 	WaitBackoff     WaitReason = "backoff"      // the policy's backoff
 	WaitRetryAfter  WaitReason = "retry-after"  // the server's Retry-After
 	WaitPushback    WaitReason = "pushback"     // the server's X-Retry-Pushback-Ms
+	WaitServerDelay WaitReason = "server-delay" // a server delay header the policy names
 	WaitDialBackoff WaitReason = "dial-backoff" // the address's connection backoff
 	WaitHedgeDelay  WaitReason = "hedge-delay"  // the hedging delay
 )

@@ -53,7 +53,7 @@ func WithHooks(ctx context.Context, h *Hooks) context.Context {
 func WithPolicy(ctx context.Context, rule *policy.Rule) context.Context {
 	var err error
 	if rule != nil {
-		if err = validateRule(rule); err != nil {
+		if err = rule.Validate(); err != nil {
 			err = fmt.Errorf("retryhttp: invalid per-call rule: %w", err)
 		}
 	}
@@ -74,11 +74,4 @@ func WithoutRetries(ctx context.Context) context.Context {
 // spends no attempt.
 func WithWaitForReady(ctx context.Context) context.Context {
 	return with(ctx, func(o *options) { o.waitForReady = true })
-}
-
-// validateRule checks a rule used on its own.
-func validateRule(r *policy.Rule) error {
-	c := policy.Config{Rules: []policy.Rule{*r}}
-	c.Rules[0].Name = []policy.Name{{}}
-	return c.Validate()
 }

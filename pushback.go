@@ -5,6 +5,8 @@ import (
 	"net/http"
 	"strings"
 	"time"
+
+	"github.com/retryhttp/retryhttp/policy"
 )
 
 // Header names of the server's delay signals.
@@ -43,6 +45,9 @@ const (
 	// delayStop: X-Retry-Pushback-Ms was negative or unparsable, which
 	// gRPC's retry design reads as the server asking not to retry at all.
 	delayStop
+	// delayHeader: one of the policy's further delay headers asked for
+	// Wait before the next retry, read as Retry-After is.
+	delayHeader
 )
 
 // String returns the kind's name, for test failures and logs.
@@ -56,6 +61,8 @@ func (k delayKind) String() string {
 		return "pushback"
 	case delayStop:
 		return "stop"
+	case delayHeader:
+		return "delay-header"
 	}
 	return "delayKind(invalid)"
 }
@@ -68,20 +75,104 @@ type serverDelay struct {
 }
 
 // parseServerDelay reads every delay signal of a response's header h, now
-// being the time the response was received. It is pure, so that every
+// being the time the response was received, and extra the policy's
+// further delay headers, their names canonical. It is pure, so that every
 // header form can be tested exactly.
 //
-// X-Retry-Pushback-Ms wins over Retry-After when both are present: it is
-// the more precise signal, and the only one that can forbid retrying. Of a
-// header sent several times only the first value counts.
-func parseServerDelay(h http.Header, now time.Time) serverDelay {
+// The first signal present and valid wins, in this order:
+// X-Retry-Pushback-Ms (the more precise signal, and the only one that can
+// forbid retrying, so any value of it is valid), Retry-After, then extra in
+// its order. Of a header sent several times only the first value counts.
+func parseServerDelay(h http.Header, now time.Time, extra []policy.DelayHeader) serverDelay {
 	if v, ok := firstValue(h, headerPushback); ok {
 		return parsePushback(v)
 	}
 	if v, ok := firstValue(h, headerRetryAfter); ok {
-		return parseRetryAfter(v, h, now)
+		if sd := parseRetryAfter(v, h, now); sd.Kind != delayNone {
+			return sd
+		}
+	}
+	for _, d := range extra {
+		if v, ok := firstValue(h, d.Name); ok {
+			if wait, ok := parseDelayValue(trimOWS(v), d.Format, h, now); ok {
+				return serverDelay{Kind: delayHeader, Wait: wait}
+			}
+		}
 	}
 	return serverDelay{}
+}
+
+// parseDelayValue reads v, the value of a delay header, in format f. A
+// time already past means retry at once; a value invalid in its format is
+// not a delay.
+func parseDelayValue(v string, f policy.DelayFormat, h http.Header, now time.Time) (time.Duration, bool) {
+	switch f {
+	case policy.DelaySeconds:
+		return parseDecimal(v, time.Second)
+	case policy.DelayMilliseconds:
+		return parseDecimal(v, time.Millisecond)
+	case policy.DelayUnixSeconds:
+		n, ok := parseDigits(v)
+		if !ok {
+			return 0, false
+		}
+		return untilUnix(n, dateOf(h, now)), true
+	case policy.DelayHTTPDate:
+		at, err := http.ParseTime(v)
+		if err != nil {
+			return 0, false
+		}
+		return max(at.Sub(dateOf(h, now)), 0), true
+	}
+	return 0, false
+}
+
+// parseDecimal reads a non-negative decimal number of units, with an
+// optional fraction ("1.5"), saturating at tooLong.
+func parseDecimal(v string, unit time.Duration) (time.Duration, bool) {
+	whole, frac, dot := strings.Cut(v, ".")
+	n, ok := parseDigits(whole)
+	if !ok || dot && frac == "" {
+		return 0, false
+	}
+	d := scale(n, unit)
+	var part time.Duration // the fraction, in units of unit/10^k
+	scaleDown := unit
+	for i := 0; i < len(frac); i++ {
+		c := frac[i]
+		if c < '0' || c > '9' {
+			return 0, false
+		}
+		if scaleDown >= 10 {
+			scaleDown /= 10
+			part += time.Duration(c-'0') * scaleDown
+		}
+	}
+	if d > tooLong-part {
+		return tooLong, true
+	}
+	return d + part, true
+}
+
+// untilUnix is the wait until Unix second n, read from now, or 0 when it
+// is past; it saturates at tooLong.
+func untilUnix(n int64, now time.Time) time.Duration {
+	if n > now.Unix()+int64(tooLong/time.Second) {
+		return tooLong
+	}
+	return max(time.Unix(n, 0).Sub(now), 0)
+}
+
+// dateOf is the time a response was generated, by its Date header when
+// that parses, else now: a time the server names is read against its own
+// clock, so that a skewed clock does not skew the wait.
+func dateOf(h http.Header, now time.Time) time.Time {
+	if d, ok := firstValue(h, headerDate); ok {
+		if sent, err := http.ParseTime(trimOWS(d)); err == nil {
+			return sent
+		}
+	}
+	return now
 }
 
 // firstValue returns the first value of h's header key (canonical form),
@@ -126,14 +217,9 @@ func parseRetryAfter(v string, h http.Header, now time.Time) serverDelay {
 	if err != nil {
 		return serverDelay{}
 	}
-	if d, ok := firstValue(h, headerDate); ok {
-		if sent, err := http.ParseTime(trimOWS(d)); err == nil {
-			now = sent
-		}
-	}
 	// Time.Sub saturates instead of overflowing, so a date centuries away
 	// gives the largest Duration, which is tooLong.
-	return serverDelay{Kind: delayRetryAfter, Wait: max(at.Sub(now), 0)}
+	return serverDelay{Kind: delayRetryAfter, Wait: max(at.Sub(dateOf(h, now)), 0)}
 }
 
 // trimOWS removes the optional whitespace (spaces and horizontal tabs) that

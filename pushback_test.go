@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/retryhttp/retryhttp/policy"
 	"github.com/stretchr/testify/assert"
 )
 
@@ -91,7 +92,7 @@ func TestParseServerDelayRetryAfter(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			t.Parallel()
-			assert.Equal(t, tt.want, parseServerDelay(tt.h, fixedNow))
+			assert.Equal(t, tt.want, parseServerDelay(tt.h, fixedNow, nil))
 		})
 	}
 }
@@ -127,7 +128,7 @@ func TestParseServerDelayPushback(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			t.Parallel()
-			assert.Equal(t, tt.want, parseServerDelay(tt.h, fixedNow))
+			assert.Equal(t, tt.want, parseServerDelay(tt.h, fixedNow, nil))
 		})
 	}
 }
@@ -217,7 +218,7 @@ func FuzzParseServerDelay(f *testing.F) {
 		if present&4 != 0 {
 			h["Date"] = []string{date}
 		}
-		got := parseServerDelay(h, fixedNow)
+		got := parseServerDelay(h, fixedNow, nil)
 		if got.Wait < 0 {
 			t.Fatalf("negative wait %v", got)
 		}
@@ -244,6 +245,81 @@ func FuzzParseServerDelay(f *testing.F) {
 		}
 		if limit := min(got.Wait/10, time.Second); j-got.Wait > limit {
 			t.Fatalf("jitterServerDelay(%v, %v) = %v adds more than %v", got.Wait, r, j, limit)
+		}
+	})
+}
+
+// The policy's delay headers, each in its format, read after
+// X-Retry-Pushback-Ms and Retry-After: the first present and valid one
+// wins, a value invalid in its format is skipped, and times are read
+// against the response's Date.
+func TestDelayHeaders(t *testing.T) {
+	extra := []policy.DelayHeader{
+		{Name: "X-Ratelimit-Reset", Format: policy.DelayUnixSeconds},
+		{Name: "Ratelimit-Reset", Format: policy.DelaySeconds},
+		{Name: "X-Amz-Retry-After", Format: policy.DelayMilliseconds},
+		{Name: "X-Retry-At", Format: policy.DelayHTTPDate},
+	}
+	unix := func(d time.Duration) string { return strconv.FormatInt(fixedNow.Add(d).Unix(), 10) }
+	header := func(kv ...string) http.Header {
+		h := http.Header{}
+		for i := 0; i < len(kv); i += 2 {
+			h.Set(kv[i], kv[i+1])
+		}
+		return h
+	}
+	tests := []struct {
+		name string
+		h    http.Header
+		want serverDelay
+	}{
+		{"unix seconds", header("X-RateLimit-Reset", unix(30*time.Second)), serverDelay{delayHeader, 30 * time.Second}},
+		{"unix seconds past", header("X-RateLimit-Reset", unix(-time.Hour)), serverDelay{delayHeader, 0}},
+		{"unix seconds against Date", header("X-RateLimit-Reset", unix(time.Hour+30*time.Second),
+			"Date", fixedNow.Add(time.Hour).UTC().Format(http.TimeFormat)), serverDelay{delayHeader, 30 * time.Second}},
+		{"unix seconds saturate", header("X-RateLimit-Reset", "99999999999999999999"), serverDelay{delayHeader, tooLong}},
+		{"seconds", header("RateLimit-Reset", "7"), serverDelay{delayHeader, 7 * time.Second}},
+		{"seconds with a fraction", header("RateLimit-Reset", " 1.25 "), serverDelay{delayHeader, 1250 * time.Millisecond}},
+		{"seconds with a long fraction", header("RateLimit-Reset", "0.0000000019"), serverDelay{delayHeader, time.Nanosecond}},
+		{"milliseconds", header("x-amz-retry-after", "250"), serverDelay{delayHeader, 250 * time.Millisecond}},
+		{"HTTP date", header("X-Retry-At", fixedNow.Add(90*time.Second).UTC().Format(http.TimeFormat)), serverDelay{delayHeader, 90 * time.Second}},
+		{"first listed wins", header("RateLimit-Reset", "7", "X-RateLimit-Reset", unix(30*time.Second)), serverDelay{delayHeader, 30 * time.Second}},
+		{"invalid one skipped", header("X-RateLimit-Reset", "soon", "RateLimit-Reset", "7"), serverDelay{delayHeader, 7 * time.Second}},
+		{"negative skipped", header("RateLimit-Reset", "-7", "x-amz-retry-after", "9"), serverDelay{delayHeader, 9 * time.Millisecond}},
+		{"trailing dot invalid", header("RateLimit-Reset", "7."), serverDelay{}},
+		{"garbage only", header("RateLimit-Reset", "1e3", "X-Retry-At", "tomorrow"), serverDelay{}},
+		{"Retry-After first", header("Retry-After", "3", "RateLimit-Reset", "7"), serverDelay{delayRetryAfter, 3 * time.Second}},
+		{"invalid Retry-After skipped", header("Retry-After", "soon", "RateLimit-Reset", "7"), serverDelay{delayHeader, 7 * time.Second}},
+		{"pushback first", header("X-Retry-Pushback-Ms", "-1", "RateLimit-Reset", "7"), serverDelay{Kind: delayStop}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			assert.Equal(t, tt.want, parseServerDelay(tt.h, fixedNow, extra))
+		})
+	}
+	assert.Equal(t, serverDelay{}, parseServerDelay(header("RateLimit-Reset", "7"), fixedNow, nil), "not listed: not read")
+}
+
+func FuzzParseDelayValue(f *testing.F) {
+	for _, v := range []string{"7", "1.25", "0.0000000019", "99999999999999999999", "99999999999999999999.9",
+		"-1", "1e3", "7.", ".5", "Sat, 22 Nov 2025 12:00:30 GMT", "1763812830", ""} {
+		for format := range 5 {
+			f.Add(v, uint8(format))
+		}
+	}
+	formats := []policy.DelayFormat{policy.DelaySeconds, policy.DelayMilliseconds,
+		policy.DelayUnixSeconds, policy.DelayHTTPDate, "unknown"}
+	f.Fuzz(func(t *testing.T, v string, format uint8) {
+		fm := formats[int(format)%len(formats)]
+		wait, ok := parseDelayValue(v, fm, http.Header{}, fixedNow)
+		if wait < 0 || wait > tooLong {
+			t.Fatalf("%q as %s: wait %v out of range", v, fm, wait)
+		}
+		if !ok && wait != 0 {
+			t.Fatalf("%q as %s: invalid with wait %v", v, fm, wait)
+		}
+		if fm == "unknown" && ok {
+			t.Fatalf("%q read in an unknown format", v)
 		}
 	})
 }

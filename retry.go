@@ -159,7 +159,7 @@ func (c *call) next(p *policy.Retry, out outcome, r *result, backoff int) decisi
 	}
 	d := decision{backoff: backoff + 1}
 	switch sd.Kind {
-	case delayPushback, delayRetryAfter:
+	case delayPushback, delayRetryAfter, delayHeader:
 		wait, why, ok := c.serverWait(sd)
 		if !ok {
 			return decision{stop: true, refusal: RefusedServerDelay}

@@ -110,11 +110,12 @@ type state struct {
 type active struct {
 	cfg *policy.Config
 	ruleStats
-	err error
+	delayHeaders []policy.DelayHeader // cfg's, their names canonical
+	err          error
 }
 
 func newActive(cfg *policy.Config) *active {
-	return &active{cfg: cfg, ruleStats: newRuleStats(len(cfg.Rules))}
+	return &active{cfg: cfg, ruleStats: newRuleStats(len(cfg.Rules)), delayHeaders: cfg.ServerDelayHeaders()}
 }
 
 // errClassifyPanicked ends a request whose classifier panicked.
@@ -234,6 +235,7 @@ func NewBase() (*http.Transport, *Dialer) {
 	base.DialTLSContext = d.DialTLSContext
 	return base, d
 }
+
 // RoundTrip implements [http.RoundTripper]. It never modifies req, always
 // closes its body, returns the final response with a nil error even when
 // its status is an error, and never returns both a response and an error.

@@ -1,0 +1,167 @@
+package retryhttp_test
+
+import (
+	"context"
+	"io"
+	"net/http"
+	"strconv"
+	"testing"
+	"testing/synctest"
+	"time"
+
+	"github.com/retryhttp/retryhttp"
+	"github.com/retryhttp/retryhttp/policy"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+// corePolicy is Core Reporting's schedule: 2^n s + U[0, 1000 ms],
+// n = 0..4, then stop.
+func corePolicy() *policy.Config {
+	return &policy.Config{Rules: []policy.Rule{{
+		Name: []policy.Name{{}},
+		Retry: &policy.Retry{MaxAttempts: 6, Backoff: policy.GoogleAPI{},
+			RetryableStatusCodes: []int{500, 503}},
+	}}}
+}
+
+func googleError(code int, reason string) string {
+	return `{"error":{"errors":[{"domain":"usageLimits","reason":"` + reason + `"}],"code":` + strconv.Itoa(code) + `}}`
+}
+
+// The Core Reporting rule waits [1 s, 2 s], [2 s, 3 s] ... [16 s, 17 s]
+// between attempts and stops after 6; it retries a 503 once only and
+// never retries a 403 whose reason merely contains a retryable one.
+func TestGoogleCoreReportingRule(t *testing.T) {
+	for _, tc := range []struct {
+		name   string
+		status int
+		reason string
+		want   int
+	}{
+		{"userRateLimitExceeded", 403, "userRateLimitExceeded", 6},
+		{"rateLimitExceeded", 403, "rateLimitExceeded", 6},
+		{"quotaExceeded", 403, "quotaExceeded", 6},
+		{"insufficientPermissions", 403, "insufficientPermissions", 1},
+		{"dailyLimitExceeded", 403, "dailyLimitExceeded", 1},
+		{"userRateLimitExceededUnreg", 403, "userRateLimitExceededUnreg", 1},
+		{"backendError", 503, "backendError", 2},
+		{"internalServerError", 500, "internalServerError", 2},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				tr, s := newScripted(t, corePolicy(), step{status: tc.status, body: googleError(tc.status, tc.reason)})
+				tr.Classify = coreReporting
+				var waits []time.Duration
+				tr.Hooks = &retryhttp.Hooks{Wait: func(w retryhttp.Wait) { waits = append(waits, w.Length) }}
+				start := time.Now()
+				resp, err := tr.RoundTrip(newRequest(t, t.Context(), "GET", ""))
+				require.NoError(t, err)
+				assert.Equal(t, googleError(tc.status, tc.reason), readAll(t, resp), "the last answer comes back whole")
+				assert.Equal(t, tc.want, s.calls(), "got %d attempts, want %d", s.calls(), tc.want)
+				require.Len(t, waits, tc.want-1)
+				var total time.Duration
+				for n, w := range waits {
+					lo := time.Duration(1<<n) * time.Second
+					assert.GreaterOrEqual(t, w, lo, "wait %d", n)
+					assert.LessOrEqual(t, w, lo+time.Second, "wait %d", n)
+					total += w
+				}
+				assert.Equal(t, total, time.Since(start), "the waits are all the time taken")
+			})
+		})
+	}
+}
+
+// A per-call rule replaces the matching one for one request; WithoutRetries
+// sends once and wins over WithPolicy; an invalid per-call rule fails
+// RoundTrip at once with the body closed.
+func TestPerCallOptions(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		tr, s := newScripted(t, retryConfig(3, 503), step{status: 503})
+		send := func(ctx context.Context) (*http.Response, error) {
+			return tr.RoundTrip(newRequest(t, ctx, "GET", ""))
+		}
+		once := &policy.Rule{Retry: &policy.Retry{MaxAttempts: 2, RetryableStatusCodes: []int{503},
+			Backoff: policy.Table{Steps: []time.Duration{time.Millisecond}}}}
+		for _, tc := range []struct {
+			name string
+			ctx  context.Context
+			want int
+		}{
+			{"the policy", t.Context(), 3},
+			{"WithPolicy", retryhttp.WithPolicy(t.Context(), once), 2},
+			{"WithoutRetries", retryhttp.WithoutRetries(t.Context()), 1},
+			{"WithoutRetries wins", retryhttp.WithPolicy(retryhttp.WithoutRetries(t.Context()), once), 1},
+			{"nil rule: the policy again", retryhttp.WithPolicy(retryhttp.WithPolicy(t.Context(), once), nil), 3},
+		} {
+			before := s.calls()
+			resp, err := send(tc.ctx)
+			require.NoError(t, err, tc.name)
+			readAll(t, resp)
+			assert.Equal(t, tc.want, s.calls()-before, "%s: attempts", tc.name)
+		}
+		assert.Equal(t, uint64(1), tr.Stats().Rules["per-call"].Requests)
+
+		bad := &policy.Rule{Retry: &policy.Retry{MaxAttempts: 1}}
+		req := newRequest(t, retryhttp.WithPolicy(t.Context(), bad), "PUT", "")
+		body := &trackedBody{Reader: io.LimitReader(nil, 0)}
+		req.Body = body
+		before := s.calls()
+		_, err := tr.RoundTrip(req)
+		require.ErrorIs(t, err, policy.ErrInvalid)
+		assert.Contains(t, err.Error(), "retryPolicy.maxAttempts: 1")
+		assert.Equal(t, int64(1), body.closes.Load(), "the body is closed")
+		assert.Equal(t, before, s.calls(), "nothing was sent")
+	})
+}
+
+// policy.None turns retries off for a whole Transport: only an attempt
+// that never reached the server is resent.
+func TestPolicyNone(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		tr, s := newScripted(t, policy.None(), step{err: errRefused}, step{status: 503}, step{status: 200})
+		resp, err := tr.RoundTrip(newRequest(t, t.Context(), "GET", ""))
+		require.NoError(t, err)
+		readAll(t, resp)
+		assert.Equal(t, 503, resp.StatusCode)
+		assert.Equal(t, 2, s.calls(), "the refused attempt was resent, the 503 was not retried")
+	})
+}
+
+// A delay header the policy names sets the wait as Retry-After does, and
+// is capped the same way.
+func TestDelayHeadersSetTheWait(t *testing.T) {
+	for _, tc := range []struct {
+		name  string
+		value string
+		want  int           // attempts
+		wait  time.Duration // before the retry
+	}{
+		{"obeyed", "7", 2, 7 * time.Second},
+		{"over maxServerDelay", "600", 1, 0},
+		{"garbage: backoff", "soon", 2, 100 * time.Millisecond},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				cfg := retryConfig(3, 503)
+				cfg.DelayHeaders = []policy.DelayHeader{{Name: "ratelimit-reset", Format: policy.DelaySeconds}}
+				h := http.Header{"Ratelimit-Reset": {tc.value}}
+				tr, s := newScripted(t, cfg, step{status: 503, header: h}, step{status: 200})
+				var waits []retryhttp.Wait
+				tr.Hooks = &retryhttp.Hooks{Wait: func(w retryhttp.Wait) { waits = append(waits, w) }}
+				resp, err := tr.RoundTrip(newRequest(t, t.Context(), "GET", ""))
+				require.NoError(t, err)
+				readAll(t, resp)
+				assert.Equal(t, tc.want, s.calls())
+				if tc.want == 1 {
+					assert.Empty(t, waits)
+					return
+				}
+				require.Len(t, waits, 1)
+				assert.GreaterOrEqual(t, waits[0].Length, tc.wait)
+				assert.LessOrEqual(t, waits[0].Length, tc.wait+tc.wait/5)
+			})
+		})
+	}
+}
