@@ -105,7 +105,7 @@ func TestEndlessDiscardedBodyIsCutOff(t *testing.T) {
 	}))
 	t.Cleanup(srv.Close)
 	cfg := retryConfig(2, 503)
-	cfg.Rules[0].Retry.InitialBackoff = time.Millisecond
+	waits(cfg, time.Millisecond, time.Second)
 	tr := &retryhttp.Transport{Base: freshBase(t), Policy: cfg}
 	done := make(chan struct{})
 	go func() {

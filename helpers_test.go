@@ -89,19 +89,22 @@ func newScripted(t *testing.T, cfg *policy.Config, steps ...step) (*retryhttp.Tr
 	return &retryhttp.Transport{Base: mt, Policy: cfg}, s
 }
 
-// retryConfig is a config with one retry rule for every request.
+// retryConfig is a config with one retry rule for every request, whose
+// waits double from 100 ms to 1 s with no jitter, so that tests can state
+// them exactly.
 func retryConfig(maxAttempts int, codes ...int) *policy.Config {
-	return &policy.Config{Rules: []policy.Rule{{
-		Name: []policy.Name{{}},
-		Retry: &policy.Retry{
-			MaxAttempts: maxAttempts, InitialBackoff: 100 * time.Millisecond,
-			MaxBackoff: time.Second, BackoffMultiplier: 2,
-			// A zero Jitter means policy.DefaultJitter; this one is too
-			// small to change any wait, so tests can state waits exactly.
-			Jitter:               1e-300,
-			RetryableStatusCodes: codes,
-		},
+	cfg := &policy.Config{Rules: []policy.Rule{{
+		Name:  []policy.Name{{}},
+		Retry: &policy.Retry{MaxAttempts: maxAttempts, RetryableStatusCodes: codes},
 	}}}
+	return waits(cfg, 100*time.Millisecond, time.Second)
+}
+
+// waits makes the first rule of cfg wait from initial, doubling up to
+// max, with no jitter.
+func waits(cfg *policy.Config, initial, max time.Duration) *policy.Config {
+	cfg.Rules[0].Retry.Backoff = policy.Exponential{Initial: initial, Max: max, Multiplier: 2}
+	return cfg
 }
 
 func newRequest(t *testing.T, ctx context.Context, method, body string) *http.Request {

@@ -39,7 +39,11 @@ type AttemptStart struct {
 	Rule    string        // the rule governing the request, as in [Stats.Rules]
 	Attempt int           // 1-based; a transparent resend repeats its number
 	Hedge   bool          // sent as a hedge, in parallel with others
-	Resend  bool          // a transparent resend of an attempt that never reached the server
+	// Resend says the attempt is sent again under its number: the
+	// transparent resend of one that never reached the server, or, for
+	// a request that waits for ready, the attempt a dial backoff window
+	// held back.
+	Resend bool
 }
 
 // Outcome names what an attempt's result meant.

@@ -43,13 +43,13 @@ func (o *observer) started() {
 	o.counters.each(func(x *counters) { x.requests.Add(1) })
 }
 
-// attemptStarted reports the start of attempt n. A transparent resend
+// attemptStarted reports the start of attempt n. A resend (transparent,
+// or after a dial backoff window for a request that waits for ready)
 // starts attempt n again: the hooks see it, the counters do not, as it is
 // no further attempt.
 func (o *observer) attemptStarted(n int, hedge, resend bool) {
 	switch {
 	case resend:
-		o.transparent++
 	case n > 1:
 		b := histogramBucket(n - 1)
 		o.counters.each(func(x *counters) {
@@ -102,6 +102,7 @@ func (o *observer) hedgeWon() {
 }
 
 func (o *observer) transparentRetry() {
+	o.transparent++
 	o.counters.each(func(x *counters) { x.transparent.Add(1) })
 }
 

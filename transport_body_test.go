@@ -53,8 +53,7 @@ func bodyBytes(n int, seed uint64) []byte {
 // microsecond: these tests are about bytes, not time.
 func bodyPolicy(maxAttempts int) *policy.Config {
 	cfg := retryConfig(maxAttempts, 503)
-	cfg.Rules[0].Retry.InitialBackoff = time.Microsecond
-	cfg.Rules[0].Retry.MaxBackoff = time.Microsecond
+	waits(cfg, time.Microsecond, time.Microsecond)
 	return cfg
 }
 

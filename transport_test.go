@@ -116,8 +116,7 @@ func TestIdempotencyRules(t *testing.T) {
 func TestNoWaitPastTheDeadline(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		cfg := retryConfig(5, 503)
-		cfg.Rules[0].Retry.InitialBackoff = time.Second
-		cfg.Rules[0].Retry.MaxBackoff = time.Second
+		waits(cfg, time.Second, time.Second)
 		tr, s := newScripted(t, cfg, step{status: 503})
 		ctx, cancel := context.WithTimeout(t.Context(), 1500*time.Millisecond)
 		defer cancel()
@@ -136,8 +135,7 @@ func TestNoWaitPastTheDeadline(t *testing.T) {
 func TestCallerCancellationDuringBackoff(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		cfg := retryConfig(5, 503)
-		cfg.Rules[0].Retry.InitialBackoff = 10 * time.Second
-		cfg.Rules[0].Retry.MaxBackoff = 10 * time.Second
+		waits(cfg, 10 * time.Second, 10 * time.Second)
 		tr, s := newScripted(t, cfg, step{status: 503})
 		ctx, cancel := context.WithCancelCause(t.Context())
 		why := errors.New("user gave up")
