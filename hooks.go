@@ -2,6 +2,7 @@ package retryhttp
 
 import (
 	"net/http"
+	"slices"
 	"time"
 )
 
@@ -132,4 +133,38 @@ type Done struct {
 	RetryDelay time.Duration
 	StatusCode int // of the response handed back; 0 with an error
 	Err        error
+}
+
+// JoinHooks returns hooks that call each of hs in turn, skipping nil ones
+// and nil fields, so that several adapters (metrics and logs, say) can be
+// set as one [Transport.Hooks]. The result keeps hs; they must not change
+// afterwards.
+func JoinHooks(hs ...*Hooks) *Hooks {
+	hs = slices.DeleteFunc(slices.Clone(hs), func(h *Hooks) bool { return h == nil })
+	return &Hooks{
+		AttemptStart: joined(hs, func(h *Hooks) func(AttemptStart) { return h.AttemptStart }),
+		AttemptDone:  joined(hs, func(h *Hooks) func(AttemptDone) { return h.AttemptDone }),
+		Wait:         joined(hs, func(h *Hooks) func(Wait) { return h.Wait }),
+		Refused:      joined(hs, func(h *Hooks) func(Refused) { return h.Refused }),
+		Done:         joined(hs, func(h *Hooks) func(Done) { return h.Done }),
+	}
+}
+
+// joined calls the field that field picks of each of hs, or is nil when
+// none has it.
+func joined[T any](hs []*Hooks, field func(*Hooks) func(T)) func(T) {
+	var fs []func(T)
+	for _, h := range hs {
+		if f := field(h); f != nil {
+			fs = append(fs, f)
+		}
+	}
+	if len(fs) == 0 {
+		return nil
+	}
+	return func(v T) {
+		for _, f := range fs {
+			f(v)
+		}
+	}
 }
