@@ -13,17 +13,38 @@ import (
 	"github.com/retryhttp/retryhttp/retryhttptest"
 )
 
-// reports is a testing.TB that keeps what the helpers report to it. Its
-// embedded TB is nil: a helper that called anything else would panic.
+// reports is a testing.TB that keeps what the kit reports to it. Its
+// embedded TB is nil: a kit that called anything else would panic.
 type reports struct {
 	testing.TB
-	errs []string
+	errs     []string
+	cleanups []func()
 }
 
 func (r *reports) Helper() {}
 
 func (r *reports) Errorf(format string, args ...any) {
 	r.errs = append(r.errs, fmt.Sprintf(format, args...))
+}
+
+func (r *reports) Error(args ...any) { r.errs = append(r.errs, fmt.Sprint(args...)) }
+
+// fatal is what a reports' Fatal panics with, to stop its caller.
+type fatal struct{}
+
+func (r *reports) Fatal(args ...any) {
+	r.Error(args...)
+	panic(fatal{})
+}
+
+func (r *reports) Cleanup(f func()) { r.cleanups = append(r.cleanups, f) }
+
+// cleanup runs the cleanups registered, last first, as testing does.
+func (r *reports) cleanup() {
+	for i := len(r.cleanups) - 1; i >= 0; i-- {
+		r.cleanups[i]()
+	}
+	r.cleanups = nil
 }
 
 // wantReports checks that the helper returned ok and reported want.

@@ -68,7 +68,6 @@ type visit struct {
 
 // arrive counts and records a request as it reaches the server.
 func (s *Server) arrive(req *http.Request, proto string) *visit {
-	now := time.Now()
 	host := req.Host
 	if host == "" && req.URL != nil {
 		host = req.URL.Host
@@ -80,6 +79,7 @@ func (s *Server) arrive(req *http.Request, proto string) *visit {
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	now := time.Now() // under the lock, so that At grows with N
 	s.count++
 	if s.count == 1 {
 		s.first = now
@@ -197,14 +197,17 @@ type received struct {
 func receive(ctx context.Context, body io.Reader, keep, max int64) received {
 	var got received
 	h := sha256.New()
-	var buf [32 << 10]byte
+	var buf []byte
+	if body != nil {
+		buf = make([]byte, 32<<10)
+	}
 	var kept bytes.Buffer
 	for body != nil && got.err == nil {
 		if ctx.Err() != nil {
 			got.err = context.Cause(ctx)
 			break
 		}
-		n, err := body.Read(buf[:])
+		n, err := body.Read(buf)
 		if int64(n) > max-got.size {
 			n, err = int(max-got.size), ErrBodyTooLarge
 		}
