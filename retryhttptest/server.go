@@ -15,7 +15,7 @@ const (
 	// its record of an attempt when [Server.KeepBody] is zero.
 	DefaultKeepBody = 64 << 10
 	// DefaultMaxBody is the most a Server reads of one request body when
-	// [Server.MaxBody] is zero.
+	// [Server.MaxBody] is zero or less.
 	DefaultMaxBody = 16 << 20
 	// MaxRecords is the number of attempts a Server records. Later
 	// attempts are answered and counted by [Server.Count], not recorded,
@@ -59,7 +59,9 @@ type Server struct {
 
 	// MaxBody bounds what the server reads of a request body. An attempt
 	// whose body is longer is answered 413 Request Entity Too Large in
-	// place of its step, as a server with a body limit does. Zero means
+	// place of its step, as a server with a body limit does (over a
+	// socket the client may instead see the connection closed under its
+	// upload, as with any such server). Zero or less means
 	// DefaultMaxBody.
 	MaxBody int64
 
@@ -98,7 +100,9 @@ type Step struct {
 	// Body is the reply's body. It must be empty for 204 and 304.
 	Body string
 	// Delay is waited before the reply's headers, or before the fault.
-	// It ends early, without an answer, when the request ends.
+	// A request that ends during the delay gets no answer: the client
+	// sees what it sees of a Hang, and the attempt is recorded as
+	// Cancelled.
 	Delay time.Duration
 	// Fault, when set, makes the step misbehave; see [Fault].
 	Fault Fault
@@ -112,8 +116,13 @@ type Step struct {
 
 // Rate is the pace of a trickled body: Bytes bytes, then the next Bytes
 // after Every, and so on. A body of n bytes thus takes
-// ceil(n/Bytes)*Every, the wait coming before each piece. The zero Rate
-// sends the body at once.
+// ceil(n/Bytes)*Every, the wait coming before each piece; the headers go
+// at once. The zero Rate sends the body at once.
+//
+// When the request ends while its body trickles, the body's Read fails
+// with the request context's cause (context.Cause) in memory and over
+// HTTP/1.1, with its error (ctx.Err()) over HTTP/2; closing the body
+// ends the trickle too. Either way the attempt is recorded as Cancelled.
 type Rate struct {
 	// Bytes is the size of each piece; zero means 1.
 	Bytes int
@@ -138,7 +147,7 @@ type Fault int
 
 // The faults. A fault that cuts a body needs a Body longer than After.
 const (
-	// NoFault: the step is a plain reply.
+	// NoFault is the zero Fault: the step is a plain reply.
 	NoFault Fault = iota
 
 	// Reset drops the connection with a TCP reset once the request has
