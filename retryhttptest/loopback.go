@@ -25,6 +25,9 @@ import (
 // still waiting (Delay, Hang, Trickle) has been cut off, so that cleanup
 // never waits for a client that has gone. Closing it earlier with its
 // Close waits for such requests to end.
+//
+// A loopback server uses real sockets and the wall clock: start it
+// outside any synctest bubble, and use the Server in memory inside one.
 func (s *Server) Start(tb testing.TB) *httptest.Server {
 	tb.Helper()
 	return s.start(tb, false)
@@ -110,7 +113,7 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request, stop <-chan struc
 		cancelled = ctx.Err() != nil
 		panic(http.ErrAbortHandler)
 	}
-	st, err := s.step(v.n, chooseRequest(r, got))
+	st, err := s.step(v.n, r, got)
 	if err != nil {
 		http.Error(w, err.Error(), http.StatusInternalServerError)
 		return

@@ -54,7 +54,7 @@ func (s *Server) RoundTrip(req *http.Request) (*http.Response, error) {
 		v.end(false)
 		return tooLarge(req), nil
 	}
-	st, err := s.step(v.n, chooseRequest(req, got))
+	st, err := s.step(v.n, req, got)
 	if err != nil {
 		v.end(false)
 		return nil, err

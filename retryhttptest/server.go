@@ -272,13 +272,13 @@ func (s *Server) checkScript() error {
 	return s.scriptErr
 }
 
-// step returns the step of attempt n, whose request (body already read)
-// is req.
-func (s *Server) step(n int, req *http.Request) (Step, error) {
+// step returns the step of attempt n, whose request is req and whose
+// body the server has read as got.
+func (s *Server) step(n int, req *http.Request, got received) (Step, error) {
 	if s.Choose == nil {
 		return s.Script[min(n, len(s.Script))-1], nil
 	}
-	st := s.Choose(n, req)
+	st := s.Choose(n, chooseRequest(req, got))
 	if err := st.check(); err != nil {
 		err = fmt.Errorf("retryhttptest: Choose(%d, ...): %w", n, err)
 		s.fail(err)
