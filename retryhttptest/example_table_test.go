@@ -2,6 +2,7 @@ package retryhttptest_test
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"io"
 	"net/http"
@@ -27,12 +28,33 @@ func newItems(base http.RoundTripper, backoff time.Duration) *items {
 	cfg := &policy.Config{Rules: []policy.Rule{{
 		Name: []policy.Name{{}},
 		Retry: &policy.Retry{
-			MaxAttempts:    3,
-			InitialBackoff: backoff, MaxBackoff: 4 * backoff, BackoffMultiplier: 2,
+			MaxAttempts:          3,
+			Backoff:              policy.Exponential{Initial: backoff, Max: 4 * backoff, Multiplier: 2},
 			RetryableStatusCodes: []int{429, 500, 502, 503, 504},
 		},
 	}}}
-	return &items{client: &http.Client{Transport: &retryhttp.Transport{Base: base, Policy: cfg}}}
+	tr := &retryhttp.Transport{Base: base, Policy: cfg, Classify: rateLimited}
+	return &items{client: &http.Client{Transport: tr}}
+}
+
+// rateLimited is the API's rule for a 403: retried, whatever the method,
+// when its JSON error reason is a rate limit, named exactly; final
+// otherwise.
+func rateLimited(_ int, resp *http.Response, err error) retryhttp.Verdict {
+	if err != nil || resp.StatusCode != http.StatusForbidden {
+		return retryhttp.UsePolicy
+	}
+	body, _ := retryhttp.PeekBody(resp, 4<<10)
+	var e struct {
+		Error struct{ Errors []struct{ Reason string } }
+	}
+	if json.Unmarshal(body, &e) == nil && len(e.Error.Errors) > 0 {
+		switch e.Error.Errors[0].Reason {
+		case "userRateLimitExceeded", "rateLimitExceeded", "quotaExceeded":
+			return retryhttp.RetryableUnprocessed
+		}
+	}
+	return retryhttp.Final
 }
 
 // get fetches an item.
@@ -78,6 +100,9 @@ func (c *items) do(req *http.Request) (string, error) {
 func Example_retryTable() {
 	const item = `{"id":"7"}`
 	pushback := func(ms string) http.Header { return http.Header{"X-Retry-Pushback-Ms": {ms}} }
+	forbidden := func(reason string) retryhttptest.Step {
+		return retryhttptest.Step{Status: 403, Body: `{"error":{"errors":[{"reason":"` + reason + `"}],"code":403}}`}
+	}
 	retryAfter := func(s string) http.Header { return http.Header{"Retry-After": {s}} }
 	cases := []struct {
 		name     string
@@ -86,9 +111,6 @@ func Example_retryTable() {
 		want     string // the result, or the error
 		attempts int
 	}{
-		{"ok", false, []retryhttptest.Step{{Body: item}}, item, 1},
-		{"503 twice, then ok", false,
-			[]retryhttptest.Step{{Status: 503}, {Status: 503}, {Body: item}}, item, 3},
 		{"always 503", false, []retryhttptest.Step{{Status: 503}},
 			"items: 503 Service Unavailable", 3},
 		{"404 is final", false, []retryhttptest.Step{{Status: 404}, {Body: item}},
@@ -108,6 +130,11 @@ func Example_retryTable() {
 		{"POST: 503 is not retried", true,
 			[]retryhttptest.Step{{Status: 503}, {Status: 201, Body: item}},
 			"items: 503 Service Unavailable", 1},
+		{"POST: 403 rate limit", true,
+			[]retryhttptest.Step{forbidden("userRateLimitExceeded"), {Status: 201, Body: item}}, item, 2},
+		{"403 ...ExceededUnreg", false,
+			[]retryhttptest.Step{forbidden("userRateLimitExceededUnreg"), {Body: item}},
+			"items: 403 Forbidden", 1},
 	}
 	for _, tc := range cases {
 		srv := &retryhttptest.Server{Script: tc.script}
@@ -128,8 +155,6 @@ func Example_retryTable() {
 		}
 	}
 	// Output:
-	// ok                         1 attempt(s): {"id":"7"}
-	// 503 twice, then ok         3 attempt(s): {"id":"7"}
 	// always 503                 3 attempt(s): items: 503 Service Unavailable
 	// 404 is final               1 attempt(s): items: 404 Not Found
 	// 429, Retry-After: 0        2 attempt(s): {"id":"7"}
@@ -138,4 +163,6 @@ func Example_retryTable() {
 	// reset before the answer    2 attempt(s): {"id":"7"}
 	// reset mid-body             1 attempt(s): items: reading /v1/items/7: read tcp api.example.com:443: read: connection reset by peer
 	// POST: 503 is not retried   1 attempt(s): items: 503 Service Unavailable
+	// POST: 403 rate limit       2 attempt(s): {"id":"7"}
+	// 403 ...ExceededUnreg       1 attempt(s): items: 403 Forbidden
 }

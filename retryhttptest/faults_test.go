@@ -53,10 +53,9 @@ var faultCases = []faultCase{
 	{name: "503 then a reply", steps: []retryhttptest.Step{{Status: 503, Body: "busy"}, {Body: "ok"}},
 		want: result{status: 200, body: "ok", attempts: []seen{get(""), get("1")}}},
 	{name: "reset", steps: []retryhttptest.Step{{Fault: retryhttptest.Reset}, {Body: "ok"}},
-		want: result{status: 200, body: "ok", attempts: []seen{get(""), get("1")}},
-		// retryhttp does not take an HTTP/2 stream reset for a network
-		// error, so it does not retry it.
-		h2: &result{err: "stream reset", attempts: []seen{get("")}}},
+		// Over HTTP/2 the stream is reset, which retryhttp retries as
+		// the connection reset of HTTP/1.1.
+		want: result{status: 200, body: "ok", attempts: []seen{get(""), get("1")}}},
 	{name: "reset of a POST", method: "POST", body: "payload",
 		steps: []retryhttptest.Step{{Fault: retryhttptest.Reset}, {Body: "ok"}},
 		want:  result{err: "reset", attempts: []seen{with(get(""), "POST", "payload")}},

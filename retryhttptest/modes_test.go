@@ -45,8 +45,8 @@ var modes = []mode{
 func retryPolicy() *policy.Config {
 	return &policy.Config{Rules: []policy.Rule{{
 		Name: []policy.Name{{}},
-		Retry: &policy.Retry{MaxAttempts: 3, InitialBackoff: time.Millisecond, MaxBackoff: time.Millisecond,
-			BackoffMultiplier: 1, RetryableStatusCodes: []int{503}},
+		Retry: &policy.Retry{MaxAttempts: 3, RetryableStatusCodes: []int{503},
+			Backoff: policy.Exponential{Initial: time.Millisecond, Max: time.Millisecond, Multiplier: 1}},
 	}}}
 }
 
