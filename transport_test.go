@@ -135,7 +135,7 @@ func TestNoWaitPastTheDeadline(t *testing.T) {
 func TestCallerCancellationDuringBackoff(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		cfg := retryConfig(5, 503)
-		waits(cfg, 10 * time.Second, 10 * time.Second)
+		waits(cfg, 10*time.Second, 10*time.Second)
 		tr, s := newScripted(t, cfg, step{status: 503})
 		ctx, cancel := context.WithCancelCause(t.Context())
 		why := errors.New("user gave up")
