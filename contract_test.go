@@ -105,7 +105,7 @@ func TestEndlessDiscardedBodyIsCutOff(t *testing.T) {
 	}))
 	t.Cleanup(srv.Close)
 	cfg := retryConfig(2, 503)
-	waits(cfg, time.Millisecond, time.Second)
+	withWaits(cfg, time.Millisecond, time.Second)
 	tr := &retryhttp.Transport{Base: freshBase(t), Policy: cfg}
 	done := make(chan struct{})
 	go func() {

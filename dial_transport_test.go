@@ -43,7 +43,7 @@ func TestDialBackoffIsWaitedOutForReady(t *testing.T) {
 		base := &http.Transport{DialContext: d.DialContext}
 		defer base.CloseIdleConnections()
 		cfg := retryConfig(3, 503)
-		waits(cfg, 10*time.Millisecond, time.Second)
+		withWaits(cfg, 10*time.Millisecond, time.Second)
 		var waits []retryhttp.Wait
 		tr := &retryhttp.Transport{Base: base, Policy: cfg, Hooks: &retryhttp.Hooks{
 			Wait: func(w retryhttp.Wait) { waits = append(waits, w) },

@@ -49,7 +49,7 @@ func TestNetworkErrorRetriedOnlyWhenIdempotent(t *testing.T) {
 	for method, want := range map[string]int{"GET": 3, "PUT": 3, "POST": 1} {
 		t.Run(method, func(t *testing.T) {
 			cfg := retryConfig(3, 503)
-			waits(cfg, time.Microsecond, time.Microsecond)
+			withWaits(cfg, time.Microsecond, time.Microsecond)
 			tr, s := newScripted(t, cfg, step{err: io.ErrUnexpectedEOF})
 			resp, err := tr.RoundTrip(newRequest(t, t.Context(), method, "x"))
 			assert.Nil(t, resp)
@@ -84,7 +84,7 @@ func resetFirst(t *testing.T) (*httptest.Server, *atomic.Int64) {
 
 func TestConnectionResetOverASocket(t *testing.T) {
 	cfg := retryConfig(3, 503)
-	waits(cfg, time.Microsecond, time.Microsecond)
+	withWaits(cfg, time.Microsecond, time.Microsecond)
 	t.Run("GET is retried", func(t *testing.T) {
 		srv, n := resetFirst(t)
 		c := &http.Client{Transport: &retryhttp.Transport{Base: freshBase(t), Policy: cfg}}
@@ -110,7 +110,7 @@ func TestRefusedConnectionOverASocket(t *testing.T) {
 	addr := ln.Addr().String()
 	require.NoError(t, ln.Close())
 	cfg := retryConfig(2, 503)
-	waits(cfg, time.Microsecond, time.Microsecond)
+	withWaits(cfg, time.Microsecond, time.Microsecond)
 	tr := &retryhttp.Transport{Base: freshBase(t), Policy: cfg}
 	req, err := http.NewRequest("POST", "http://"+addr+"/", strings.NewReader("x"))
 	require.NoError(t, err)
@@ -182,7 +182,7 @@ func TestBodyCopyErrorIsTheCallers(t *testing.T) {
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			cfg := retryConfig(3, 503)
-			waits(cfg, time.Microsecond, time.Microsecond)
+			withWaits(cfg, time.Microsecond, time.Microsecond)
 			tr, s := newScripted(t, cfg, step{err: tc.err})
 			resp, err := tr.RoundTrip(newRequest(t, t.Context(), "PUT", "payload"))
 			assert.Nil(t, resp)

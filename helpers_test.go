@@ -97,12 +97,12 @@ func retryConfig(maxAttempts int, codes ...int) *policy.Config {
 		Name:  []policy.Name{{}},
 		Retry: &policy.Retry{MaxAttempts: maxAttempts, RetryableStatusCodes: codes},
 	}}}
-	return waits(cfg, 100*time.Millisecond, time.Second)
+	return withWaits(cfg, 100*time.Millisecond, time.Second)
 }
 
-// waits makes the first rule of cfg wait from initial, doubling up to
+// withWaits makes the first rule of cfg wait from initial, doubling up to
 // max, with no jitter.
-func waits(cfg *policy.Config, initial, max time.Duration) *policy.Config {
+func withWaits(cfg *policy.Config, initial, max time.Duration) *policy.Config {
 	cfg.Rules[0].Retry.Backoff = policy.Exponential{Initial: initial, Max: max, Multiplier: 2}
 	return cfg
 }

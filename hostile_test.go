@@ -89,7 +89,7 @@ func TestDrainOfABodyThatIgnoresItsContextIsBounded(t *testing.T) {
 			return &http.Response{StatusCode: 200, Header: http.Header{}, Body: io.NopCloser(strings.NewReader("ok")), Request: req}, nil
 		})
 		cfg := retryConfig(2, 503)
-		waits(cfg, time.Millisecond, time.Millisecond)
+		withWaits(cfg, time.Millisecond, time.Millisecond)
 		tr := &retryhttp.Transport{Base: base, Policy: cfg}
 		start := time.Now()
 		resp, err := tr.RoundTrip(newRequest(t, t.Context(), "GET", ""))
@@ -171,7 +171,7 @@ func TestHTTP2StreamResetIsRetried(t *testing.T) {
 			base := srv.Client().Transport.(*http.Transport)
 			t.Cleanup(base.CloseIdleConnections)
 			cfg := retryConfig(3, 503)
-			waits(cfg, time.Millisecond, time.Millisecond)
+			withWaits(cfg, time.Millisecond, time.Millisecond)
 			tr := &retryhttp.Transport{Base: base, Policy: cfg}
 			req, err := http.NewRequestWithContext(t.Context(), method, srv.URL, strings.NewReader("x"))
 			require.NoError(t, err)

@@ -23,7 +23,7 @@ func TestStatsCountAScriptedSequence(t *testing.T) {
 		}
 		steps = append(steps, step{status: 200})
 		cfg := retryConfig(12, 503)
-		waits(cfg, 100*time.Millisecond, 100*time.Millisecond)
+		withWaits(cfg, 100*time.Millisecond, 100*time.Millisecond)
 		tr, s := newScripted(t, cfg, steps...)
 		resp, err := tr.RoundTrip(newRequest(t, t.Context(), "GET", ""))
 		require.NoError(t, err)

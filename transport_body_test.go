@@ -53,7 +53,7 @@ func bodyBytes(n int, seed uint64) []byte {
 // microsecond: these tests are about bytes, not time.
 func bodyPolicy(maxAttempts int) *policy.Config {
 	cfg := retryConfig(maxAttempts, 503)
-	waits(cfg, time.Microsecond, time.Microsecond)
+	withWaits(cfg, time.Microsecond, time.Microsecond)
 	return cfg
 }
 

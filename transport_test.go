@@ -116,7 +116,7 @@ func TestIdempotencyRules(t *testing.T) {
 func TestNoWaitPastTheDeadline(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		cfg := retryConfig(5, 503)
-		waits(cfg, time.Second, time.Second)
+		withWaits(cfg, time.Second, time.Second)
 		tr, s := newScripted(t, cfg, step{status: 503})
 		ctx, cancel := context.WithTimeout(t.Context(), 1500*time.Millisecond)
 		defer cancel()
@@ -135,7 +135,7 @@ func TestNoWaitPastTheDeadline(t *testing.T) {
 func TestCallerCancellationDuringBackoff(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		cfg := retryConfig(5, 503)
-		waits(cfg, 10*time.Second, 10*time.Second)
+		withWaits(cfg, 10*time.Second, 10*time.Second)
 		tr, s := newScripted(t, cfg, step{status: 503})
 		ctx, cancel := context.WithCancelCause(t.Context())
 		why := errors.New("user gave up")
