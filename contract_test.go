@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/retryhttp/retryhttp"
+	rt "github.com/retryhttp/retryhttp/retryhttptest"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 )
@@ -30,7 +31,7 @@ func (b *trackedBody) Close() error { b.closes.Add(1); return nil }
 
 func TestRequestIsNeverModified(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		tr, s := newScripted(t, retryConfig(3, 503), step{status: 503}, step{status: 200})
+		tr, s := newScripted(retryConfig(3, 503), rt.Step{Status: 503}, rt.Step{})
 		req := newRequest(t, t.Context(), "PUT", "payload")
 		req.Header.Set("A", "1")
 		before := req.Header.Clone()
@@ -42,18 +43,18 @@ func TestRequestIsNeverModified(t *testing.T) {
 		assert.Equal(t, ctx, req.Context())
 		assert.Equal(t, body, req.Body)
 		assert.Equal(t, u, *req.URL)
-		assert.Equal(t, "1", s.header(1, retryhttp.AttemptsHeader))
+		s.WantHeader(t, retryhttp.AttemptsHeader, "", "1")
 	})
 }
 
 func TestCallerBodyIsAlwaysClosed(t *testing.T) {
 	cases := map[string]func(t *testing.T, req *http.Request) *retryhttp.Transport{
 		"success": func(t *testing.T, _ *http.Request) *retryhttp.Transport {
-			tr, _ := newScripted(t, retryConfig(3, 503), step{status: 200})
+			tr, _ := newScripted(retryConfig(3, 503), rt.Step{})
 			return tr
 		},
 		"error": func(t *testing.T, _ *http.Request) *retryhttp.Transport {
-			tr, _ := newScripted(t, retryConfig(3, 503), step{err: errors.New("boom")})
+			tr, _ := newCalls(retryConfig(3, 503), fail(errors.New("boom")))
 			return tr
 		},
 		"bad URL": func(t *testing.T, req *http.Request) *retryhttp.Transport {

@@ -16,11 +16,15 @@ import (
 
 	"github.com/retryhttp/retryhttp"
 	"github.com/retryhttp/retryhttp/policy"
+	rt "github.com/retryhttp/retryhttp/retryhttptest"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 )
 
 var errRefused = &net.OpError{Op: "dial", Net: "tcp", Err: syscall.ECONNREFUSED}
+
+// refuse fails as a dial to a closed port does: the request never left.
+func refuse(req *http.Request) (*http.Response, error) { return fail(errRefused)(req) }
 
 func TestTransparentRetryForAnyMethod(t *testing.T) {
 	for _, cfg := range []*policy.Config{
@@ -28,21 +32,22 @@ func TestTransparentRetryForAnyMethod(t *testing.T) {
 		{Rules: []policy.Rule{{Name: []policy.Name{{Path: "/elsewhere"}}, Retry: retryConfig(3).Rules[0].Retry}}},
 		{},
 	} {
-		tr, s := newScripted(t, cfg, step{err: errRefused}, step{status: 201, body: "made"})
+		srv := script(rt.Step{Status: 201, Body: "made"})
+		tr, base := newCalls(cfg, refuse, srv.RoundTrip)
 		resp, err := tr.RoundTrip(newRequest(t, t.Context(), "POST", "payload"))
 		require.NoError(t, err)
 		assert.Equal(t, "made", readAll(t, resp))
-		assert.Equal(t, 2, s.calls())
-		assert.Equal(t, "payload", s.bodies[1])
+		assert.Equal(t, 2, base.count())
+		srv.WantBody(t, "payload") // the resend, the one call that was sent
 		assert.Empty(t, resp.Header.Get(retryhttp.AttemptsHeader), "a transparent retry spends no attempt")
 	}
 }
 
 func TestTransparentRetryOnlyOnce(t *testing.T) {
-	tr, s := newScripted(t, &policy.Config{}, step{err: errRefused})
+	tr, base := newCalls(&policy.Config{}, refuse)
 	_, err := tr.RoundTrip(newRequest(t, t.Context(), "POST", "payload"))
 	assert.ErrorIs(t, err, syscall.ECONNREFUSED)
-	assert.Equal(t, 2, s.calls())
+	assert.Equal(t, 2, base.count())
 }
 
 func TestNetworkErrorRetriedOnlyWhenIdempotent(t *testing.T) {
@@ -50,14 +55,14 @@ func TestNetworkErrorRetriedOnlyWhenIdempotent(t *testing.T) {
 		t.Run(method, func(t *testing.T) {
 			cfg := retryConfig(3, 503)
 			withWaits(cfg, time.Microsecond, time.Microsecond)
-			tr, s := newScripted(t, cfg, step{err: io.ErrUnexpectedEOF})
+			tr, base := newCalls(cfg, fail(io.ErrUnexpectedEOF))
 			resp, err := tr.RoundTrip(newRequest(t, t.Context(), method, "x"))
 			assert.Nil(t, resp)
 			assert.ErrorIs(t, err, io.ErrUnexpectedEOF)
 			var rerr *retryhttp.Error
 			require.ErrorAs(t, err, &rerr)
 			assert.Equal(t, want, rerr.Attempts)
-			assert.Equal(t, want, s.calls())
+			assert.Equal(t, want, base.count())
 		})
 	}
 }
@@ -183,14 +188,14 @@ func TestBodyCopyErrorIsTheCallers(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			cfg := retryConfig(3, 503)
 			withWaits(cfg, time.Microsecond, time.Microsecond)
-			tr, s := newScripted(t, cfg, step{err: tc.err})
+			tr, base := newCalls(cfg, fail(tc.err))
 			resp, err := tr.RoundTrip(newRequest(t, t.Context(), "PUT", "payload"))
 			assert.Nil(t, resp)
 			assert.ErrorIs(t, err, tc.err)
 			var rerr *retryhttp.Error
 			require.ErrorAs(t, err, &rerr)
 			assert.Equal(t, tc.want, rerr.Attempts)
-			assert.Equal(t, tc.want, s.calls())
+			assert.Equal(t, tc.want, base.count())
 		})
 	}
 }

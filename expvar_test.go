@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/retryhttp/retryhttp"
+	rt "github.com/retryhttp/retryhttp/retryhttptest"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 )
@@ -15,7 +16,7 @@ import (
 var expvarRuns atomic.Int64
 
 func TestPublishExpvar(t *testing.T) {
-	tr, _ := newScripted(t, retryConfig(3, 503), step{status: 200})
+	tr, _ := newScripted(retryConfig(3, 503), rt.Step{})
 	resp, err := tr.RoundTrip(newRequest(t, t.Context(), "GET", ""))
 	require.NoError(t, err)
 	readAll(t, resp)

@@ -16,68 +16,10 @@ import (
 	"time"
 
 	"github.com/retryhttp/retryhttp"
+	rt "github.com/retryhttp/retryhttp/retryhttptest"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 )
-
-// steps is a base whose call i is answered by do[min(i, len-1)].
-type steps struct {
-	mu    sync.Mutex
-	calls int
-	do    []func(*http.Request) (*http.Response, error)
-}
-
-func (s *steps) RoundTrip(req *http.Request) (*http.Response, error) {
-	s.mu.Lock()
-	i := s.calls
-	s.calls++
-	s.mu.Unlock()
-	return s.do[min(i, len(s.do)-1)](req)
-}
-
-// answerAfter reads the request body, then answers code with body after d,
-// or fails when the attempt's context ends first.
-func answerAfter(d time.Duration, code int, body string) func(*http.Request) (*http.Response, error) {
-	return func(req *http.Request) (*http.Response, error) {
-		if req.Body != nil {
-			io.Copy(io.Discard, req.Body)
-			req.Body.Close()
-		}
-		select {
-		case <-time.After(d):
-		case <-req.Context().Done():
-			return nil, req.Context().Err()
-		}
-		return &http.Response{StatusCode: code, Header: http.Header{}, Request: req,
-			Body: io.NopCloser(strings.NewReader(body))}, nil
-	}
-}
-
-// refuse fails as a dial to a closed port does: the request never left.
-func refuse(req *http.Request) (*http.Response, error) {
-	if req.Body != nil {
-		req.Body.Close()
-	}
-	return nil, errRefused
-}
-
-// attemptLog records the AttemptStart and AttemptDone hooks.
-type attemptLog struct {
-	mu     sync.Mutex
-	events []string
-}
-
-func (l *attemptLog) hooks() *retryhttp.Hooks {
-	add := func(s string) {
-		l.mu.Lock()
-		defer l.mu.Unlock()
-		l.events = append(l.events, s)
-	}
-	return &retryhttp.Hooks{
-		AttemptStart: func(a retryhttp.AttemptStart) { add(fmt.Sprint("start ", a.Attempt)) },
-		AttemptDone:  func(a retryhttp.AttemptDone) { add(fmt.Sprint("done ", a.Attempt, " ", a.Outcome)) },
-	}
-}
 
 func TestHedgedAttemptsAreBoundedAtFive(t *testing.T) {
 	// gRPC takes a larger maxAttempts as 5; here it also bounds the
@@ -85,14 +27,14 @@ func TestHedgedAttemptsAreBoundedAtFive(t *testing.T) {
 	for _, max := range []int{6, 1_000_000, math.MaxInt} {
 		t.Run(fmt.Sprint(max), func(t *testing.T) {
 			synctest.Test(t, func(t *testing.T) {
-				srv := &slowServer{delays: []time.Duration{time.Second, time.Hour}, statuses: []int{200}, t0: time.Now()}
+				srv := numbered(rt.Step{Delay: time.Second}, rt.Step{Delay: time.Hour})
 				tr := &retryhttp.Transport{Base: srv, Policy: hedgeConfig(max, 0, 503)}
 				resp, err := tr.RoundTrip(newRequest(t, t.Context(), "GET", ""))
 				require.NoError(t, err)
 				// All five start at once, in any order; the first to
 				// reach the server answers first and wins.
 				assert.Equal(t, "attempt 1", readAll(t, resp))
-				assert.Len(t, srv.starts, 5)
+				srv.WantAttempts(t, 5)
 				st := tr.Stats().Total
 				assert.Equal(t, uint64(4), st.HedgesSent)
 				assert.Equal(t, uint64(4), st.HedgesCancelled)
@@ -103,20 +45,19 @@ func TestHedgedAttemptsAreBoundedAtFive(t *testing.T) {
 
 func TestTransparentResendOfAHedgeIsNoFurtherHedge(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		base := &steps{do: []func(*http.Request) (*http.Response, error){
-			answerAfter(time.Second, 200, "attempt 1"),
-			refuse,
-			answerAfter(10*time.Millisecond, 200, "attempt 2, resent"),
-		}}
-		var log attemptLog
-		tr := &retryhttp.Transport{Base: base, Policy: hedgeConfig(2, 50*time.Millisecond, 503), Hooks: log.hooks()}
+		srv := script(rt.Step{Delay: time.Second, Body: "attempt 1"},
+			rt.Step{Delay: 10 * time.Millisecond, Body: "attempt 2, resent"})
+		tr, _ := newCalls(hedgeConfig(2, 50*time.Millisecond, 503), srv.RoundTrip, refuse, srv.RoundTrip)
+		var log hookLog
+		tr.Hooks = log.hooks("")
 		resp, err := tr.RoundTrip(newRequest(t, t.Context(), "GET", ""))
 		require.NoError(t, err)
 		assert.Equal(t, "attempt 2, resent", readAll(t, resp))
 		assert.Equal(t, "1", resp.Header.Get(retryhttp.AttemptsHeader))
 		assert.Equal(t, []string{
-			"start 1", "start 2", "done 2 never-sent", "start 2", "done 2 success", "done 1 cancelled",
-		}, log.events)
+			"start 1 hedge=false", "start 2 hedge=true", "done 2 never-sent 0 err=" + errRefused.Error(),
+			"start 2 hedge=true", "done 2 success 200 err=<nil>", "done 1 cancelled 0 err=retryhttp: another hedge won",
+		}, log.lines("start", "done"))
 		st := tr.Stats().Total
 		assert.Equal(t, uint64(1), st.TransparentRetries)
 		assert.Equal(t, uint64(1), st.RetryAttempts, "the resend is not a further attempt")
@@ -126,37 +67,36 @@ func TestTransparentResendOfAHedgeIsNoFurtherHedge(t *testing.T) {
 }
 
 func TestTransparentResendOfARetryIsNoFurtherAttempt(t *testing.T) {
-	tr, _ := newScripted(t, retryConfig(3, 503), step{status: 503}, step{err: errRefused}, step{status: 200})
-	var log attemptLog
-	tr.Hooks = log.hooks()
-	resp, err := tr.RoundTrip(newRequest(t, t.Context(), "GET", ""))
-	require.NoError(t, err)
-	readAll(t, resp)
-	assert.Equal(t, []string{
-		"start 1", "done 1 retryable", "start 2", "done 2 never-sent", "start 2", "done 2 success",
-	}, log.events)
-	st := tr.Stats().Total
-	assert.Equal(t, uint64(1), st.RetryAttempts)
-	assert.Zero(t, st.RetryAttemptsFailed, "the never-sent try was resent and won")
-	assert.Equal(t, uint64(1), st.TransparentRetries)
+	synctest.Test(t, func(t *testing.T) {
+		srv := script(rt.Step{Status: 503}, rt.Step{})
+		tr, _ := newCalls(retryConfig(3, 503), srv.RoundTrip, refuse, srv.RoundTrip)
+		var log hookLog
+		tr.Hooks = log.hooks("")
+		resp, err := tr.RoundTrip(newRequest(t, t.Context(), "GET", ""))
+		require.NoError(t, err)
+		readAll(t, resp)
+		assert.Equal(t, []string{
+			"start 1 hedge=false", "done 1 retryable 503 err=<nil>",
+			"start 2 hedge=false", "done 2 never-sent 0 err=" + errRefused.Error(),
+			"start 2 hedge=false", "done 2 success 200 err=<nil>",
+		}, log.lines("start", "done"))
+		st := tr.Stats().Total
+		assert.Equal(t, uint64(1), st.RetryAttempts)
+		assert.Zero(t, st.RetryAttemptsFailed, "the never-sent try was resent and won")
+		assert.Equal(t, uint64(1), st.TransparentRetries)
+	})
 }
 
 // jitteryHost answers every request 200 after a latency drawn uniformly
 // from [lo, lo+spread), seeded.
-type jitteryHost struct {
-	mu     sync.Mutex
-	rng    *rand.Rand
-	lo     time.Duration
-	spread time.Duration
-	sent   int
-}
-
-func (h *jitteryHost) RoundTrip(req *http.Request) (*http.Response, error) {
-	h.mu.Lock()
-	d := h.lo + time.Duration(h.rng.Int64N(int64(h.spread)))
-	h.sent++
-	h.mu.Unlock()
-	return answerAfter(d, 200, "ok")(req)
+func jitteryHost(lo, spread time.Duration) *rt.Server {
+	var mu sync.Mutex // Choose is called by concurrent hedges
+	rng := rand.New(rand.NewPCG(1, 2))
+	return &rt.Server{Choose: func(int, *http.Request) rt.Step {
+		mu.Lock()
+		defer mu.Unlock()
+		return rt.Step{Delay: lo + time.Duration(rng.Int64N(int64(spread))), Body: "ok"}
+	}}
 }
 
 func TestAdaptiveDelayIsNotDraggedDownByCutOffHedges(t *testing.T) {
@@ -165,27 +105,29 @@ func TestAdaptiveDelayIsNotDraggedDownByCutOffHedges(t *testing.T) {
 	// counted as a latency, it would pull the "median" below anything the
 	// host ever takes, and then nearly every request would be hedged.
 	synctest.Test(t, func(t *testing.T) {
-		host := &jitteryHost{rng: rand.New(rand.NewPCG(1, 2)), lo: 100 * time.Millisecond, spread: 20 * time.Millisecond}
+		host := jitteryHost(100*time.Millisecond, 20*time.Millisecond)
 		cfg := hedgeConfig(3, time.Second, 503)
 		cfg.Rules[0].Hedge.HedgingDelayQuantile = 0.5
-		var delays []time.Duration
-		tr := &retryhttp.Transport{Base: host, Policy: cfg, Hooks: &retryhttp.Hooks{Wait: func(w retryhttp.Wait) {
-			if w.Attempt == 2 {
-				delays = append(delays, w.Length)
-			}
-		}}}
+		var log hookLog
+		tr := &retryhttp.Transport{Base: host, Policy: cfg, Hooks: log.hooks("")}
 		for range 300 {
 			resp, err := tr.RoundTrip(newRequest(t, t.Context(), "GET", ""))
 			require.NoError(t, err)
 			readAll(t, resp)
 		}
-		before := host.sent
+		before := host.Count()
 		for range 100 {
 			resp, err := tr.RoundTrip(newRequest(t, t.Context(), "GET", ""))
 			require.NoError(t, err)
 			readAll(t, resp)
 		}
-		perRequest := float64(host.sent-before) / 100
+		perRequest := float64(host.Count()-before) / 100
+		var delays []time.Duration
+		for _, w := range log.waits() {
+			if w.Attempt == 2 {
+				delays = append(delays, w.Length)
+			}
+		}
 		require.NotEmpty(t, delays, "the hedging delay is reported")
 		t.Logf("server requests per request: %.2f; last delay %v", perRequest, delays[len(delays)-1])
 		// A true median hedges about half the requests.
@@ -204,12 +146,13 @@ func TestNeverSentCauseSurvivesAResendWithoutBody(t *testing.T) {
 		for _, body := range []string{"GetBody fails", "past the buffer"} {
 			t.Run(mode+"/"+body, func(t *testing.T) {
 				synctest.Test(t, func(t *testing.T) {
-					base := &steps{do: []func(*http.Request) (*http.Response, error){refuse, answerAfter(time.Millisecond, 200, "ok")}}
 					cfg := hedgeConfig(2, 50*time.Millisecond, 503)
 					if mode == "retry" {
 						cfg = retryConfig(2, 503)
 					}
-					tr := &retryhttp.Transport{Base: base, Policy: cfg, Buffer: retryhttp.BufferLimits{PerRequest: 4}}
+					srv := script(rt.Step{Delay: time.Millisecond, Body: "ok"})
+					tr, _ := newCalls(cfg, refuse, srv.RoundTrip)
+					tr.Buffer = retryhttp.BufferLimits{PerRequest: 4}
 					req := newRequest(t, t.Context(), "PUT", "0123456789")
 					if body == "GetBody fails" {
 						req.GetBody = func() (io.ReadCloser, error) { return nil, errGone }
@@ -235,7 +178,7 @@ func TestNoHedgeStartsForACallerThatHasGone(t *testing.T) {
 	// The timer of a zero delay and the caller's end are ready together;
 	// the hedge loop must not pick the timer.
 	synctest.Test(t, func(t *testing.T) {
-		srv := &slowServer{delays: []time.Duration{time.Hour}, statuses: []int{200}, t0: time.Now()}
+		srv := script(rt.Step{Delay: time.Hour})
 		tr := &retryhttp.Transport{Base: srv, Policy: hedgeConfig(5, 0, 503)}
 		ctx, cancel := context.WithCancel(t.Context())
 		cancel()
@@ -247,28 +190,21 @@ func TestNoHedgeStartsForACallerThatHasGone(t *testing.T) {
 	})
 }
 
-// endless is a response body that yields nothing until its attempt's
-// context ends, as a stalled server's body on a real connection.
-type endless struct{ ctx context.Context }
-
-func (b endless) Read([]byte) (int, error) { <-b.ctx.Done(); return 0, b.ctx.Err() }
-func (b endless) Close() error             { return nil }
-
 func TestWinnerDoesNotWaitForTheKeptLoserToDrain(t *testing.T) {
 	// Attempt 1's 503 is kept, in case every attempt fails; its body
 	// stalls. When hedge 2 wins, the 503 is cut off, not drained.
 	synctest.Test(t, func(t *testing.T) {
-		stalled := func(req *http.Request) (*http.Response, error) {
-			time.Sleep(10 * time.Millisecond)
-			return &http.Response{StatusCode: 503, Header: http.Header{}, ContentLength: -1, Request: req, Body: endless{req.Context()}}, nil
-		}
+		// A body that yields nothing for an hour, within the length a
+		// drain reads, until its attempt ends.
+		stalled := rt.Step{Delay: 10 * time.Millisecond, Status: 503, Body: "unavailable", Trickle: rt.Rate{Every: time.Hour}}
+		win := rt.Step{Delay: 10 * time.Millisecond, Body: "win"}
 		for _, second := range []string{"wins", "fails too"} {
-			next := answerAfter(10*time.Millisecond, 200, "win")
+			next := win
 			if second == "fails too" {
 				next = stalled
 			}
-			base := &steps{do: []func(*http.Request) (*http.Response, error){stalled, next, answerAfter(10*time.Millisecond, 200, "win")}}
-			tr := &retryhttp.Transport{Base: base, Policy: hedgeConfig(3, time.Second, 503)}
+			srv := script(stalled, next, win)
+			tr := &retryhttp.Transport{Base: srv, Policy: hedgeConfig(3, time.Second, 503)}
 			t0 := time.Now()
 			resp, err := tr.RoundTrip(newRequest(t, t.Context(), "GET", ""))
 			require.NoError(t, err)
@@ -297,14 +233,14 @@ func TestBodyPastItsBufferCutsOffHedgesThatCannotSendIt(t *testing.T) {
 			_, err := io.Copy(io.Discard, req.Body)
 			return nil, err
 		}
+		srv := script(rt.Step{Delay: time.Millisecond, Status: 503, Body: "busy"})
 		sending := func(req *http.Request) (*http.Response, error) {
-			time.Sleep(time.Millisecond)
-			return answerAfter(time.Millisecond, 503, "busy")(req)
+			time.Sleep(time.Millisecond) // then the server reads the body
+			return srv.RoundTrip(req)
 		}
 		var log hookLog
-		base := &steps{do: []func(*http.Request) (*http.Response, error){sending, dialing}}
-		tr := &retryhttp.Transport{Base: base, Policy: hedgeConfig(4, 400*time.Microsecond, 503),
-			Buffer: retryhttp.BufferLimits{PerRequest: 4}, Hooks: log.hooks()}
+		tr, _ := newCalls(hedgeConfig(4, 400*time.Microsecond, 503), sending, dialing)
+		tr.Buffer, tr.Hooks = retryhttp.BufferLimits{PerRequest: 4}, log.hooks("")
 		req := newRequest(t, t.Context(), "PUT", "")
 		req.Body = io.NopCloser(strings.NewReader("0123456789"))
 		t0 := time.Now()
@@ -313,7 +249,7 @@ func TestBodyPastItsBufferCutsOffHedgesThatCannotSendIt(t *testing.T) {
 		assert.Equal(t, 503, resp.StatusCode)
 		assert.Equal(t, "busy", readAll(t, resp))
 		assert.Equal(t, 2*time.Millisecond, time.Since(t0))
-		assert.Empty(t, log.refused)
+		assert.Empty(t, log.refused())
 		st := tr.Stats().Total
 		assertHedges(t, st, 2, 0, 2)
 		assert.Equal(t, uint64(1), st.CommittedForSize)
@@ -325,20 +261,17 @@ func TestPushbackHoldsTheNextHedgeAgainstALaterPlainStatus(t *testing.T) {
 	// answers a plain 503 at 30 ms, which would send the next hedge at
 	// once: the server's request stands.
 	synctest.Test(t, func(t *testing.T) {
-		srv := &slowServer{
-			delays:   []time.Duration{15 * time.Millisecond, 20 * time.Millisecond, 10 * time.Millisecond},
-			statuses: []int{503, 503, 200},
-			headers:  []http.Header{pushback("300")},
-			t0:       time.Now(),
-		}
+		srv := numbered(rt.Step{Delay: 15 * time.Millisecond, Status: 503, Header: pushback("300")},
+			rt.Step{Delay: 20 * time.Millisecond, Status: 503}, rt.Step{Delay: 10 * time.Millisecond})
 		tr := &retryhttp.Transport{Base: srv, Policy: hedgeConfig(3, 10*time.Millisecond, 503)}
 		resp, err := tr.RoundTrip(newRequest(t, t.Context(), "GET", ""))
 		require.NoError(t, err)
 		assert.Equal(t, "attempt 3", readAll(t, resp))
-		require.Len(t, srv.starts, 3)
+		starts := arrivals(srv)
+		require.Len(t, starts, 3)
 		// 300 ms and its jitter, under a tenth, from the 503 at 15 ms.
-		assert.GreaterOrEqual(t, srv.starts[2], 315*time.Millisecond)
-		assert.Less(t, srv.starts[2], 345*time.Millisecond)
+		assert.GreaterOrEqual(t, starts[2], 315*time.Millisecond)
+		assert.Less(t, starts[2], 345*time.Millisecond)
 	})
 }
 
@@ -364,10 +297,11 @@ func TestBodyPastItsBufferDoesNotCutOffAnAnswerAlreadyIn(t *testing.T) {
 	// The loop sees both at once and must not pick either at random.
 	for range 20 {
 		synctest.Test(t, func(t *testing.T) {
+			srv := script(rt.Step{Delay: time.Hour, Body: "attempt 1"})
 			send := make(chan struct{})
 			sender := func(req *http.Request) (*http.Response, error) {
-				<-send
-				return answerAfter(time.Hour, 200, "attempt 1")(req)
+				<-send // then the server reads the body
+				return srv.RoundTrip(req)
 			}
 			early := func(req *http.Request) (*http.Response, error) {
 				req.Body.Close()
@@ -381,9 +315,8 @@ func TestBodyPastItsBufferDoesNotCutOffAnAnswerAlreadyIn(t *testing.T) {
 					synctest.Wait() // attempt 1 has outgrown the buffer
 				}
 			}}
-			base := &steps{do: []func(*http.Request) (*http.Response, error){sender, early}}
-			tr := &retryhttp.Transport{Base: base, Policy: hedgeConfig(3, time.Millisecond, 503),
-				Buffer: retryhttp.BufferLimits{PerRequest: 4}, Hooks: hooks}
+			tr, _ := newCalls(hedgeConfig(3, time.Millisecond, 503), sender, early)
+			tr.Buffer, tr.Hooks = retryhttp.BufferLimits{PerRequest: 4}, hooks
 			req := newRequest(t, t.Context(), "PUT", "")
 			req.Body = io.NopCloser(strings.NewReader("0123456789"))
 			resp, err := tr.RoundTrip(req)
@@ -404,8 +337,8 @@ func TestNeverSentCauseSurvivesAHedgeThatFailedFirst(t *testing.T) {
 				time.Sleep(10 * time.Millisecond)
 				return refuse(req)
 			}
-			base := &steps{do: []func(*http.Request) (*http.Response, error){late, answerAfter(time.Millisecond, 200, "ok")}}
-			tr := &retryhttp.Transport{Base: base, Policy: hedgeConfig(2, 10*time.Millisecond, 503)}
+			srv := script(rt.Step{Delay: time.Millisecond, Body: "ok"})
+			tr, _ := newCalls(hedgeConfig(2, 10*time.Millisecond, 503), late, srv.RoundTrip)
 			req := newRequest(t, t.Context(), "PUT", "0123456789")
 			req.GetBody = func() (io.ReadCloser, error) { return nil, errGone }
 			resp, err := tr.RoundTrip(req)

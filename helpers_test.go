@@ -2,71 +2,75 @@ package retryhttp_test
 
 import (
 	"context"
+	"fmt"
 	"io"
 	"net/http"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
 
-	"github.com/jarcoal/httpmock"
 	"github.com/retryhttp/retryhttp"
 	"github.com/retryhttp/retryhttp/policy"
+	rt "github.com/retryhttp/retryhttp/retryhttptest"
 	"github.com/stretchr/testify/require"
 )
 
-// script is a scripted server behind an httpmock transport: call i gets
-// steps[min(i, len-1)]. It records every request it sees.
-type script struct {
-	mu     sync.Mutex
-	seen   []*http.Request
-	bodies []string
-	steps  []step
-	closed atomic.Int64 // response bodies closed
+// The tests' server is the users' test kit, retryhttptest: its Server
+// plays a script of replies and faults, in memory as a Transport's Base or
+// on loopback, and records every attempt it receives.
+
+// script returns a kit Server that plays steps, the last one repeating.
+func script(steps ...rt.Step) *rt.Server { return &rt.Server{Script: steps} }
+
+// newScripted returns a Transport whose base is a kit Server playing
+// steps in memory, and the Server.
+func newScripted(cfg *policy.Config, steps ...rt.Step) (*retryhttp.Transport, *rt.Server) {
+	srv := script(steps...)
+	return &retryhttp.Transport{Base: srv, Policy: cfg}, srv
 }
 
-// step is one scripted answer: a status with headers, or an error.
-type step struct {
-	status int
-	header http.Header
-	body   string
-	err    error
+// calls is a base that hands call n, counted from 1, to
+// do[min(n, len(do))-1]: mostly a kit Server's RoundTrip, and otherwise
+// what no server can be, such as a dial that fails (see fail) or an
+// attempt that reads its body late. It counts the calls, and the response
+// bodies closed.
+type calls struct {
+	do     []roundTripFunc
+	n      atomic.Int64
+	closed atomic.Int64
 }
 
-func (s *script) responder(req *http.Request) (*http.Response, error) {
-	var body string
-	if req.Body != nil {
-		b, _ := io.ReadAll(req.Body)
-		body = string(b)
+// newCalls returns a Transport whose base hands its calls to do in turn,
+// and the base.
+func newCalls(cfg *policy.Config, do ...roundTripFunc) (*retryhttp.Transport, *calls) {
+	c := &calls{do: do}
+	return &retryhttp.Transport{Base: c, Policy: cfg}, c
+}
+
+func (c *calls) RoundTrip(req *http.Request) (*http.Response, error) {
+	n := int(c.n.Add(1))
+	resp, err := c.do[min(n, len(c.do))-1](req)
+	if resp != nil && resp.Body != nil {
+		resp.Body = &closeCounter{ReadCloser: resp.Body, n: &c.closed}
 	}
-	s.mu.Lock()
-	i := len(s.seen)
-	s.seen = append(s.seen, req)
-	s.bodies = append(s.bodies, body)
-	st := s.steps[min(i, len(s.steps)-1)]
-	s.mu.Unlock()
-	if st.err != nil {
-		return nil, st.err
-	}
-	resp := httpmock.NewStringResponse(st.status, st.body)
-	for k, v := range st.header {
-		resp.Header[k] = v
-	}
-	resp.Body = &closeCounter{ReadCloser: resp.Body, n: &s.closed}
-	return resp, nil
+	return resp, err
 }
 
-func (s *script) calls() int {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return len(s.seen)
-}
+// count returns the number of calls so far, failed or not.
+func (c *calls) count() int { return int(c.n.Load()) }
 
-func (s *script) header(i int, key string) string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.seen[i].Header.Get(key)
+// fail is a call that ends in err before any server sees it, as a dial
+// that is refused: the request's body is closed unread.
+func fail(err error) roundTripFunc {
+	return func(req *http.Request) (*http.Response, error) {
+		if req.Body != nil {
+			req.Body.Close()
+		}
+		return nil, err
+	}
 }
 
 type closeCounter struct {
@@ -79,14 +83,99 @@ func (c *closeCounter) Close() error {
 	return c.ReadCloser.Close()
 }
 
-// newScripted returns a Transport whose base answers every request to
-// https://api.test/ by the script.
-func newScripted(t *testing.T, cfg *policy.Config, steps ...step) (*retryhttp.Transport, *script) {
-	t.Helper()
-	s := &script{steps: steps}
-	mt := httpmock.NewMockTransport()
-	mt.RegisterNoResponder(s.responder)
-	return &retryhttp.Transport{Base: mt, Policy: cfg}, s
+// arrivals returns when each attempt reached srv, counted from the first.
+func arrivals(srv *rt.Server) []time.Duration {
+	var at []time.Duration
+	for _, a := range srv.Attempts() {
+		at = append(at, a.At)
+	}
+	return at
+}
+
+// cancelled returns, for each attempt srv received, whether its request
+// ended before srv had answered it.
+func cancelled(srv *rt.Server) []bool {
+	var c []bool
+	for _, a := range srv.Attempts() {
+		c = append(c, a.Cancelled)
+	}
+	return c
+}
+
+// hookLog records what a Transport's hooks report: a line for each call,
+// in the order of the calls, and the waits and refusals themselves. It is
+// safe for concurrent use, as hedges report from goroutines of their own.
+type hookLog struct {
+	mu       sync.Mutex
+	events   []hookEvent
+	waited   []retryhttp.Wait
+	refusals []retryhttp.Refused
+}
+
+// hookEvent is one call of a hook: its kind ("start", "done", "wait",
+// "refused", "end") and its line.
+type hookEvent struct{ kind, line string }
+
+// hooks returns hooks that record into l, each line headed by tag unless
+// it is empty.
+func (l *hookLog) hooks(tag string) *retryhttp.Hooks {
+	return &retryhttp.Hooks{
+		AttemptStart: func(i retryhttp.AttemptStart) { l.add(tag, "start", "%d hedge=%v", i.Attempt, i.Hedge) },
+		AttemptDone: func(i retryhttp.AttemptDone) {
+			l.add(tag, "done", "%d %s %d err=%v", i.Attempt, i.Outcome, i.StatusCode, i.Err)
+		},
+		Wait: func(i retryhttp.Wait) {
+			l.mu.Lock()
+			l.waited = append(l.waited, i)
+			l.mu.Unlock()
+			l.add(tag, "wait", "%d %s %v", i.Attempt, i.Reason, i.Length)
+		},
+		Refused: func(i retryhttp.Refused) {
+			l.mu.Lock()
+			l.refusals = append(l.refusals, i)
+			l.mu.Unlock()
+			l.add(tag, "refused", "%d %s", i.Attempt, i.Reason)
+		},
+		Done: func(i retryhttp.Done) { l.add(tag, "end", "%d %d err=%v", i.Attempts, i.StatusCode, i.Err) },
+	}
+}
+
+func (l *hookLog) add(tag, kind, format string, a ...any) {
+	line := kind + " " + fmt.Sprintf(format, a...)
+	if tag != "" {
+		line = tag + " " + line
+	}
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.events = append(l.events, hookEvent{kind, line})
+}
+
+// lines returns the lines recorded; only those of the kinds given, when
+// there are any.
+func (l *hookLog) lines(kinds ...string) []string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	var out []string
+	for _, e := range l.events {
+		if len(kinds) == 0 || slices.Contains(kinds, e.kind) {
+			out = append(out, e.line)
+		}
+	}
+	return out
+}
+
+// waits returns the waits recorded.
+func (l *hookLog) waits() []retryhttp.Wait {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return append([]retryhttp.Wait(nil), l.waited...)
+}
+
+// refused returns the refusals recorded.
+func (l *hookLog) refused() []retryhttp.Refused {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return append([]retryhttp.Refused(nil), l.refusals...)
 }
 
 // retryConfig is a config with one retry rule for every request, whose

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/retryhttp/retryhttp"
+	rt "github.com/retryhttp/retryhttp/retryhttptest"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 )
@@ -22,9 +23,9 @@ import (
 // in hand.
 func TestRetryWithoutBodyReturnsTheLastResponse(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		tr, s := newScripted(t, retryConfig(3, 503), step{status: 503, body: "busy"}, step{status: 200})
-		var refused []retryhttp.Refused
-		tr.Hooks = &retryhttp.Hooks{Refused: func(r retryhttp.Refused) { refused = append(refused, r) }}
+		tr, s := newScripted(retryConfig(3, 503), rt.Step{Status: 503, Body: "busy"}, rt.Step{})
+		var log hookLog
+		tr.Hooks = log.hooks("")
 		req := newRequest(t, t.Context(), "PUT", "payload")
 		errGone := errors.New("body gone")
 		req.GetBody = func() (io.ReadCloser, error) { return nil, errGone }
@@ -32,7 +33,8 @@ func TestRetryWithoutBodyReturnsTheLastResponse(t *testing.T) {
 		require.NoError(t, err)
 		assert.Equal(t, 503, resp.StatusCode)
 		assert.Equal(t, "busy", readAll(t, resp), "the kept response's body is whole")
-		assert.Equal(t, 1, s.calls())
+		s.WantAttempts(t, 1)
+		refused := log.refused()
 		require.Len(t, refused, 1)
 		assert.Equal(t, retryhttp.RefusedBuffer, refused[0].Reason)
 		assert.Equal(t, 2, refused[0].Attempt)
@@ -43,7 +45,7 @@ func TestRetryWithoutBodyReturnsTheLastResponse(t *testing.T) {
 // that stopped the retry, both visible to errors.Is.
 func TestRetryWithoutBodyAfterAnErrorKeepsBothCauses(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		tr, _ := newScripted(t, retryConfig(3, 503), step{err: io.ErrUnexpectedEOF})
+		tr, _ := newCalls(retryConfig(3, 503), fail(io.ErrUnexpectedEOF))
 		req := newRequest(t, t.Context(), "PUT", "payload")
 		errGone := errors.New("body gone")
 		req.GetBody = func() (io.ReadCloser, error) { return nil, errGone }
@@ -115,14 +117,14 @@ func TestSaturatedServerDelaysAreNeverWaited(t *testing.T) {
 			synctest.Test(t, func(t *testing.T) {
 				cfg := retryConfig(3, 503)
 				cfg.MaxServerDelay = time.Duration(math.MaxInt64)
-				tr, s := newScripted(t, cfg, step{status: 503, header: h}, step{status: 200})
+				tr, s := newScripted(cfg, rt.Step{Status: 503, Header: h}, rt.Step{})
 				start := time.Now()
 				resp, err := tr.RoundTrip(newRequest(t, t.Context(), "GET", ""))
 				require.NoError(t, err)
 				readAll(t, resp)
 				assert.Equal(t, 503, resp.StatusCode)
 				assert.Zero(t, time.Since(start))
-				assert.Equal(t, 1, s.calls())
+				s.WantAttempts(t, 1)
 			})
 		})
 	}
@@ -134,19 +136,19 @@ func TestSaturatedServerDelaysAreNeverWaited(t *testing.T) {
 func TestAttemptsHeaderIsTheTransports(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		madeUp := http.Header{retryhttp.AttemptsHeader: {"41"}}
-		tr, _ := newScripted(t, retryConfig(3, 503), step{status: 200, header: madeUp})
+		tr, _ := newScripted(retryConfig(3, 503), rt.Step{Header: madeUp})
 		resp, err := tr.RoundTrip(newRequest(t, t.Context(), "GET", ""))
 		require.NoError(t, err)
 		readAll(t, resp)
 		assert.Empty(t, resp.Header.Values(retryhttp.AttemptsHeader))
 
-		tr, s := newScripted(t, retryConfig(3, 503), step{status: 503}, step{status: 200, header: madeUp})
+		tr, s := newScripted(retryConfig(3, 503), rt.Step{Status: 503}, rt.Step{Header: madeUp})
 		tr.OmitAttemptsHeader = true
 		resp, err = tr.RoundTrip(newRequest(t, t.Context(), "GET", ""))
 		require.NoError(t, err)
 		readAll(t, resp)
 		assert.Equal(t, []string{"41"}, resp.Header.Values(retryhttp.AttemptsHeader), "the server's own, untouched")
-		assert.Empty(t, s.header(1, retryhttp.AttemptsHeader), "not sent when switched off")
+		s.WantHeader(t, retryhttp.AttemptsHeader, "", "") // not sent when switched off
 	})
 }
 

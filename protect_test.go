@@ -7,9 +7,9 @@ import (
 	"testing/synctest"
 	"time"
 
-	"github.com/jarcoal/httpmock"
 	"github.com/retryhttp/retryhttp"
 	"github.com/retryhttp/retryhttp/policy"
+	rt "github.com/retryhttp/retryhttp/retryhttptest"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 )
@@ -22,16 +22,16 @@ func hdr(kv ...string) http.Header {
 	return h
 }
 
-// elapsedFor runs one GET through a scripted transport and returns the
-// virtual time it took and the number of attempts.
-func elapsedFor(t *testing.T, cfg *policy.Config, method string, ctx context.Context, steps ...step) (time.Duration, int, *http.Response) {
+// elapsedFor runs one request through a scripted transport and returns
+// the virtual time it took and the number of attempts.
+func elapsedFor(t *testing.T, cfg *policy.Config, method string, ctx context.Context, steps ...rt.Step) (time.Duration, int, *http.Response) {
 	t.Helper()
-	tr, s := newScripted(t, cfg, steps...)
+	tr, s := newScripted(cfg, steps...)
 	start := time.Now()
 	resp, err := tr.RoundTrip(newRequest(t, ctx, method, "x"))
 	require.NoError(t, err)
 	readAll(t, resp)
-	return time.Since(start), s.calls(), resp
+	return time.Since(start), s.Count(), resp
 }
 
 func TestServerDelays(t *testing.T) {
@@ -67,7 +67,7 @@ func TestServerDelays(t *testing.T) {
 				if tc.cfg != nil {
 					tc.cfg(cfg)
 				}
-				took, calls, _ := elapsedFor(t, cfg, tc.method, t.Context(), step{status: 503, header: tc.header()}, step{status: 200})
+				took, calls, _ := elapsedFor(t, cfg, tc.method, t.Context(), rt.Step{Status: 503, Header: tc.header()}, rt.Step{})
 				assert.Equal(t, tc.calls, calls)
 				assert.GreaterOrEqual(t, took, tc.min)
 				assert.LessOrEqual(t, took, tc.max)
@@ -80,7 +80,7 @@ func TestServerDelayPastTheDeadlineIsNotWaited(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		ctx, cancel := context.WithTimeout(t.Context(), 2*time.Second)
 		defer cancel()
-		took, calls, resp := elapsedFor(t, retryConfig(3, 503), "GET", ctx, step{status: 503, header: hdr("Retry-After", "5")})
+		took, calls, resp := elapsedFor(t, retryConfig(3, 503), "GET", ctx, rt.Step{Status: 503, Header: hdr("Retry-After", "5")})
 		assert.Equal(t, time.Duration(0), took)
 		assert.Equal(t, 1, calls)
 		assert.Equal(t, 503, resp.StatusCode)
@@ -93,30 +93,26 @@ func TestPushbackRestartsBackoff(t *testing.T) {
 		// Waits: backoff 100ms (n=0), 200ms (n=1), pushback 0ms, then
 		// backoff restarts at 100ms (n=0).
 		took, calls, _ := elapsedFor(t, cfg, "GET", t.Context(),
-			step{status: 503}, step{status: 503}, step{status: 503, header: hdr("X-Retry-Pushback-Ms", "0")},
-			step{status: 503}, step{status: 200})
+			rt.Step{Status: 503}, rt.Step{Status: 503}, rt.Step{Status: 503, Header: hdr("X-Retry-Pushback-Ms", "0")},
+			rt.Step{Status: 503}, rt.Step{})
 		assert.Equal(t, 5, calls)
 		assert.Equal(t, 400*time.Millisecond, took)
 	})
 }
 
-// outage runs n sequential GETs against host, always answered 503, and
-// returns the attempts the server saw.
-func outage(t *testing.T, tr *retryhttp.Transport, host string, n int) int {
+// outage runs n sequential GETs against host through tr, whose base is
+// srv, and returns the attempts srv saw.
+func outage(t *testing.T, tr *retryhttp.Transport, srv *rt.Server, host string, n int) int {
 	t.Helper()
-	calls := 0
+	before := srv.Count()
 	for range n {
 		req, err := http.NewRequestWithContext(t.Context(), "GET", "https://"+host+"/", nil)
 		require.NoError(t, err)
 		resp, err := tr.RoundTrip(req)
 		require.NoError(t, err)
-		calls += 1
-		if v := resp.Header.Get(retryhttp.AttemptsHeader); v != "" {
-			calls += int(v[0] - '0')
-		}
 		readAll(t, resp)
 	}
-	return calls
+	return srv.Count() - before
 }
 
 func throttled(maxAttempts int) *policy.Config {
@@ -127,28 +123,27 @@ func throttled(maxAttempts int) *policy.Config {
 
 func TestBudgetStopsAnOutageAndRecovers(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		mt := httpmock.NewMockTransport()
-		healthy := false
-		mt.RegisterNoResponder(func(req *http.Request) (*http.Response, error) {
+		healthy := false // down.test answers 200 while set; everything else 503
+		srv := &rt.Server{Choose: func(_ int, req *http.Request) rt.Step {
 			if healthy && req.URL.Host == "down.test" {
-				return httpmock.NewStringResponse(200, "ok"), nil
+				return rt.Step{Body: "ok"}
 			}
-			return httpmock.NewStringResponse(503, ""), nil
-		})
-		tr := &retryhttp.Transport{Base: mt, Policy: throttled(5)}
+			return rt.Step{Status: 503}
+		}}
+		tr := &retryhttp.Transport{Base: srv, Policy: throttled(5)}
 		// 100 tokens, retries stop at 50: ten requests make five
 		// attempts each, every later one a single attempt.
-		assert.Equal(t, 50+190, outage(t, tr, "down.test", 200))
+		assert.Equal(t, 50+190, outage(t, tr, srv, "down.test", 200))
 		assert.Equal(t, uint64(190), tr.Stats().Hosts["down.test"].BudgetRefusals)
 		// Another host has a budget of its own.
-		assert.Equal(t, 50, outage(t, tr, "other.test", 10))
+		assert.Equal(t, 50, outage(t, tr, srv, "other.test", 10))
 
 		// Healthy again: 220 successes refill 0.25 each, to 55 tokens.
 		// Retries resume: the next failing request makes all 5
 		// attempts (55 -> 50); the one after it is refused again.
 		healthy = true
-		outage(t, tr, "down.test", 220)
+		assert.Equal(t, 220, outage(t, tr, srv, "down.test", 220))
 		healthy = false
-		assert.Equal(t, 5+1, outage(t, tr, "down.test", 2), "got no retries after recovery")
+		assert.Equal(t, 5+1, outage(t, tr, srv, "down.test", 2), "got no retries after recovery")
 	})
 }

@@ -8,6 +8,7 @@ import (
 
 	"github.com/retryhttp/retryhttp"
 	"github.com/retryhttp/retryhttp/policy"
+	rt "github.com/retryhttp/retryhttp/retryhttptest"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 )
@@ -17,7 +18,7 @@ import (
 func TestSetPolicyUnderLoad(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		three := retryConfig(3, 503)
-		tr, _ := newScripted(t, three, step{status: 503})
+		tr, _ := newScripted(three, rt.Step{Status: 503})
 		const requests = 1000
 		var wg sync.WaitGroup
 		got := make([]string, requests)
@@ -59,7 +60,7 @@ func TestSetPolicyUnderLoad(t *testing.T) {
 func TestSetPolicyChecksItsConfig(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		bad := retryConfig(1, 503) // maxAttempts 1
-		tr, s := newScripted(t, bad, step{status: 503}, step{status: 200})
+		tr, s := newScripted(bad, rt.Step{Status: 503}, rt.Step{})
 		_, err := tr.RoundTrip(newRequest(t, t.Context(), "GET", ""))
 		require.ErrorIs(t, err, policy.ErrInvalid)
 		assert.Contains(t, err.Error(), "maxAttempts")
@@ -73,7 +74,7 @@ func TestSetPolicyChecksItsConfig(t *testing.T) {
 		require.NoError(t, err)
 		readAll(t, resp)
 		assert.Equal(t, 200, resp.StatusCode)
-		assert.Equal(t, 2, s.calls())
+		s.WantAttempts(t, 2)
 		assert.Contains(t, tr.Stats().Rules, "methodConfig[0]")
 
 		require.ErrorIs(t, tr.SetPolicy(bad), policy.ErrInvalid)
@@ -90,7 +91,7 @@ func TestSetPolicyKeepsBudgets(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		cfg := retryConfig(2, 503)
 		cfg.Throttle = &policy.Throttle{MaxTokens: 4, TokenRatio: 0.1}
-		tr, s := newScripted(t, cfg, step{status: 503})
+		tr, s := newScripted(cfg, rt.Step{Status: 503})
 		get := func() {
 			resp, err := tr.RoundTrip(newRequest(t, t.Context(), "GET", ""))
 			require.NoError(t, err)
@@ -98,17 +99,17 @@ func TestSetPolicyKeepsBudgets(t *testing.T) {
 		}
 		get() // 2 failures: 2 tokens left, no more retries
 		get() // refused
-		require.Equal(t, 3, s.calls())
+		require.Equal(t, 3, s.Count())
 
 		next := retryConfig(3, 503)
 		next.Throttle = &policy.Throttle{MaxTokens: 4, TokenRatio: 0.1}
 		require.NoError(t, tr.SetPolicy(next))
 		get()
-		assert.Equal(t, 4, s.calls(), "still throttled under the new policy")
+		assert.Equal(t, 4, s.Count(), "still throttled under the new policy")
 		assert.Equal(t, uint64(2), tr.Stats().Total.BudgetRefusals)
 
 		require.NoError(t, tr.SetPolicy(retryConfig(3, 503))) // no throttle
 		get()
-		assert.Equal(t, 7, s.calls(), "no throttle: retried")
+		assert.Equal(t, 7, s.Count(), "no throttle: retried")
 	})
 }

@@ -2,21 +2,19 @@ package retryhttp_test
 
 import (
 	"bytes"
-	"context"
 	"io"
 	"log/slog"
 	"net/http"
 	"net/url"
 	"strings"
-	"sync"
 	"syscall"
 	"testing"
 	"testing/synctest"
 	"time"
 
-	"github.com/jarcoal/httpmock"
 	"github.com/retryhttp/retryhttp"
 	"github.com/retryhttp/retryhttp/policy"
+	rt "github.com/retryhttp/retryhttp/retryhttptest"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 )
@@ -48,36 +46,38 @@ const logPrefix = "method=GET host=api.test path=/v1/items "
 func TestLogHooksLevels(t *testing.T) {
 	budget := retryConfig(3, 503)
 	budget.Throttle = &policy.Throttle{MaxTokens: 2, TokenRatio: 0.1} // one failure spends it
+	// Each call of the base goes to a kit Server in turn, or fails.
+	reply := func(steps ...rt.Step) roundTripFunc { return script(steps...).RoundTrip }
 	cases := []struct {
 		name  string
 		cfg   *policy.Config
-		steps []step
+		calls []roundTripFunc
 		want  []string
 	}{
-		{"answered at once", retryConfig(3, 503), []step{{status: 200}}, nil},
-		{"answered after a retry", retryConfig(3, 503), []step{{status: 503}, {status: 200}}, []string{
+		{"answered at once", retryConfig(3, 503), []roundTripFunc{reply(rt.Step{})}, nil},
+		{"answered after a retry", retryConfig(3, 503), []roundTripFunc{reply(rt.Step{Status: 503}, rt.Step{})}, []string{
 			`level=DEBUG msg="retryhttp: attempt failed" ` + logPrefix + `attempt=1 outcome=retryable status=503 latency=0s`,
 			`level=INFO msg="retryhttp: waiting" ` + logPrefix + `attempt=2 wait=100ms reason=backoff`,
 			`level=INFO msg="retryhttp: answered" ` + logPrefix + `attempts=2 retry_delay=100ms status=200`,
 		}},
-		{"gave up with a status", retryConfig(2, 503), []step{{status: 503}}, []string{
+		{"gave up with a status", retryConfig(2, 503), []roundTripFunc{reply(rt.Step{Status: 503})}, []string{
 			`level=DEBUG msg="retryhttp: attempt failed" ` + logPrefix + `attempt=1 outcome=retryable status=503 latency=0s`,
 			`level=INFO msg="retryhttp: waiting" ` + logPrefix + `attempt=2 wait=100ms reason=backoff`,
 			`level=DEBUG msg="retryhttp: attempt failed" ` + logPrefix + `attempt=2 outcome=retryable status=503 latency=0s`,
 			`level=WARN msg="retryhttp: gave up" ` + logPrefix + `attempts=2 retry_delay=100ms status=503`,
 		}},
-		{"gave up with an error", retryConfig(2, 503), []step{{err: io.ErrUnexpectedEOF}}, []string{
+		{"gave up with an error", retryConfig(2, 503), []roundTripFunc{fail(io.ErrUnexpectedEOF)}, []string{
 			`level=DEBUG msg="retryhttp: attempt failed" ` + logPrefix + `attempt=1 outcome=network error="unexpected EOF" latency=0s`,
 			`level=INFO msg="retryhttp: waiting" ` + logPrefix + `attempt=2 wait=100ms reason=backoff`,
 			`level=DEBUG msg="retryhttp: attempt failed" ` + logPrefix + `attempt=2 outcome=network error="unexpected EOF" latency=0s`,
 			`level=WARN msg="retryhttp: gave up" ` + logPrefix + `attempts=2 retry_delay=100ms error="retryhttp: no response after 2 attempt(s): unexpected EOF"`,
 		}},
-		{"resent transparently", retryConfig(3, 503), []step{{err: syscall.ECONNREFUSED}, {status: 200}}, []string{
+		{"resent transparently", retryConfig(3, 503), []roundTripFunc{fail(syscall.ECONNREFUSED), reply(rt.Step{})}, []string{
 			`level=DEBUG msg="retryhttp: attempt failed" ` + logPrefix + `attempt=1 outcome=never-sent error="connection refused" latency=0s`,
 			`level=DEBUG msg="retryhttp: resending" ` + logPrefix + `attempt=1`,
 			`level=INFO msg="retryhttp: answered" ` + logPrefix + `attempts=1 transparent_retries=1 retry_delay=0s status=200`,
 		}},
-		{"refused by the budget", budget, []step{{status: 503}}, []string{
+		{"refused by the budget", budget, []roundTripFunc{reply(rt.Step{Status: 503})}, []string{
 			`level=DEBUG msg="retryhttp: attempt failed" ` + logPrefix + `attempt=1 outcome=retryable status=503 latency=0s`,
 			`level=WARN msg="retryhttp: attempt refused" ` + logPrefix + `attempt=2 reason=budget`,
 		}},
@@ -86,7 +86,7 @@ func TestLogHooksLevels(t *testing.T) {
 		t.Run(c.name, func(t *testing.T) {
 			synctest.Test(t, func(t *testing.T) {
 				var buf bytes.Buffer
-				tr, _ := newScripted(t, c.cfg, c.steps...)
+				tr, _ := newCalls(c.cfg, c.calls...)
 				tr.Hooks = logTo(&buf, slog.LevelDebug)
 				if resp, err := tr.RoundTrip(newRequest(t, t.Context(), "GET", "")); err == nil {
 					readAll(t, resp)
@@ -100,21 +100,9 @@ func TestLogHooksLevels(t *testing.T) {
 func TestLogHooksHedge(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		// The first attempt hangs until it is cancelled; the hedge answers.
-		var mu sync.Mutex
-		calls := 0
-		base := roundTripFunc(func(req *http.Request) (*http.Response, error) {
-			mu.Lock()
-			calls++
-			first := calls == 1
-			mu.Unlock()
-			if first {
-				<-req.Context().Done()
-				return nil, context.Cause(req.Context())
-			}
-			return httpmock.NewStringResponse(200, ""), nil
-		})
+		srv := script(rt.Step{Fault: rt.Hang}, rt.Step{})
 		var buf bytes.Buffer
-		tr := &retryhttp.Transport{Base: base, Policy: hedgeConfig(2, 50*time.Millisecond, 503), Hooks: logTo(&buf, slog.LevelDebug)}
+		tr := &retryhttp.Transport{Base: srv, Policy: hedgeConfig(2, 50*time.Millisecond, 503), Hooks: logTo(&buf, slog.LevelDebug)}
 		resp, err := tr.RoundTrip(newRequest(t, t.Context(), "GET", ""))
 		require.NoError(t, err)
 		readAll(t, resp)
@@ -131,10 +119,10 @@ func TestLogHooksPrintNoSecret(t *testing.T) {
 	const secretURL = "https://alice:hunter2@api.test/v1/items?token=s3cret#frag-secret"
 	synctest.Test(t, func(t *testing.T) {
 		var buf bytes.Buffer
-		tr, _ := newScripted(t, retryConfig(3, 503),
-			step{status: 503, header: http.Header{"Set-Cookie": {"session=cookie-secret"}}},
-			// A base that wraps an http.Client quotes the URL in its errors.
-			step{err: &url.Error{Op: "Get", URL: secretURL, Err: io.ErrUnexpectedEOF}})
+		srv := script(rt.Step{Status: 503, Header: http.Header{"Set-Cookie": {"session=cookie-secret"}}})
+		// A base that wraps an http.Client quotes the URL in its errors.
+		tr, _ := newCalls(retryConfig(3, 503), srv.RoundTrip,
+			fail(&url.Error{Op: "Get", URL: secretURL, Err: io.ErrUnexpectedEOF}))
 		tr.Hooks = logTo(&buf, slog.LevelDebug)
 		req, err := http.NewRequestWithContext(t.Context(), "GET", secretURL, nil)
 		require.NoError(t, err)
@@ -162,7 +150,7 @@ func TestRedactURLsInLogs(t *testing.T) {
 		t.Run(text, func(t *testing.T) {
 			synctest.Test(t, func(t *testing.T) {
 				var buf bytes.Buffer
-				tr, _ := newScripted(t, retryConfig(2, 503), step{err: textError(text)})
+				tr, _ := newCalls(retryConfig(2, 503), fail(textError(text)))
 				tr.Hooks = logTo(&buf, slog.LevelDebug)
 				_, err := tr.RoundTrip(newRequest(t, t.Context(), "GET", ""))
 				require.Error(t, err)
@@ -187,7 +175,7 @@ func quote(s string) string {
 
 func TestLogHooksAcceptNilLogger(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		tr, _ := newScripted(t, hedgeConfig(2, 50*time.Millisecond, 503), step{status: 200})
+		tr, _ := newScripted(hedgeConfig(2, 50*time.Millisecond, 503), rt.Step{})
 		tr.Hooks = retryhttp.LogHooks(nil)
 		// The hedging delay is logged at Debug, which slog.Default drops.
 		resp, err := tr.RoundTrip(newRequest(t, t.Context(), "GET", ""))
@@ -206,9 +194,7 @@ func BenchmarkLogHooksSuccessPath(b *testing.B) {
 		hooks *retryhttp.Hooks
 	}{{"hooks=nil", nil}, {"LogHooks", retryhttp.LogHooks(logger)}} {
 		b.Run(bc.name, func(b *testing.B) {
-			mt := httpmock.NewMockTransport()
-			mt.RegisterNoResponder(httpmock.NewStringResponder(200, "ok"))
-			tr := &retryhttp.Transport{Base: mt, Hooks: bc.hooks}
+			tr := &retryhttp.Transport{Base: script(rt.Step{Body: "ok"}), Hooks: bc.hooks}
 			req, err := http.NewRequest("GET", "https://api.test/v1/items", nil)
 			require.NoError(b, err)
 			b.ReportAllocs()

@@ -2,7 +2,6 @@ package retryhttp_test
 
 import (
 	"context"
-	"fmt"
 	"io"
 	"net/http"
 	"strings"
@@ -11,24 +10,24 @@ import (
 	"time"
 
 	"github.com/retryhttp/retryhttp"
+	rt "github.com/retryhttp/retryhttp/retryhttptest"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 )
 
 func TestStatsCountAScriptedSequence(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		steps := make([]step, 0, 12)
-		for range 11 {
-			steps = append(steps, step{status: 503})
+		steps := make([]rt.Step, 12)
+		for i := range 11 {
+			steps[i].Status = 503
 		}
-		steps = append(steps, step{status: 200})
 		cfg := retryConfig(12, 503)
 		withWaits(cfg, 100*time.Millisecond, 100*time.Millisecond)
-		tr, s := newScripted(t, cfg, steps...)
+		tr, s := newScripted(cfg, steps...)
 		resp, err := tr.RoundTrip(newRequest(t, t.Context(), "GET", ""))
 		require.NoError(t, err)
 		readAll(t, resp)
-		require.Equal(t, 12, s.calls())
+		require.Equal(t, 12, s.Count())
 
 		want := retryhttp.Counters{
 			Requests:            1,
@@ -46,7 +45,7 @@ func TestStatsCountAScriptedSequence(t *testing.T) {
 }
 
 func TestStatsCountTransparentRetriesApart(t *testing.T) {
-	tr, _ := newScripted(t, retryConfig(3, 503), step{err: errRefused}, step{status: 200})
+	tr, _ := newCalls(retryConfig(3, 503), refuse, script(rt.Step{}).RoundTrip)
 	resp, err := tr.RoundTrip(newRequest(t, t.Context(), "POST", "x"))
 	require.NoError(t, err)
 	readAll(t, resp)
@@ -56,7 +55,7 @@ func TestStatsCountTransparentRetriesApart(t *testing.T) {
 func TestStatsPerRule(t *testing.T) {
 	cfg := retryConfig(3, 503)
 	cfg.Rules[0].Name[0].Method = "PUT"
-	tr, _ := newScripted(t, cfg, step{status: 200})
+	tr, _ := newScripted(cfg, rt.Step{})
 	for _, m := range []string{"GET", "PUT", "GET"} {
 		resp, err := tr.RoundTrip(newRequest(t, t.Context(), m, ""))
 		require.NoError(t, err)
@@ -69,26 +68,10 @@ func TestStatsPerRule(t *testing.T) {
 	assert.Equal(t, uint64(3), st.Hosts["api.test"].Requests)
 }
 
-// recorder turns hook calls into lines.
-type recorder struct{ lines []string }
-
-func (r *recorder) hooks(tag string) *retryhttp.Hooks {
-	add := func(format string, a ...any) { r.lines = append(r.lines, tag+" "+fmt.Sprintf(format, a...)) }
-	return &retryhttp.Hooks{
-		AttemptStart: func(i retryhttp.AttemptStart) { add("start %d hedge=%v", i.Attempt, i.Hedge) },
-		AttemptDone: func(i retryhttp.AttemptDone) {
-			add("done %d %s %d err=%v", i.Attempt, i.Outcome, i.StatusCode, i.Err)
-		},
-		Wait:    func(i retryhttp.Wait) { add("wait %d %s %v", i.Attempt, i.Reason, i.Length) },
-		Refused: func(i retryhttp.Refused) { add("refused %d %s", i.Attempt, i.Reason) },
-		Done:    func(i retryhttp.Done) { add("end %d %d err=%v", i.Attempts, i.StatusCode, i.Err) },
-	}
-}
-
 func TestHooksSeeEachStep(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		rec := &recorder{}
-		tr, _ := newScripted(t, retryConfig(3, 503), step{status: 503}, step{status: 200})
+		rec := &hookLog{}
+		tr, _ := newScripted(retryConfig(3, 503), rt.Step{Status: 503}, rt.Step{})
 		tr.Hooks = rec.hooks("T")
 		ctx := retryhttp.WithHooks(t.Context(), rec.hooks("R"))
 		resp, err := tr.RoundTrip(newRequest(t, ctx, "GET", ""))
@@ -101,14 +84,14 @@ func TestHooksSeeEachStep(t *testing.T) {
 			"T start 2 hedge=false", "R start 2 hedge=false",
 			"T done 2 success 200 err=<nil>", "R done 2 success 200 err=<nil>",
 			"T end 2 200 err=<nil>", "R end 2 200 err=<nil>",
-		}, rec.lines)
+		}, rec.lines())
 	})
 }
 
 func TestHooksSeeADeadlineRefusal(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		rec := &recorder{}
-		tr, _ := newScripted(t, retryConfig(3, 503), step{status: 503})
+		rec := &hookLog{}
+		tr, _ := newScripted(retryConfig(3, 503), rt.Step{Status: 503})
 		ctx, cancel := context.WithTimeout(retryhttp.WithHooks(t.Context(), rec.hooks("R")), 50*time.Millisecond)
 		defer cancel()
 		resp, err := tr.RoundTrip(newRequest(t, ctx, "GET", ""))
@@ -119,7 +102,7 @@ func TestHooksSeeADeadlineRefusal(t *testing.T) {
 			"R done 1 retryable 503 err=<nil>",
 			"R refused 2 deadline",
 			"R end 1 503 err=<nil>",
-		}, rec.lines)
+		}, rec.lines())
 	})
 }
 

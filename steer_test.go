@@ -11,6 +11,7 @@ import (
 
 	"github.com/retryhttp/retryhttp"
 	"github.com/retryhttp/retryhttp/policy"
+	rt "github.com/retryhttp/retryhttp/retryhttptest"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 )
@@ -50,22 +51,23 @@ func TestGoogleCoreReportingRule(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			synctest.Test(t, func(t *testing.T) {
-				tr, s := newScripted(t, corePolicy(), step{status: tc.status, body: googleError(tc.status, tc.reason)})
+				tr, s := newScripted(corePolicy(), rt.Step{Status: tc.status, Body: googleError(tc.status, tc.reason)})
 				tr.Classify = coreReporting
-				var waits []time.Duration
-				tr.Hooks = &retryhttp.Hooks{Wait: func(w retryhttp.Wait) { waits = append(waits, w.Length) }}
+				var log hookLog
+				tr.Hooks = log.hooks("")
 				start := time.Now()
 				resp, err := tr.RoundTrip(newRequest(t, t.Context(), "GET", ""))
 				require.NoError(t, err)
 				assert.Equal(t, googleError(tc.status, tc.reason), readAll(t, resp), "the last answer comes back whole")
-				assert.Equal(t, tc.want, s.calls(), "got %d attempts, want %d", s.calls(), tc.want)
+				s.WantAttempts(t, tc.want)
+				waits := log.waits()
 				require.Len(t, waits, tc.want-1)
 				var total time.Duration
 				for n, w := range waits {
 					lo := time.Duration(1<<n) * time.Second
-					assert.GreaterOrEqual(t, w, lo, "wait %d", n)
-					assert.LessOrEqual(t, w, lo+time.Second, "wait %d", n)
-					total += w
+					assert.GreaterOrEqual(t, w.Length, lo, "wait %d", n)
+					assert.LessOrEqual(t, w.Length, lo+time.Second, "wait %d", n)
+					total += w.Length
 				}
 				assert.Equal(t, total, time.Since(start), "the waits are all the time taken")
 			})
@@ -78,7 +80,7 @@ func TestGoogleCoreReportingRule(t *testing.T) {
 // RoundTrip at once with the body closed.
 func TestPerCallOptions(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		tr, s := newScripted(t, retryConfig(3, 503), step{status: 503})
+		tr, s := newScripted(retryConfig(3, 503), rt.Step{Status: 503})
 		send := func(ctx context.Context) (*http.Response, error) {
 			return tr.RoundTrip(newRequest(t, ctx, "GET", ""))
 		}
@@ -95,11 +97,11 @@ func TestPerCallOptions(t *testing.T) {
 			{"WithoutRetries wins", retryhttp.WithPolicy(retryhttp.WithoutRetries(t.Context()), once), 1},
 			{"nil rule: the policy again", retryhttp.WithPolicy(retryhttp.WithPolicy(t.Context(), once), nil), 3},
 		} {
-			before := s.calls()
+			before := s.Count()
 			resp, err := send(tc.ctx)
 			require.NoError(t, err, tc.name)
 			readAll(t, resp)
-			assert.Equal(t, tc.want, s.calls()-before, "%s: attempts", tc.name)
+			assert.Equal(t, tc.want, s.Count()-before, "%s: attempts", tc.name)
 		}
 		assert.Equal(t, uint64(1), tr.Stats().Rules["per-call"].Requests)
 
@@ -107,12 +109,12 @@ func TestPerCallOptions(t *testing.T) {
 		req := newRequest(t, retryhttp.WithPolicy(t.Context(), bad), "PUT", "")
 		body := &trackedBody{Reader: io.LimitReader(nil, 0)}
 		req.Body = body
-		before := s.calls()
+		before := s.Count()
 		_, err := tr.RoundTrip(req)
 		require.ErrorIs(t, err, policy.ErrInvalid)
 		assert.Contains(t, err.Error(), "retryPolicy.maxAttempts: 1")
 		assert.Equal(t, int64(1), body.closes.Load(), "the body is closed")
-		assert.Equal(t, before, s.calls(), "nothing was sent")
+		assert.Equal(t, before, s.Count(), "nothing was sent")
 	})
 }
 
@@ -120,12 +122,13 @@ func TestPerCallOptions(t *testing.T) {
 // that never reached the server is resent.
 func TestPolicyNone(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		tr, s := newScripted(t, policy.None(), step{err: errRefused}, step{status: 503}, step{status: 200})
+		srv := script(rt.Step{Status: 503}, rt.Step{})
+		tr, base := newCalls(policy.None(), refuse, srv.RoundTrip)
 		resp, err := tr.RoundTrip(newRequest(t, t.Context(), "GET", ""))
 		require.NoError(t, err)
 		readAll(t, resp)
 		assert.Equal(t, 503, resp.StatusCode)
-		assert.Equal(t, 2, s.calls(), "the refused attempt was resent, the 503 was not retried")
+		assert.Equal(t, 2, base.count(), "the refused attempt was resent, the 503 was not retried")
 	})
 }
 
@@ -147,13 +150,14 @@ func TestDelayHeadersSetTheWait(t *testing.T) {
 				cfg := retryConfig(3, 503)
 				cfg.DelayHeaders = []policy.DelayHeader{{Name: "ratelimit-reset", Format: policy.DelaySeconds}}
 				h := http.Header{"Ratelimit-Reset": {tc.value}}
-				tr, s := newScripted(t, cfg, step{status: 503, header: h}, step{status: 200})
-				var waits []retryhttp.Wait
-				tr.Hooks = &retryhttp.Hooks{Wait: func(w retryhttp.Wait) { waits = append(waits, w) }}
+				tr, s := newScripted(cfg, rt.Step{Status: 503, Header: h}, rt.Step{})
+				var log hookLog
+				tr.Hooks = log.hooks("")
 				resp, err := tr.RoundTrip(newRequest(t, t.Context(), "GET", ""))
 				require.NoError(t, err)
 				readAll(t, resp)
-				assert.Equal(t, tc.want, s.calls())
+				s.WantAttempts(t, tc.want)
+				waits := log.waits()
 				if tc.want == 1 {
 					assert.Empty(t, waits)
 					return

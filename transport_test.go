@@ -9,31 +9,31 @@ import (
 	"time"
 
 	"github.com/retryhttp/retryhttp"
+	rt "github.com/retryhttp/retryhttp/retryhttptest"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 )
 
 func TestRetriesUntilSuccess(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		tr, s := newScripted(t, retryConfig(4, 503), step{status: 503}, step{status: 503}, step{status: 200, body: "ok"})
+		srv := script(rt.Step{Status: 503}, rt.Step{Status: 503}, rt.Step{Body: "ok"})
+		tr, base := newCalls(retryConfig(4, 503), srv.RoundTrip)
 		start := time.Now()
 		resp, err := tr.RoundTrip(newRequest(t, t.Context(), "GET", ""))
 		require.NoError(t, err)
 		assert.Equal(t, 200, resp.StatusCode)
 		assert.Equal(t, "ok", readAll(t, resp))
-		assert.Equal(t, 3, s.calls())
-		assert.Equal(t, "", s.header(0, retryhttp.AttemptsHeader), "first attempt carries no header")
-		assert.Equal(t, "1", s.header(1, retryhttp.AttemptsHeader))
-		assert.Equal(t, "2", s.header(2, retryhttp.AttemptsHeader))
+		// The first attempt carries no header.
+		srv.WantHeader(t, retryhttp.AttemptsHeader, "", "1", "2")
 		assert.Equal(t, "2", resp.Header.Get(retryhttp.AttemptsHeader))
-		assert.Equal(t, int64(3), s.closed.Load(), "discarded bodies and the returned one are closed")
+		assert.Equal(t, int64(3), base.closed.Load(), "discarded bodies and the returned one are closed")
 		// Waits of 100ms and 200ms, each without jitter.
 		assert.Equal(t, 300*time.Millisecond, time.Since(start))
 	})
 }
 
 func TestFirstAnswerHasNoAttemptsHeader(t *testing.T) {
-	tr, _ := newScripted(t, retryConfig(3, 503), step{status: 200})
+	tr, _ := newScripted(retryConfig(3, 503), rt.Step{})
 	resp, err := tr.RoundTrip(newRequest(t, t.Context(), "GET", ""))
 	require.NoError(t, err)
 	readAll(t, resp)
@@ -43,28 +43,29 @@ func TestFirstAnswerHasNoAttemptsHeader(t *testing.T) {
 
 func TestLastResponseComesBackWithNilError(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		tr, s := newScripted(t, retryConfig(3, 503), step{status: 503, body: "busy"})
+		srv := script(rt.Step{Status: 503, Body: "busy"})
+		tr, base := newCalls(retryConfig(3, 503), srv.RoundTrip)
 		req := newRequest(t, t.Context(), "GET", "")
 		resp, err := tr.RoundTrip(req)
 		require.NoError(t, err)
 		assert.Equal(t, 503, resp.StatusCode)
 		assert.Same(t, req, resp.Request)
 		assert.Equal(t, "busy", readAll(t, resp))
-		assert.Equal(t, 3, s.calls())
+		srv.WantAttempts(t, 3)
 		assert.Equal(t, "2", resp.Header.Get(retryhttp.AttemptsHeader))
-		assert.Equal(t, int64(3), s.closed.Load())
+		assert.Equal(t, int64(3), base.closed.Load())
 	})
 }
 
 func TestStatusNotListedIsNotRetried(t *testing.T) {
 	for _, code := range []int{200, 301, 400, 404, 500} {
 		t.Run(http.StatusText(code), func(t *testing.T) {
-			tr, s := newScripted(t, retryConfig(3, 503, 301), step{status: code})
+			tr, s := newScripted(retryConfig(3, 503, 301), rt.Step{Status: code})
 			resp, err := tr.RoundTrip(newRequest(t, t.Context(), "GET", ""))
 			require.NoError(t, err)
 			readAll(t, resp)
 			assert.Equal(t, code, resp.StatusCode)
-			assert.Equal(t, 1, s.calls(), "a redirect or unlisted status is never retried")
+			assert.Equal(t, 1, s.Count(), "a redirect or unlisted status is never retried")
 		})
 	}
 }
@@ -96,7 +97,7 @@ func TestIdempotencyRules(t *testing.T) {
 			synctest.Test(t, func(t *testing.T) {
 				cfg := retryConfig(3, 429, 503)
 				cfg.Rules[0].Retry.RetryNonIdempotent = tc.nonIdm
-				tr, s := newScripted(t, cfg, step{status: tc.status})
+				tr, s := newScripted(cfg, rt.Step{Status: tc.status})
 				req := newRequest(t, t.Context(), tc.method, "payload")
 				if tc.header != "" {
 					req.Header.Set(tc.header, "k-1")
@@ -104,10 +105,8 @@ func TestIdempotencyRules(t *testing.T) {
 				resp, err := tr.RoundTrip(req)
 				require.NoError(t, err)
 				readAll(t, resp)
-				assert.Equal(t, tc.want, s.calls())
-				for i := range s.calls() {
-					assert.Equal(t, "payload", s.bodies[i], "attempt %d body", i+1)
-				}
+				s.WantAttempts(t, tc.want)
+				s.WantBody(t, "payload")
 			})
 		})
 	}
@@ -117,7 +116,7 @@ func TestNoWaitPastTheDeadline(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		cfg := retryConfig(5, 503)
 		withWaits(cfg, time.Second, time.Second)
-		tr, s := newScripted(t, cfg, step{status: 503})
+		tr, s := newScripted(cfg, rt.Step{Status: 503})
 		ctx, cancel := context.WithTimeout(t.Context(), 1500*time.Millisecond)
 		defer cancel()
 		start := time.Now()
@@ -127,7 +126,7 @@ func TestNoWaitPastTheDeadline(t *testing.T) {
 		assert.Equal(t, 503, resp.StatusCode)
 		// One wait of 1s fits; the second would end at 2s, past 1.5s, so
 		// the second answer comes back at once.
-		assert.Equal(t, 2, s.calls())
+		s.WantAttempts(t, 2)
 		assert.Equal(t, time.Second, time.Since(start))
 	})
 }
@@ -136,7 +135,7 @@ func TestCallerCancellationDuringBackoff(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		cfg := retryConfig(5, 503)
 		withWaits(cfg, 10*time.Second, 10*time.Second)
-		tr, s := newScripted(t, cfg, step{status: 503})
+		tr, s := newScripted(cfg, rt.Step{Status: 503})
 		ctx, cancel := context.WithCancelCause(t.Context())
 		why := errors.New("user gave up")
 		time.AfterFunc(time.Second, func() { cancel(why) })
@@ -148,26 +147,17 @@ func TestCallerCancellationDuringBackoff(t *testing.T) {
 		var rerr *retryhttp.Error
 		require.ErrorAs(t, err, &rerr)
 		assert.Equal(t, 1, rerr.Attempts)
-		assert.Equal(t, 1, s.calls())
+		s.WantAttempts(t, 1)
 		assert.Equal(t, time.Second, time.Since(start))
 	})
-}
-
-// hang is a base that blocks every attempt until its context ends.
-type hang struct{ calls int }
-
-func (h *hang) RoundTrip(req *http.Request) (*http.Response, error) {
-	h.calls++
-	<-req.Context().Done()
-	return nil, req.Context().Err()
 }
 
 func TestPerAttemptTimeout(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		cfg := retryConfig(3, 503)
 		cfg.Rules[0].Retry.PerAttemptTimeout = 2 * time.Second
-		base := &hang{}
-		tr := &retryhttp.Transport{Base: base, Policy: cfg}
+		srv := script(rt.Step{Fault: rt.Hang})
+		tr := &retryhttp.Transport{Base: srv, Policy: cfg}
 		start := time.Now()
 		resp, err := tr.RoundTrip(newRequest(t, t.Context(), "GET", ""))
 		assert.Nil(t, resp)
@@ -175,8 +165,8 @@ func TestPerAttemptTimeout(t *testing.T) {
 		require.ErrorAs(t, err, &rerr)
 		assert.Equal(t, 3, rerr.Attempts)
 		assert.True(t, rerr.Timeout(), "got Timeout() false for a per-attempt timeout")
-		assert.Equal(t, 3, base.calls)
 		// Three attempts of 2s with waits of 100ms and 200ms between.
+		srv.WantArrivals(t, 0, 2100*time.Millisecond, 4300*time.Millisecond)
 		assert.Equal(t, 6300*time.Millisecond, time.Since(start))
 	})
 }
@@ -185,14 +175,14 @@ func TestCallerDeadlineBoundsTheChain(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		cfg := retryConfig(10, 503)
 		cfg.Rules[0].Retry.PerAttemptTimeout = 2 * time.Second
-		base := &hang{}
-		tr := &retryhttp.Transport{Base: base, Policy: cfg}
+		srv := script(rt.Step{Fault: rt.Hang})
+		tr := &retryhttp.Transport{Base: srv, Policy: cfg}
 		ctx, cancel := context.WithTimeout(t.Context(), 3*time.Second)
 		defer cancel()
 		start := time.Now()
 		_, err := tr.RoundTrip(newRequest(t, ctx, "GET", ""))
 		assert.ErrorIs(t, err, context.DeadlineExceeded)
 		assert.Equal(t, 3*time.Second, time.Since(start))
-		assert.Equal(t, 2, base.calls)
+		srv.WantAttempts(t, 2)
 	})
 }

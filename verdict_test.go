@@ -13,6 +13,7 @@ import (
 
 	"github.com/retryhttp/retryhttp"
 	"github.com/retryhttp/retryhttp/policy"
+	rt "github.com/retryhttp/retryhttp/retryhttptest"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 )
@@ -40,7 +41,7 @@ func TestVerdicts(t *testing.T) {
 	for _, tc := range cases {
 		t.Run(tc.verdict.String()+"/"+http.StatusText(tc.status)+"/"+tc.method, func(t *testing.T) {
 			synctest.Test(t, func(t *testing.T) {
-				tr, s := newScripted(t, retryConfig(3, 503), step{status: tc.status}, step{status: 200})
+				tr, s := newScripted(retryConfig(3, 503), rt.Step{Status: tc.status}, rt.Step{})
 				var asked []int
 				tr.Classify = func(attempt int, resp *http.Response, err error) retryhttp.Verdict {
 					asked = append(asked, attempt)
@@ -52,11 +53,11 @@ func TestVerdicts(t *testing.T) {
 				resp, err := tr.RoundTrip(newRequest(t, t.Context(), tc.method, "payload"))
 				require.NoError(t, err)
 				readAll(t, resp)
-				assert.Equal(t, tc.want, s.calls(), "got %d attempts, want %d", s.calls(), tc.want)
+				s.WantAttempts(t, tc.want)
 				assert.Len(t, asked, tc.want, "asked about every attempt")
 				if tc.want == 2 {
 					assert.Equal(t, 200, resp.StatusCode)
-					assert.Equal(t, []string{"payload", "payload"}, s.bodies)
+					s.WantBody(t, "payload")
 				} else {
 					assert.Equal(t, tc.status, resp.StatusCode)
 				}
@@ -71,7 +72,7 @@ func TestVerdictOnANetworkError(t *testing.T) {
 	for v, want := range map[retryhttp.Verdict]int{retryhttp.UsePolicy: 3, retryhttp.Final: 1, retryhttp.Retryable: 3} {
 		t.Run(v.String(), func(t *testing.T) {
 			synctest.Test(t, func(t *testing.T) {
-				tr, s := newScripted(t, retryConfig(3, 503), step{err: io.ErrUnexpectedEOF})
+				tr, base := newCalls(retryConfig(3, 503), fail(io.ErrUnexpectedEOF))
 				tr.Classify = func(_ int, resp *http.Response, err error) retryhttp.Verdict {
 					assert.Nil(t, resp)
 					assert.ErrorIs(t, err, io.ErrUnexpectedEOF)
@@ -79,7 +80,7 @@ func TestVerdictOnANetworkError(t *testing.T) {
 				}
 				_, err := tr.RoundTrip(newRequest(t, t.Context(), "GET", ""))
 				require.ErrorIs(t, err, io.ErrUnexpectedEOF)
-				assert.Equal(t, want, s.calls())
+				assert.Equal(t, want, base.count())
 			})
 		})
 	}
@@ -89,7 +90,7 @@ func TestVerdictOnANetworkError(t *testing.T) {
 // reached the server, nor once the caller has gone.
 func TestClassifyIsNotAskedAboutTheUnsent(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		tr, s := newScripted(t, retryConfig(3, 503), step{err: errRefused}, step{status: 200})
+		tr, base := newCalls(retryConfig(3, 503), refuse, script(rt.Step{}).RoundTrip)
 		var asked []int
 		tr.Classify = func(attempt int, resp *http.Response, err error) retryhttp.Verdict {
 			asked = append(asked, attempt)
@@ -98,11 +99,11 @@ func TestClassifyIsNotAskedAboutTheUnsent(t *testing.T) {
 		resp, err := tr.RoundTrip(newRequest(t, t.Context(), "GET", ""))
 		require.NoError(t, err)
 		readAll(t, resp)
-		assert.Equal(t, 2, s.calls())
+		assert.Equal(t, 2, base.count())
 		assert.Equal(t, []int{1}, asked, "the transparent resend keeps its number; the refused dial is not asked about")
 
 		ctx, cancel := context.WithCancel(t.Context())
-		tr, _ = newScripted(t, retryConfig(3, 503), step{status: 503})
+		tr, _ = newScripted(retryConfig(3, 503), rt.Step{Status: 503})
 		asked = nil
 		tr.Classify = func(attempt int, resp *http.Response, err error) retryhttp.Verdict {
 			asked = append(asked, attempt)
