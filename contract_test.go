@@ -1,11 +1,11 @@
 package retryhttp_test
 
 import (
+	"context"
 	"errors"
 	"io"
 	"log"
 	"net/http"
-	"net/http/httptest"
 	"net/url"
 	"strings"
 	"sync/atomic"
@@ -80,38 +80,20 @@ func TestCallerBodyIsAlwaysClosed(t *testing.T) {
 }
 
 // A discarded response whose body never ends (a server trickling bytes
-// forever) delays the caller by the drain bound only: the attempt is cut
-// off and the retry goes ahead.
+// for a minute, within the length a drain reads) delays the caller by the
+// drain bound only: the attempt is cut off and the retry goes ahead.
 func TestEndlessDiscardedBodyIsCutOff(t *testing.T) {
-	var calls atomic.Int64
-	cut := make(chan struct{})
-	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if calls.Add(1) > 1 {
-			io.WriteString(w, "ok")
-			return
-		}
-		w.WriteHeader(http.StatusServiceUnavailable)
-		tick := time.NewTicker(time.Millisecond)
-		defer tick.Stop()
-		for {
-			select {
-			case <-r.Context().Done():
-				close(cut)
-				return
-			case <-tick.C:
-				w.Write([]byte("x"))
-				w.(http.Flusher).Flush()
-			}
-		}
-	}))
-	t.Cleanup(srv.Close)
+	srv := script(
+		rt.Step{Status: 503, Body: strings.Repeat("x", 60<<10), Trickle: rt.Rate{Every: time.Millisecond}},
+		rt.Step{Body: "ok"})
+	ts := srv.Start(t)
 	cfg := retryConfig(2, 503)
 	withWaits(cfg, time.Millisecond, time.Second)
 	tr := &retryhttp.Transport{Base: freshBase(t), Policy: cfg}
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
-		req, err := http.NewRequestWithContext(t.Context(), "GET", srv.URL, nil)
+		req, err := http.NewRequestWithContext(t.Context(), "GET", ts.URL, nil)
 		if !assert.NoError(t, err) {
 			return
 		}
@@ -125,9 +107,9 @@ func TestEndlessDiscardedBodyIsCutOff(t *testing.T) {
 	case <-time.After(30 * time.Second): // reached only on failure
 		t.Fatal("the caller waited for an endless discarded body")
 	}
-	select {
-	case <-cut: // the server saw the attempt end
-	case <-time.After(30 * time.Second): // reached only on failure
-		t.Fatal("the first attempt was never cut off")
-	}
+	// The bound is reached only on failure.
+	ctx, cancel := context.WithTimeout(t.Context(), 30*time.Second)
+	defer cancel()
+	require.NoError(t, srv.Wait(ctx), "the first attempt was never cut off")
+	assert.Equal(t, []bool{true, false}, cancelled(srv), "the server saw the first attempt end")
 }

@@ -67,45 +67,29 @@ func TestNetworkErrorRetriedOnlyWhenIdempotent(t *testing.T) {
 	}
 }
 
-// resetFirst is a server that drops the connection under the first
-// request, after reading it, and answers the rest.
-func resetFirst(t *testing.T) (*httptest.Server, *atomic.Int64) {
-	var n atomic.Int64
-	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		io.Copy(io.Discard, r.Body)
-		if n.Add(1) == 1 {
-			conn, _, err := w.(http.Hijacker).Hijack()
-			if err == nil {
-				conn.(*net.TCPConn).SetLinger(0)
-				conn.Close()
-			}
-			return
-		}
-		io.WriteString(w, "second")
-	}))
-	t.Cleanup(srv.Close)
-	return srv, &n
-}
-
 func TestConnectionResetOverASocket(t *testing.T) {
 	cfg := retryConfig(3, 503)
 	withWaits(cfg, time.Microsecond, time.Microsecond)
+	// The server reads the first request whole, then drops the
+	// connection with a reset.
+	resetFirst := func() *rt.Server { return script(rt.Step{Fault: rt.Reset}, rt.Step{Body: "second"}) }
 	t.Run("GET is retried", func(t *testing.T) {
-		srv, n := resetFirst(t)
+		srv := resetFirst()
 		c := &http.Client{Transport: &retryhttp.Transport{Base: freshBase(t), Policy: cfg}}
-		resp, err := c.Get(srv.URL)
+		resp, err := c.Get(srv.Start(t).URL)
 		require.NoError(t, err)
 		assert.Equal(t, "second", readAll(t, resp))
-		assert.Equal(t, int64(2), n.Load())
+		srv.WantAttempts(t, 2)
 	})
 	t.Run("POST is not", func(t *testing.T) {
-		srv, n := resetFirst(t)
+		srv := resetFirst()
 		c := &http.Client{Transport: &retryhttp.Transport{Base: freshBase(t), Policy: cfg}}
-		_, err := c.Post(srv.URL, "text/plain", strings.NewReader("once"))
+		_, err := c.Post(srv.Start(t).URL, "text/plain", strings.NewReader("once"))
 		var rerr *retryhttp.Error
 		require.ErrorAs(t, err, &rerr)
 		assert.Equal(t, 1, rerr.Attempts)
-		assert.Equal(t, int64(1), n.Load())
+		srv.WantAttempts(t, 1)
+		srv.WantBody(t, "once")
 	})
 }
 

@@ -5,7 +5,6 @@ import (
 	"io"
 	"math"
 	"net/http"
-	"net/http/httptest"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -158,36 +157,28 @@ func TestAttemptsHeaderIsTheTransports(t *testing.T) {
 func TestHTTP2StreamResetIsRetried(t *testing.T) {
 	for method, want := range map[string]int{"GET": 200, "POST": 0} {
 		t.Run(method, func(t *testing.T) {
-			var calls atomic.Int64
-			srv := httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-				io.Copy(io.Discard, r.Body)
-				if calls.Add(1) == 1 {
-					panic(http.ErrAbortHandler) // RST_STREAM INTERNAL_ERROR
-				}
-				io.WriteString(w, "ok")
-			}))
-			srv.EnableHTTP2 = true
-			srv.Config.ErrorLog = quietLog()
-			srv.StartTLS()
-			t.Cleanup(srv.Close)
-			base := srv.Client().Transport.(*http.Transport)
+			// The first stream is reset with INTERNAL_ERROR once its
+			// request is read.
+			srv := script(rt.Step{Fault: rt.Reset}, rt.Step{Body: "ok"})
+			ts := srv.StartHTTP2(t)
+			base := ts.Client().Transport.(*http.Transport)
 			t.Cleanup(base.CloseIdleConnections)
 			cfg := retryConfig(3, 503)
 			withWaits(cfg, time.Millisecond, time.Millisecond)
 			tr := &retryhttp.Transport{Base: base, Policy: cfg}
-			req, err := http.NewRequestWithContext(t.Context(), method, srv.URL, strings.NewReader("x"))
+			req, err := http.NewRequestWithContext(t.Context(), method, ts.URL, strings.NewReader("x"))
 			require.NoError(t, err)
 			resp, err := tr.RoundTrip(req)
 			if want == 0 {
 				require.Error(t, err)
 				assert.Contains(t, err.Error(), "INTERNAL_ERROR")
-				assert.Equal(t, int64(1), calls.Load())
+				srv.WantAttempts(t, 1)
 				return
 			}
 			require.NoError(t, err)
 			assert.Equal(t, "ok", readAll(t, resp))
 			assert.Equal(t, 2, resp.ProtoMajor)
-			assert.Equal(t, int64(2), calls.Load())
+			srv.WantAttempts(t, 2)
 		})
 	}
 }
