@@ -44,10 +44,8 @@ func TestDialBackoffIsWaitedOutForReady(t *testing.T) {
 		defer base.CloseIdleConnections()
 		cfg := retryConfig(3, 503)
 		withWaits(cfg, 10*time.Millisecond, time.Second)
-		var waits []retryhttp.Wait
-		tr := &retryhttp.Transport{Base: base, Policy: cfg, Hooks: &retryhttp.Hooks{
-			Wait: func(w retryhttp.Wait) { waits = append(waits, w) },
-		}}
+		var log hookLog
+		tr := &retryhttp.Transport{Base: base, Policy: cfg, Hooks: log.hooks("")}
 		req := newRequest(t, retryhttp.WithWaitForReady(t.Context()), "POST", "body")
 		_, err := tr.RoundTrip(req)
 
@@ -60,6 +58,7 @@ func TestDialBackoffIsWaitedOutForReady(t *testing.T) {
 		// 10 ms backoff. Attempt 3, after a 20 ms backoff, meets the
 		// window of attempt 2 and is made again when it ends, without
 		// spending an attempt.
+		waits := log.waits()
 		require.Len(t, waits, 3)
 		assert.Equal(t, []retryhttp.WaitReason{retryhttp.WaitDialBackoff, retryhttp.WaitBackoff, retryhttp.WaitDialBackoff},
 			[]retryhttp.WaitReason{waits[0].Reason, waits[1].Reason, waits[2].Reason})
@@ -108,12 +107,10 @@ func TestDialBackoffFailsFast(t *testing.T) {
 		defer base.CloseIdleConnections()
 		cfg := policy.Default()
 		cfg.Throttle = &policy.Throttle{MaxTokens: 10, TokenRatio: 0.1} // retries stop at 5 tokens
-		var waits []retryhttp.Wait
-		tr := &retryhttp.Transport{Base: base, Policy: cfg, Hooks: &retryhttp.Hooks{
-			Wait: func(w retryhttp.Wait) { waits = append(waits, w) },
-		}}
+		var log hookLog
+		tr := &retryhttp.Transport{Base: base, Policy: cfg, Hooks: log.hooks("")}
 		for call := range 10 {
-			waits = waits[:0]
+			before := len(log.waits())
 			start := time.Now()
 			_, err := tr.RoundTrip(newRequest(t, t.Context(), "GET", ""))
 			took := time.Since(start)
@@ -121,6 +118,7 @@ func TestDialBackoffFailsFast(t *testing.T) {
 			var rerr *retryhttp.Error
 			require.ErrorAs(t, err, &rerr)
 			assert.Equal(t, 3, rerr.Attempts, "call %d", call)
+			waits := log.waits()[before:]
 			require.Len(t, waits, 2, "call %d", call)
 			for _, w := range waits {
 				assert.Equal(t, retryhttp.WaitBackoff, w.Reason, "call %d: got a wait for %s", call, w.Reason)
