@@ -2,11 +2,11 @@ package retryhttp_test
 
 import (
 	"bytes"
+	"context"
 	"crypto/sha256"
 	"io"
 	"math/rand/v2"
 	"net/http"
-	"net/http/httptest"
 	"slices"
 	"sync"
 	"testing"
@@ -14,14 +14,15 @@ import (
 	"time"
 
 	"github.com/retryhttp/retryhttp"
+	rt "github.com/retryhttp/retryhttp/retryhttptest"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 )
 
 // These tests cross a real loopback socket, where what the server sees is
-// the proof: cancellations, request bodies. They wait on channels only;
-// waitFor's bound turns a hang into a failure and is never reached when
-// the code is right, however slow the machine.
+// the proof: cancellations, request bodies. They wait on channels and on
+// the kit Server only; waitFor's bound turns a hang into a failure and is
+// never reached when the code is right, however slow the machine.
 
 func waitFor(t *testing.T, ch <-chan struct{}, what string) {
 	t.Helper()
@@ -53,20 +54,19 @@ func socketTransport(t *testing.T, maxAttempts int, hooks *retryhttp.Hooks) *ret
 func TestHedgeWinsAndTheServerSeesTheLoserCancelled(t *testing.T) {
 	want := randomBytes(256 << 10)
 	firstArrived, loserDone := make(chan struct{}), make(chan struct{})
-	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+	srv := &rt.Server{Choose: func(_ int, r *http.Request) rt.Step {
 		if r.Header.Get(retryhttp.AttemptsHeader) == "" {
+			context.AfterFunc(r.Context(), func() { close(loserDone) })
 			close(firstArrived)
-			<-r.Context().Done() // only the client going away ends it
-			close(loserDone)
-			return
+			return rt.Step{Fault: rt.Hang} // only the client going away ends it
 		}
 		<-firstArrived // so that attempt 1 is surely the one left behind
-		w.Write(want)
-	}))
-	defer srv.Close()
+		return rt.Step{Body: string(want)}
+	}}
+	ts := srv.Start(t)
 	tr := socketTransport(t, 2, nil)
 
-	req, err := http.NewRequestWithContext(t.Context(), "GET", srv.URL, nil)
+	req, err := http.NewRequestWithContext(t.Context(), "GET", ts.URL, nil)
 	require.NoError(t, err)
 	resp, err := tr.RoundTrip(req)
 	require.NoError(t, err)
@@ -78,6 +78,13 @@ func TestHedgeWinsAndTheServerSeesTheLoserCancelled(t *testing.T) {
 	assert.True(t, bytes.Equal(want, got), "the winner's body arrives intact (%d of %d bytes)", len(got), len(want))
 	st := tr.Stats().Total
 	assertHedges(t, st, 1, 1, 1)
+	ctx, cancel := context.WithTimeout(t.Context(), time.Minute) // reached only on failure
+	defer cancel()
+	require.NoError(t, srv.Wait(ctx), "the server finishes with both attempts")
+	for _, a := range srv.Attempts() {
+		loser := a.Header.Get(retryhttp.AttemptsHeader) == ""
+		assert.Equal(t, loser, a.Cancelled, "attempt %d: cancelled", a.N)
+	}
 }
 
 func TestConcurrentHedgesSendTheSameBody(t *testing.T) {
@@ -94,41 +101,35 @@ func TestConcurrentHedgesSendTheSameBody(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			var (
 				mu      sync.Mutex
-				digests = map[string][sha256.Size]byte{}
+				arrived int
 				all     = make(chan struct{}) // closed once 3 are in flight
 				handled = make(chan struct{}, 2)
 			)
-			srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-				b, err := io.ReadAll(r.Body)
-				if !assert.NoError(t, err) {
-					return
-				}
-				attempt := r.Header.Get(retryhttp.AttemptsHeader)
+			// The server reads each body whole before it chooses.
+			srv := &rt.Server{Choose: func(_ int, r *http.Request) rt.Step {
 				mu.Lock()
-				digests[attempt] = sha256.Sum256(b)
-				if len(digests) == 3 {
+				if arrived++; arrived == 3 {
 					close(all)
 				}
 				mu.Unlock()
 				<-all
-				if attempt != "2" {
-					w.WriteHeader(http.StatusServiceUnavailable)
-					return
+				if r.Header.Get(retryhttp.AttemptsHeader) != "2" {
+					return rt.Step{Status: http.StatusServiceUnavailable}
 				}
 				// Answer last, once both 503s are taken in, so that
 				// the counts below do not hang on a race.
 				<-handled
 				<-handled
-				io.WriteString(w, "ok")
-			}))
-			defer srv.Close()
+				return rt.Step{Body: "ok"}
+			}}
+			ts := srv.Start(t)
 			hooks := &retryhttp.Hooks{AttemptDone: func(d retryhttp.AttemptDone) {
 				if d.Outcome == retryhttp.OutcomeRetryable {
 					handled <- struct{}{}
 				}
 			}}
 			tr := socketTransport(t, 3, hooks)
-			req, err := http.NewRequestWithContext(t.Context(), "PUT", srv.URL, tc.body())
+			req, err := http.NewRequestWithContext(t.Context(), "PUT", ts.URL, tc.body())
 			require.NoError(t, err)
 			require.Equal(t, tc.name == "GetBody", req.GetBody != nil)
 
@@ -136,8 +137,11 @@ func TestConcurrentHedgesSendTheSameBody(t *testing.T) {
 			require.NoError(t, err)
 			assert.Equal(t, "ok", readAll(t, resp))
 			want := sha256.Sum256(body)
-			mu.Lock()
-			defer mu.Unlock()
+			digests := map[string][sha256.Size]byte{}
+			for _, a := range srv.Attempts() {
+				assert.NoError(t, a.BodyErr, "attempt %d", a.N)
+				digests[a.Header.Get(retryhttp.AttemptsHeader)] = a.BodySHA256
+			}
 			assert.Equal(t, map[string][sha256.Size]byte{"": want, "1": want, "2": want}, digests)
 			st := tr.Stats().Total
 			assertHedges(t, st, 2, 1, 0)
@@ -149,22 +153,8 @@ func TestConcurrentHedgesSendTheSameBody(t *testing.T) {
 func TestBodyOutgrowingItsBufferLeavesOneAttempt(t *testing.T) {
 	const limit = 8 << 10
 	body := randomBytes(64 << 10)
-	var (
-		mu          sync.Mutex
-		full, short int
-	)
-	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		b, err := io.ReadAll(r.Body)
-		mu.Lock()
-		if err == nil && bytes.Equal(b, body) {
-			full++
-		} else {
-			short++ // its sender was cut off mid-body
-		}
-		mu.Unlock()
-		io.WriteString(w, "ok")
-	}))
-	defer srv.Close()
+	srv := script(rt.Step{Body: "ok"})
+	ts := srv.Start(t)
 
 	// The body comes through a pipe that the test fills only once every
 	// attempt has started, so that all three are in flight on it.
@@ -173,7 +163,7 @@ func TestBodyOutgrowingItsBufferLeavesOneAttempt(t *testing.T) {
 	tr := socketTransport(t, 3, hooks)
 	tr.Buffer = retryhttp.BufferLimits{PerRequest: limit}
 	pr, pw := io.Pipe()
-	req, err := http.NewRequestWithContext(t.Context(), "PUT", srv.URL, pr)
+	req, err := http.NewRequestWithContext(t.Context(), "PUT", ts.URL, pr)
 	require.NoError(t, err)
 	go func() {
 		for range 3 {
@@ -190,7 +180,13 @@ func TestBodyOutgrowingItsBufferLeavesOneAttempt(t *testing.T) {
 	resp, err := tr.RoundTrip(req)
 	require.NoError(t, err)
 	assert.Equal(t, "ok", readAll(t, resp))
-	srv.Close() // waits for every handler: the counts are final
+	ts.Close() // waits for every handler: the records are final
+	full, sum := 0, sha256.Sum256(body)
+	for _, a := range srv.Attempts() {
+		if a.BodyErr == nil && a.BodySize == int64(len(body)) && a.BodySHA256 == sum {
+			full++ // the others' senders were cut off mid-body
+		}
+	}
 	assert.Equal(t, 1, full, "exactly one attempt sends the whole body")
 	st := tr.Stats()
 	assert.Equal(t, uint64(2), st.Total.HedgesSent)
