@@ -5,11 +5,11 @@ import (
 	"fmt"
 	"io"
 	"net/http"
-	"net/http/httptest"
 	"sync"
 	"testing"
 
 	"github.com/retryhttp/retryhttp"
+	rt "github.com/retryhttp/retryhttp/retryhttptest"
 	"github.com/stretchr/testify/assert"
 )
 
@@ -31,7 +31,7 @@ func TestConcurrentUploadsShareTheTotal(t *testing.T) {
 
 func testConcurrentUploads(t *testing.T, k bodyKind) {
 	const uploads, fits = 8, 3
-	srv, held := barrierServer(t, uploads)
+	srv, url, held := barrierServer(t, uploads)
 	tr := &retryhttp.Transport{Base: &http.Transport{MaxIdleConnsPerHost: uploads}, Policy: bodyPolicy(2),
 		Buffer: retryhttp.BufferLimits{PerRequest: testPerRequest, Total: fits * testPerRequest}}
 	defer tr.CloseIdleConnections()
@@ -42,7 +42,7 @@ func testConcurrentUploads(t *testing.T, k bodyKind) {
 	bodies := make([]*callerBody, uploads)
 	for i := range uploads {
 		data[i] = bodyBytes(testPerRequest, uint64(10+i))
-		req, cb := k.request(t, srv.URL, data[i])
+		req, cb := k.request(t, url, data[i])
 		req.Header.Set("Idempotency-Key", fmt.Sprint(i))
 		bodies[i] = cb
 		wg.Go(func() {
@@ -60,9 +60,14 @@ func testConcurrentUploads(t *testing.T, k bodyKind) {
 	}
 	wg.Wait()
 
+	byKey := map[string][]rt.Attempt{}
+	for _, a := range srv.Attempts() {
+		key := a.Header.Get("Idempotency-Key")
+		byKey[key] = append(byKey[key], a)
+	}
 	replayed := 0
 	for i := range uploads {
-		got := held.uploads(fmt.Sprint(i))
+		got := byKey[fmt.Sprint(i)]
 		switch status[i] {
 		case 200:
 			replayed++
@@ -72,8 +77,9 @@ func testConcurrentUploads(t *testing.T, k bodyKind) {
 		default:
 			t.Errorf("upload %d: got status %d", i, status[i])
 		}
-		for _, u := range got {
-			assert.Equal(t, sha256.Sum256(data[i]), u.sum, "upload %d attempt %q: sha256", i, u.attempts)
+		for _, a := range got {
+			assert.Equal(t, sha256.Sum256(data[i]), a.BodySHA256, "upload %d attempt %q: sha256",
+				i, a.Header.Get(retryhttp.AttemptsHeader))
 		}
 		assert.Equal(t, int32(1), bodies[i].closes.Load(), "upload %d: closes", i)
 	}
@@ -97,50 +103,40 @@ func testConcurrentUploads(t *testing.T, k bodyKind) {
 	assert.Zero(t, st.Buffer.Buffered)
 }
 
-// heldUploads is what a barrierServer received, by Idempotency-Key.
-type heldUploads struct {
+// barrier holds the first attempts of the uploads until all have arrived.
+type barrier struct {
 	mu      sync.Mutex
-	got     map[string][]upload
 	arrived int
 	all     chan struct{} // closed when every first attempt has arrived
 	stop    chan struct{} // closed to stop waiting for them
 	once    sync.Once
 }
 
-func (h *heldUploads) abort() { h.once.Do(func() { close(h.stop) }) }
+func (b *barrier) abort() { b.once.Do(func() { close(b.stop) }) }
 
-func (h *heldUploads) uploads(key string) []upload {
-	h.mu.Lock()
-	defer h.mu.Unlock()
-	return h.got[key]
-}
-
-// barrierServer reads every body whole; it holds each first attempt until
-// n first attempts have arrived and then answers it 503, so that n
-// uploads are in flight at once, and answers later attempts 200.
-func barrierServer(t *testing.T, n int) (*httptest.Server, *heldUploads) {
-	h := &heldUploads{got: make(map[string][]upload), all: make(chan struct{}), stop: make(chan struct{})}
-	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		u := receive(r)
-		h.mu.Lock()
-		key := r.Header.Get("Idempotency-Key")
-		h.got[key] = append(h.got[key], u)
-		if u.attempts == "" {
-			if h.arrived++; h.arrived == n {
-				close(h.all)
-			}
+// barrierServer is a kit Server that reads every body whole; it holds each
+// first attempt until n first attempts have arrived and then answers it
+// 503, so that n uploads are in flight at once, and answers later
+// attempts 200.
+func barrierServer(t *testing.T, n int) (*rt.Server, string, *barrier) {
+	b := &barrier{all: make(chan struct{}), stop: make(chan struct{})}
+	srv := &rt.Server{Choose: func(_ int, r *http.Request) rt.Step {
+		if r.Header.Get(retryhttp.AttemptsHeader) != "" {
+			return rt.Step{}
 		}
-		h.mu.Unlock()
-		if u.attempts != "" {
-			return
+		b.mu.Lock()
+		if b.arrived++; b.arrived == n {
+			close(b.all)
 		}
+		b.mu.Unlock()
 		select {
-		case <-h.all:
-		case <-h.stop:
+		case <-b.all:
+		case <-b.stop:
 		case <-r.Context().Done():
 		}
-		w.WriteHeader(503)
-	}))
-	t.Cleanup(func() { h.abort(); srv.Close() })
-	return srv, h
+		return rt.Step{Status: 503}
+	}}
+	url := srv.Start(t).URL
+	t.Cleanup(b.abort) // before the server's own cleanup, which waits for its handlers
+	return srv, url, b
 }

@@ -10,7 +10,6 @@ import (
 	"net"
 	"net/http"
 	"net/http/httptest"
-	"sync"
 	"sync/atomic"
 	"testing"
 	"testing/iotest"
@@ -18,6 +17,7 @@ import (
 
 	"github.com/retryhttp/retryhttp"
 	"github.com/retryhttp/retryhttp/policy"
+	rt "github.com/retryhttp/retryhttp/retryhttptest"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 )
@@ -137,99 +137,65 @@ func (k bodyKind) request(t *testing.T, url string, data []byte) (*http.Request,
 	return req, cb
 }
 
-// upload is what the server got of one attempt's request body.
-type upload struct {
-	attempts string // the attempt's X-Retry-Attempts
-	declared int64  // its Content-Length; -1 when chunked
-	n        int64  // bytes received
-	sum      [sha256.Size]byte
-	err      error // from reading the body
-}
-
-func receive(r *http.Request) upload {
-	h := sha256.New()
-	n, err := io.Copy(h, r.Body)
-	u := upload{attempts: r.Header.Get(retryhttp.AttemptsHeader), declared: r.ContentLength, n: n, err: err}
-	h.Sum(u.sum[:0])
-	return u
-}
-
-// answer is what the server does with one attempt: read the whole body
-// and answer status, or, with cut set, read cutAt bytes and reset the
-// connection.
-type answer struct {
-	status int
-	cut    bool
-	cutAt  int64
-}
-
-// uploadServer answers attempt i (0-based, in arrival order) with
-// answers[min(i, len-1)] and keeps what it received of each body not cut.
+// uploadServer is a kit Server on loopback behind a front that cuts the
+// first attempts part way through their request body: it reads some of it
+// and resets the connection. The kit's faults act on requests read whole;
+// this one fails an upload in the middle.
 type uploadServer struct {
+	rt.Server
 	url  string
-	hits atomic.Int32
-	mu   sync.Mutex
-	got  []upload
+	hits atomic.Int32 // attempts, cut or not
 }
 
-func newUploadServer(t *testing.T, answers ...answer) *uploadServer {
-	s := &uploadServer{}
+// newUploadServer serves steps to every attempt, the last one repeating.
+func newUploadServer(t *testing.T, steps ...rt.Step) *uploadServer {
+	return cuttingServer(t, 0, 0, steps...)
+}
+
+// cuttingServer cuts the first cuts attempts after cutAt bytes of their
+// body, and serves steps to the attempts after them.
+func cuttingServer(t *testing.T, cuts int, cutAt int64, steps ...rt.Step) *uploadServer {
+	s := &uploadServer{Server: rt.Server{Script: steps}}
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		a := answers[min(int(s.hits.Add(1))-1, len(answers)-1)]
-		if a.cut {
-			io.CopyN(io.Discard, r.Body, a.cutAt)
-			resetConn(w)
+		if int(s.hits.Add(1)) > cuts {
+			s.ServeHTTP(w, r)
 			return
 		}
-		u := receive(r)
-		s.mu.Lock()
-		s.got = append(s.got, u)
-		s.mu.Unlock()
-		w.WriteHeader(a.status)
+		io.CopyN(io.Discard, r.Body, cutAt)
+		conn, _, err := w.(http.Hijacker).Hijack()
+		if err != nil {
+			return
+		}
+		conn.(*net.TCPConn).SetLinger(0) // a reset, not a clean close
+		conn.Close()
 	}))
 	t.Cleanup(srv.Close)
 	s.url = srv.URL
 	return s
 }
 
-func (s *uploadServer) uploads() []upload {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return append([]upload(nil), s.got...)
-}
-
-// resetConn drops the connection under w with a reset, mid-request.
-func resetConn(w http.ResponseWriter) {
-	conn, _, err := w.(http.Hijacker).Hijack()
-	if err != nil {
-		return
-	}
-	conn.(*net.TCPConn).SetLinger(0)
-	conn.Close()
-}
-
 // checkUploads asserts that the server got want whole copies of data, from
 // attempts first, first+1, ..., each declared as k says.
 func checkUploads(t *testing.T, s *uploadServer, k bodyKind, data []byte, first, want int) {
 	t.Helper()
-	got := s.uploads()
+	got := s.Attempts()
 	require.Len(t, got, want, "bodies received whole")
 	sum := sha256.Sum256(data)
-	for i, u := range got {
-		assert.NoError(t, u.err, "upload %d", i)
-		assert.Equal(t, int64(len(data)), u.n, "upload %d: bytes", i)
-		assert.Equal(t, sum, u.sum, "upload %d: sha256", i)
+	for i, a := range got {
+		assert.NoError(t, a.BodyErr, "upload %d", i)
+		assert.Equal(t, int64(len(data)), a.BodySize, "upload %d: bytes", i)
+		assert.Equal(t, sum, a.BodySHA256, "upload %d: sha256", i)
 		wantAttempts := ""
 		if n := first + i; n > 0 {
 			wantAttempts = fmt.Sprint(n)
 		}
-		assert.Equal(t, wantAttempts, u.attempts, "upload %d: X-Retry-Attempts", i)
+		assert.Equal(t, wantAttempts, a.Header.Get(retryhttp.AttemptsHeader), "upload %d: X-Retry-Attempts", i)
 		if len(data) > 0 {
 			declared := int64(-1)
 			if k.known {
 				declared = int64(len(data))
 			}
-			assert.Equal(t, declared, u.declared, "upload %d: Content-Length", i)
+			assert.Equal(t, declared, a.ContentLength, "upload %d: Content-Length", i)
 		}
 	}
 }
@@ -253,11 +219,12 @@ func TestBodyReplayIsByteExact(t *testing.T) {
 // cannot is sent once.
 func testReplay(t *testing.T, k bodyKind, size int, reset bool) {
 	data := bodyBytes(size, 1)
-	first := answer{status: 503}
+	var s *uploadServer
 	if reset {
-		first = answer{cut: true, cutAt: int64(size / 2)}
+		s = cuttingServer(t, 1, int64(size/2), rt.Step{Status: 503}, rt.Step{})
+	} else {
+		s = newUploadServer(t, rt.Step{Status: 503}, rt.Step{Status: 503}, rt.Step{})
 	}
-	s := newUploadServer(t, first, answer{status: 503}, answer{status: 200})
 	tr := &retryhttp.Transport{Base: freshBase(t), Policy: bodyPolicy(3),
 		Buffer: retryhttp.BufferLimits{PerRequest: testPerRequest}}
 	req, cb := k.request(t, s.url, data)
@@ -328,7 +295,7 @@ func TestBodyReplayForRetryNonIdempotent(t *testing.T) {
 		t.Run(k.name, func(t *testing.T) {
 			t.Parallel()
 			data := bodyBytes(testPerRequest, 2)
-			s := newUploadServer(t, answer{status: 503}, answer{status: 201})
+			s := newUploadServer(t, rt.Step{Status: 503}, rt.Step{Status: 201})
 			cfg := bodyPolicy(2)
 			cfg.Rules[0].Retry.RetryNonIdempotent = true
 			tr := &retryhttp.Transport{Base: freshBase(t), Policy: cfg,
@@ -356,7 +323,7 @@ func TestBodyOverLimitIsSentOnce(t *testing.T) {
 			t.Run(fmt.Sprintf("%s/%d", k.name, size), func(t *testing.T) {
 				t.Parallel()
 				data := bodyBytes(size, 3)
-				s := newUploadServer(t, answer{status: 503}, answer{status: 200})
+				s := newUploadServer(t, rt.Step{Status: 503}, rt.Step{})
 				tr := &retryhttp.Transport{Base: freshBase(t), Policy: bodyPolicy(3),
 					Buffer: retryhttp.BufferLimits{PerRequest: testPerRequest}}
 				req, cb := k.request(t, s.url, data)
@@ -406,7 +373,7 @@ func TestCallerBodyErrorComesBack(t *testing.T) {
 		t.Run(k.name, func(t *testing.T) {
 			t.Parallel()
 			data := bodyBytes(20<<10, 4)
-			s := newUploadServer(t, answer{status: 503})
+			s := newUploadServer(t, rt.Step{Status: 503})
 			base := &countingBase{base: freshBase(t)}
 			tr := &retryhttp.Transport{Base: base, Policy: bodyPolicy(3),
 				Buffer: retryhttp.BufferLimits{PerRequest: testPerRequest}}
@@ -433,24 +400,24 @@ func TestCallerBodyErrorComesBack(t *testing.T) {
 // The caller's body is closed exactly once however the request ends.
 func TestCallerBodyClosedOnce(t *testing.T) {
 	t.Parallel()
-	cut := answer{cut: true, cutAt: 1000}
 	ends := []struct {
 		name     string
-		answers  []answer
-		status   int // of the response; 0: an error
-		attempts int // of a body that can be replayed
+		cuts     int       // attempts cut after 1000 bytes of their body
+		steps    []rt.Step // for the attempts after them
+		status   int       // of the response; 0: an error
+		attempts int       // of a body that can be replayed
 	}{
-		{"success", []answer{{status: 200}}, 200, 1},
-		{"after retries", []answer{{status: 503}, {status: 503}, {status: 200}}, 200, 3},
-		{"giving up on 503", []answer{{status: 503}}, 503, 3},
-		{"giving up on resets", []answer{cut}, 0, 3},
+		{"success", 0, []rt.Step{{}}, 200, 1},
+		{"after retries", 0, []rt.Step{{Status: 503}, {Status: 503}, {}}, 200, 3},
+		{"giving up on 503", 0, []rt.Step{{Status: 503}}, 503, 3},
+		{"giving up on resets", 3, []rt.Step{{}}, 0, 3}, // every attempt the policy allows is cut
 	}
 	for _, end := range ends {
 		for _, k := range bodyKinds {
 			for _, size := range []int{10 << 10, testPerRequest + 1} {
 				t.Run(fmt.Sprintf("%s/%s/%d", end.name, k.name, size), func(t *testing.T) {
 					t.Parallel()
-					s := newUploadServer(t, end.answers...)
+					s := cuttingServer(t, end.cuts, 1000, end.steps...)
 					tr := &retryhttp.Transport{Base: freshBase(t), Policy: bodyPolicy(3),
 						Buffer: retryhttp.BufferLimits{PerRequest: testPerRequest}}
 					req, cb := k.request(t, s.url, bodyBytes(size, 5))
@@ -462,7 +429,7 @@ func TestCallerBodyClosedOnce(t *testing.T) {
 						assert.Nil(t, resp)
 						require.Error(t, err)
 						assert.NotErrorIs(t, err, errReadAfterClose)
-					case !replayed && len(end.answers) > 1:
+					case !replayed && len(end.steps) > 1:
 						require.NoError(t, err)
 						readAll(t, resp)
 						assert.Equal(t, 503, resp.StatusCode, "sent once")
