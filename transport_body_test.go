@@ -5,8 +5,6 @@ import (
 	"fmt"
 	"io"
 	"math/rand/v2"
-	"net/http"
-	"sync/atomic"
 	"testing"
 	"testing/iotest"
 	"time"
@@ -207,17 +205,6 @@ func TestBodyOverLimitIsSentOnce(t *testing.T) {
 // errDiskRead stands for the caller's body failing.
 var errDiskRead = errors.New("disk read failed")
 
-// countingBase counts the attempts that reach the base transport.
-type countingBase struct {
-	base  http.RoundTripper
-	calls atomic.Int32
-}
-
-func (c *countingBase) RoundTrip(req *http.Request) (*http.Response, error) {
-	c.calls.Add(1)
-	return c.base.RoundTrip(req)
-}
-
 // An error from the caller's body is the caller's, not the server's: it
 // comes back at once, and the body is closed once.
 func TestCallerBodyErrorComesBack(t *testing.T) {
@@ -227,9 +214,8 @@ func TestCallerBodyErrorComesBack(t *testing.T) {
 			t.Parallel()
 			data := bodyBytes(20<<10, 4)
 			s := newUploadServer(t, rt.Step{Status: 503})
-			base := &countingBase{base: freshBase(t)}
-			tr := &retryhttp.Transport{Base: base, Policy: bodyPolicy(3),
-				Buffer: retryhttp.BufferLimits{PerRequest: testPerRequest}}
+			tr, base := newCalls(bodyPolicy(3), freshBase(t).RoundTrip) // counts the attempts
+			tr.Buffer = retryhttp.BufferLimits{PerRequest: testPerRequest}
 			req, cb := k.request(t, s.url, data)
 			req.Header.Set("Idempotency-Key", "k-1")
 			// Half the body, then the failure; GetBody would still
@@ -242,7 +228,7 @@ func TestCallerBodyErrorComesBack(t *testing.T) {
 			var rerr *retryhttp.Error
 			require.ErrorAs(t, err, &rerr)
 			assert.Equal(t, 1, rerr.Attempts)
-			assert.Equal(t, int32(1), base.calls.Load(), "attempts")
+			assert.Equal(t, 1, base.count(), "attempts")
 			assert.LessOrEqual(t, s.hits.Load(), int32(1), "attempts the server saw")
 			assert.Equal(t, int32(1), cb.closes.Load(), "the caller's body is closed once")
 			assert.Zero(t, tr.Stats().Buffer.Buffered)
