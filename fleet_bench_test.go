@@ -15,6 +15,7 @@ import (
 	"github.com/hashicorp/go-cleanhttp"
 	"github.com/retryhttp/retryhttp"
 	"github.com/retryhttp/retryhttp/policy"
+	rt "github.com/retryhttp/retryhttp/retryhttptest"
 )
 
 // The fleet benchmarks run N clients in one process against one host that
@@ -58,29 +59,29 @@ func BenchmarkFleet(b *testing.B) {
 // benchFleetServer runs the fleets against a server that answers 503,
 // with pushback as its X-Retry-Pushback-Ms header unless it is empty.
 func benchFleetServer(b *testing.B, pushback string) {
-	var hits atomic.Int64
-	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		hits.Add(1)
-		if pushback != "" {
-			w.Header().Set("X-Retry-Pushback-Ms", pushback)
-		}
-		w.WriteHeader(http.StatusServiceUnavailable)
-	}))
-	defer srv.Close()
+	busy := rt.Step{Status: http.StatusServiceUnavailable}
+	if pushback != "" {
+		busy.Header = http.Header{"X-Retry-Pushback-Ms": {pushback}}
+	}
+	srv := script(busy)
+	ts := httptest.NewServer(srv) // srv.Start would close each connection
+	defer ts.Close()
 	for _, n := range fleetSizes {
 		m := fleetRequests / n
 		b.Run(fmt.Sprintf("N=%d/M=%d", n, m), func(b *testing.B) {
+			var hits int
 			for b.Loop() {
-				hits.Store(0)
+				before := srv.Count()
 				// The zero Transport: what a client gets by default.
-				failed, _ := runFleet(n, m, srv.URL, func() *retryhttp.Transport { return &retryhttp.Transport{} })
+				failed, _ := runFleet(n, m, ts.URL, func() *retryhttp.Transport { return &retryhttp.Transport{} })
 				if failed > 0 {
 					b.Fatalf("got %d requests without a response, want 0", failed)
 				}
+				hits = srv.Count() - before
 			}
-			sent := int64(n * m)
-			b.ReportMetric(float64(hits.Load())/float64(sent), "attempts/req")
-			b.ReportMetric(float64(hits.Load()-sent)/float64(n), "extra/client")
+			sent := n * m
+			b.ReportMetric(float64(hits)/float64(sent), "attempts/req")
+			b.ReportMetric(float64(hits-sent)/float64(n), "extra/client")
 		})
 	}
 }

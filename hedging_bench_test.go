@@ -14,6 +14,7 @@ import (
 
 	"github.com/retryhttp/retryhttp"
 	"github.com/retryhttp/retryhttp/policy"
+	rt "github.com/retryhttp/retryhttp/retryhttptest"
 )
 
 // Shape of the tail-latency benchmark: a server whose answers mostly come
@@ -27,34 +28,28 @@ const (
 	tailSeed     = 42
 )
 
-// tailServer answers each request after fast(), or after tailSlow with
-// probability tailSlowRate. The draw is made per arrival from a seeded
-// generator, so every run sees the same sequence of slow arrivals whatever
-// the client does; a hedge is an arrival like any other. A request whose
-// context ends (a cancelled hedge) is answered at once, freeing the
-// handler as a real server would on noticing the disconnect.
-func tailServer(b *testing.B, fast func() time.Duration) (*httptest.Server, *atomic.Int64) {
-	var hits atomic.Int64
+// tailServer is a kit Server that answers each request after fast(), or
+// after tailSlow with probability tailSlowRate, served at the URL it
+// returns with connections kept alive. The draw is made per arrival from a
+// seeded generator, so every run sees the same sequence of slow arrivals
+// whatever the client does; a hedge is an arrival like any other. A
+// request whose context ends (a cancelled hedge) is dropped at once,
+// freeing the handler as a real server would on noticing the disconnect.
+func tailServer(b *testing.B, fast func() time.Duration) (*rt.Server, string) {
 	var mu sync.Mutex // the generator is not safe for concurrent use
 	rng := rand.New(rand.NewPCG(tailSeed, tailSeed))
-	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		hits.Add(1)
+	srv := &rt.Server{Choose: func(int, *http.Request) rt.Step {
 		mu.Lock()
+		defer mu.Unlock()
 		d := fast()
 		if rng.Float64() < tailSlowRate {
 			d = tailSlow
 		}
-		mu.Unlock()
-		t := time.NewTimer(d)
-		defer t.Stop()
-		select {
-		case <-t.C:
-			io.WriteString(w, "ok")
-		case <-r.Context().Done():
-		}
-	}))
-	b.Cleanup(srv.Close)
-	return srv, &hits
+		return rt.Step{Delay: d, Body: "ok"}
+	}}
+	ts := httptest.NewServer(srv) // srv.Start would close each connection
+	b.Cleanup(ts.Close)
+	return srv, ts.URL
 }
 
 // tailPolicy hedges every request. maxAttempts is 3: the second attempt
@@ -134,25 +129,25 @@ func benchTail(b *testing.B, fast func(started int64) time.Duration) {
 	for _, bc := range tailCases {
 		b.Run(bc.name, func(b *testing.B) {
 			var started atomic.Int64
-			srv, hits := tailServer(b, func() time.Duration { return fast(started.Load()) })
+			srv, url := tailServer(b, func() time.Duration { return fast(started.Load()) })
 			base := &http.Transport{MaxIdleConnsPerHost: 4 * tailWorkers}
 			defer base.CloseIdleConnections()
-			var rt http.RoundTripper = base
+			var transport http.RoundTripper = base
 			var tr *retryhttp.Transport
 			if bc.policy != nil {
 				tr = &retryhttp.Transport{Base: base, Policy: bc.policy}
-				rt = tr
+				transport = tr
 			}
-			client := &http.Client{Transport: rt}
+			client := &http.Client{Transport: transport}
 			var lat []time.Duration
 			for b.Loop() {
-				lat = runTail(b, client, srv.URL, &started, lat)
+				lat = runTail(b, client, url, &started, lat)
 			}
 			slices.Sort(lat)
 			b.ReportMetric(nearestRank(lat, 0.50), "p50-ms")
 			b.ReportMetric(nearestRank(lat, 0.99), "p99-ms")
 			b.ReportMetric(nearestRank(lat, 0.999), "p99.9-ms")
-			b.ReportMetric(float64(hits.Load())/float64(len(lat)), "srv-req/req")
+			b.ReportMetric(float64(srv.Count())/float64(len(lat)), "srv-req/req")
 			if tr != nil {
 				st := tr.Stats().Total
 				b.ReportMetric(float64(st.HedgesSent)/float64(len(lat)), "hedges/req")
