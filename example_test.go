@@ -12,23 +12,22 @@ import (
 	"strconv"
 	"strings"
 	"sync"
-	"sync/atomic"
 	"time"
 
 	"github.com/retryhttp/retryhttp"
 	"github.com/retryhttp/retryhttp/policy"
+	"github.com/retryhttp/retryhttp/retryhttptest"
 )
 
-// flakyServer fails the first n requests with 503.
-func flakyServer(n int64) *httptest.Server {
-	var calls atomic.Int64
-	return httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if calls.Add(1) <= n {
-			w.WriteHeader(http.StatusServiceUnavailable)
-			return
-		}
-		io.WriteString(w, "hello")
-	}))
+// flakyServer fails the first n requests with 503, then answers hello:
+// the scripted server of the users' test kit, retryhttptest.
+func flakyServer(n int) *httptest.Server {
+	script := make([]retryhttptest.Step, n+1)
+	for i := range n {
+		script[i].Status = http.StatusServiceUnavailable
+	}
+	script[n].Body = "hello"
+	return httptest.NewServer(&retryhttptest.Server{Script: script})
 }
 
 // The zero Transport is a drop-in: policy.Default retries 429, 502, 503
@@ -205,19 +204,19 @@ func Example_googleAPI() {
 		{"503 backendError", "503 backendError"},
 		{"500 internalServerError", "200"},
 	}
-	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+	srv := httptest.NewServer(&retryhttptest.Server{Choose: func(_ int, r *http.Request) retryhttptest.Step {
 		c := cases[atoi(r.URL.Query().Get("case"))]
 		answer := c.first
 		if r.Header.Get(retryhttp.AttemptsHeader) != "" {
 			answer = c.then
 		}
 		status, reason, _ := strings.Cut(answer, " ")
-		code := atoi(status)
-		w.WriteHeader(code)
+		st := retryhttptest.Step{Status: atoi(status)}
 		if reason != "" {
-			fmt.Fprintf(w, `{"error":{"errors":[{"domain":"usageLimits","reason":%q}],"code":%d}}`, reason, code)
+			st.Body = fmt.Sprintf(`{"error":{"errors":[{"domain":"usageLimits","reason":%q}],"code":%d}}`, reason, st.Status)
 		}
-	}))
+		return st
+	}})
 	defer srv.Close()
 
 	tr := &retryhttp.Transport{Policy: cfg, Classify: coreReporting}
