@@ -81,17 +81,13 @@ func (b *stuckBody) Close() error {
 // when the bound passes.
 func TestDrainOfABodyThatIgnoresItsContextIsBounded(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		var calls atomic.Int64
 		stuck := &stuckBody{closed: make(chan struct{})}
-		base := roundTripFunc(func(req *http.Request) (*http.Response, error) {
-			if calls.Add(1) == 1 {
-				return &http.Response{StatusCode: 503, Header: http.Header{}, Body: stuck, ContentLength: -1, Request: req}, nil
-			}
-			return &http.Response{StatusCode: 200, Header: http.Header{}, Body: io.NopCloser(strings.NewReader("ok")), Request: req}, nil
-		})
+		busy := func(req *http.Request) (*http.Response, error) {
+			return &http.Response{StatusCode: 503, Header: http.Header{}, Body: stuck, ContentLength: -1, Request: req}, nil
+		}
 		cfg := retryConfig(2, 503)
 		withWaits(cfg, time.Millisecond, time.Millisecond)
-		tr := &retryhttp.Transport{Base: base, Policy: cfg}
+		tr, _ := newCalls(cfg, busy, script(rt.Step{Body: "ok"}).RoundTrip)
 		start := time.Now()
 		resp, err := tr.RoundTrip(newRequest(t, t.Context(), "GET", ""))
 		require.NoError(t, err)
