@@ -264,11 +264,13 @@ func TestPushbackHoldsTheNextHedgeAgainstALaterPlainStatus(t *testing.T) {
 		srv := numbered(rt.Step{Delay: 15 * time.Millisecond, Status: 503, Header: pushback("300")},
 			rt.Step{Delay: 20 * time.Millisecond, Status: 503}, rt.Step{Delay: 10 * time.Millisecond})
 		tr := &retryhttp.Transport{Base: srv, Policy: hedgeConfig(3, 10*time.Millisecond, 503)}
+		start := time.Now()
 		resp, err := tr.RoundTrip(newRequest(t, t.Context(), "GET", ""))
 		require.NoError(t, err)
 		assert.Equal(t, "attempt 3", readAll(t, resp))
 		starts := arrivals(srv)
 		require.Len(t, starts, 3)
+		assert.Equal(t, starts[2]+10*time.Millisecond, time.Since(start), "the first attempt is sent at once")
 		// 300 ms and its jitter, under a tenth, from the 503 at 15 ms.
 		assert.GreaterOrEqual(t, starts[2], 315*time.Millisecond)
 		assert.Less(t, starts[2], 345*time.Millisecond)

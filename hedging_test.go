@@ -59,8 +59,10 @@ func TestHedgeBeatsASlowFirstAttempt(t *testing.T) {
 func TestNonFatalStatusSendsTheNextHedgeAtOnce(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		srv := numbered(rt.Step{Delay: 10 * time.Millisecond, Status: 503}, rt.Step{Delay: 10 * time.Millisecond})
+		start := time.Now()
 		_, resp, err := runHedged(t, srv, hedgeConfig(3, time.Second, 503), "GET")
 		require.NoError(t, err)
+		assert.Equal(t, 20*time.Millisecond, time.Since(start), "the first attempt is sent at once")
 		assert.Equal(t, "attempt 2", readAll(t, resp))
 		srv.WantArrivals(t, 0, 10*time.Millisecond)
 	})
@@ -82,8 +84,10 @@ func TestAllHedgesFailingReturnTheLastOutcome(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		srv := numbered(rt.Step{Delay: 30 * time.Millisecond, Status: 503},
 			rt.Step{Delay: 20 * time.Millisecond, Status: 503}, rt.Step{Delay: 10 * time.Millisecond, Status: 503})
+		start := time.Now()
 		tr, resp, err := runHedged(t, srv, hedgeConfig(3, 0, 503), "GET")
 		require.NoError(t, err)
+		assert.Equal(t, 30*time.Millisecond, time.Since(start), "all are sent at once")
 		assert.Equal(t, 503, resp.StatusCode)
 		assert.Equal(t, "attempt 1", readAll(t, resp), "the last to arrive is handed back")
 		assert.Equal(t, []time.Duration{0, 0, 0}, arrivals(srv), "a zero delay sends all at once")
@@ -145,7 +149,9 @@ func TestPushbackDelaysTheNextHedgeOnly(t *testing.T) {
 			rt.Step{Delay: time.Second}, rt.Step{Delay: 10 * time.Millisecond})
 		var log hookLog
 		tr := &retryhttp.Transport{Base: srv, Policy: hedgeConfig(4, 50*time.Millisecond, 503), Hooks: log.hooks("")}
+		start := time.Now()
 		resp, err := tr.RoundTrip(newRequest(t, t.Context(), "GET", ""))
+		took := time.Since(start)
 		require.NoError(t, err)
 		assert.Equal(t, "attempt 4", readAll(t, resp))
 		// Each hedge's delay is reported as it starts; the pushback
@@ -168,6 +174,7 @@ func TestPushbackDelaysTheNextHedgeOnly(t *testing.T) {
 		assert.Equal(t, []time.Duration{0, 50 * time.Millisecond}, starts[:2])
 		assert.Equal(t, 60*time.Millisecond+w.Length, starts[2], "the pushback runs from the 503")
 		assert.Equal(t, 50*time.Millisecond, starts[3]-starts[2], "then the hedging delay again")
+		assert.Equal(t, starts[3]+10*time.Millisecond, took, "the first attempt is sent at once")
 		assert.Equal(t, []bool{true, false, true, false}, cancelled(srv))
 		st := tr.Stats().Total
 		assertHedges(t, st, 3, 1, 2)
