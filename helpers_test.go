@@ -73,6 +73,7 @@ func fail(err error) roundTripFunc {
 	}
 }
 
+// closeCounter is a response body that counts its Close calls in n.
 type closeCounter struct {
 	io.ReadCloser
 	n *atomic.Int64
