@@ -185,8 +185,10 @@ func TestSpentBudgetSendsNoHedge(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		// Six 503s take a budget of 10 tokens to 4: at most half, so
 		// it refuses. The seventh attempt is the slow one that a hedge
-		// would have raced.
-		busy := rt.Step{Status: 503}
+		// would have raced. Each 503 comes a millisecond after its
+		// request's two attempts are sent, so that neither is counted
+		// before the hedge is due.
+		busy := rt.Step{Delay: time.Millisecond, Status: 503}
 		srv := numbered(busy, busy, busy, busy, busy, busy, rt.Step{Delay: time.Second})
 		cfg := hedgeConfig(2, 0, 503)
 		cfg.Throttle = &policy.Throttle{MaxTokens: 10, TokenRatio: 0.1}
