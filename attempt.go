@@ -107,8 +107,12 @@ func (a *attempt) send() result {
 	r.latency = time.Since(start)
 	r.unwritten = a.trace.unwritten()
 	if timer != nil && !timer.Stop() && r.err == nil {
-		// The timeout fired as the headers arrived: the context is gone,
-		// so the body could not be read. Count it as the timeout it was.
+		// The timeout fired as the headers arrived: the context is, or
+		// is about to be, gone, so the body could not be read. Count it
+		// as the timeout it was. The timer's function runs on a
+		// goroutine of its own and may not have cancelled yet: cancel
+		// here too, so that the cause is there (the first one stays).
+		a.cancel(errAttemptTimeout)
 		r.resp.Body.Close()
 		r.resp, r.err = nil, context.Cause(a.ctx)
 	}
@@ -159,8 +163,8 @@ func (e *causeError) Unwrap() []error { return []error{e.err, e.cause} }
 // the context errors, or the causes this package cancels attempts with.
 func cancellation(err error) bool {
 	return errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) ||
-		errors.Is(err, errHedgeLost) || errors.Is(err, errAttemptTimeout) ||
-		errors.Is(err, errDrainTimeout) || errors.Is(err, errBodyDone)
+		errors.Is(err, errHedgeLost) || errors.Is(err, errHedgeCut) || errors.Is(err, errAttemptTimeout) ||
+		errors.Is(err, errDrainTimeout) || errors.Is(err, errBodyDone) || stdlibText(err) == textCancelled
 }
 
 // lostError is a cancellation that the base reported for an attempt whose

@@ -24,11 +24,14 @@ import (
 // its own state.
 type call struct {
 	observer
-	st   *state
-	pol  *active
-	req  *http.Request   // the caller's; never modified
-	ctx  context.Context // req.Context()
-	host string          // req.URL.Host, lowercased once here
+	st  *state
+	pol *active
+	req *http.Request   // the caller's; never modified
+	ctx context.Context // req.Context(), ended also by req.Cancel when set
+	// stop ends ctx when it watches req.Cancel (see watchCancel); nil
+	// otherwise.
+	stop context.CancelCauseFunc
+	host string // req.URL.Host, lowercased once here
 	plan plan
 	opts *options // nil: none set
 
@@ -91,6 +94,10 @@ func (st *state) newCall(t *Transport, req *http.Request) (*call, error) {
 		return nil, pol.err
 	}
 	c := st.calls.Get().(*call)
+	//lint:ignore SA1019 a caller's Request.Cancel is still honoured, as net/http does.
+	if ch := req.Cancel; ch != nil {
+		ctx, c.stop = watchCancel(ctx, ch)
+	}
 	c.st, c.pol, c.req, c.ctx, c.opts = st, pol, req, ctx, opts
 	c.host = strings.ToLower(req.URL.Host)
 
@@ -123,6 +130,57 @@ func (st *state) newCall(t *Transport, req *http.Request) (*call, error) {
 	return c, nil
 }
 
+// errRequestCanceled is the cause of a request whose caller closed its
+// Request.Cancel.
+var errRequestCanceled = errors.New("retryhttp: request canceled through Request.Cancel")
+
+// watchCancel returns a context derived from parent that also ends when
+// ch, a request's Request.Cancel, is closed, and the function that ends
+// it; the attempts then go to the base without Request.Cancel.
+//
+// For a request that carries one, net/http's Transport starts a goroutine
+// that its read loop wakes when the response body is done, right after
+// waking the body's reader; the scheduler runs that goroutine next, and
+// the reader, which was about to reuse the connection it just gave back,
+// waits behind whatever else is runnable. Meanwhile other responses give
+// their connections back, the idle pool overflows, they are closed, and
+// the late readers dial new ones: hundreds of connections for what a bare
+// Transport does with a handful. http.Client sets Request.Cancel on every
+// request when it has a Timeout and its Transport is not an
+// *http.Transport, as this one is not.
+//
+// The goroutine here watches ch for the whole request and ends with its
+// context: at once after an error, or when the response body handed back
+// is done, on the caller's goroutine. A request without Request.Cancel
+// pays nothing.
+func watchCancel(parent context.Context, ch <-chan struct{}) (context.Context, context.CancelCauseFunc) {
+	ctx, cancel := context.WithCancelCause(parent)
+	go func() {
+		select {
+		case <-ch:
+			cancel(errRequestCanceled)
+		case <-ctx.Done():
+		}
+	}()
+	return ctx, cancel
+}
+
+// errCallDone ends the context of a request that is over.
+var errCallDone = errors.New("retryhttp: request done")
+
+// settleStop ends the context that watches Request.Cancel, if there is
+// one: at once when the request got no response, else when the response
+// body is read to its end or closed.
+func (c *call) settleStop(resp *http.Response) {
+	switch {
+	case c.stop == nil:
+	case resp == nil:
+		c.stop(errCallDone)
+	default:
+		resp.Body = releasing(resp.Body, c.stop)
+	}
+}
+
 // end lets the body's buffer go and puts c back in the pool.
 func (c *call) end() {
 	c.body.release()
@@ -152,7 +210,7 @@ func (c *call) newAttempt(n int, hedge, resend bool, avoid []string) (attempt, e
 	if err != nil {
 		return a, err
 	}
-	if n == 1 && !resend && !hedge && a.timeout == 0 && c.body.mode != streamMode && c.req.Cancel == nil {
+	if n == 1 && !resend && !hedge && a.timeout == 0 && c.body.mode != streamMode && c.stop == nil {
 		a.req = c.req
 		return a, nil
 	}
@@ -168,6 +226,8 @@ func (c *call) newAttempt(n int, hedge, resend bool, avoid []string) (attempt, e
 	}
 	a.req = c.req.WithContext(a.ctx) // shallow: the caller's header is only read
 	a.req.Body, a.req.ContentLength = body, length
+	//lint:ignore SA1019 watched by c.ctx instead: see watchCancel.
+	a.req.Cancel = nil
 	if n > 1 && !c.st.omitHeader {
 		a.req.Header = c.req.Header.Clone()
 		a.req.Header.Set(AttemptsHeader, strconv.Itoa(n-1))
@@ -236,12 +296,22 @@ func (c *call) readDelay(r *result, out outcome) {
 	}
 }
 
-// mayResend reports whether an attempt that never reached the server may
-// be resent at once, transparently: not when the caller's context has
-// ended, nor when the dialer refused it for its address's backoff window,
-// which an immediate resend would only meet again, nor when the body can
-// no longer be replayed.
-func (c *call) mayResend(r *result) bool {
+// mayResend reports whether an attempt whose outcome is out may be resent
+// at once, transparently, without spending an attempt: one that never
+// reached the server, or an idempotent one whose connection another
+// request's cancellation closed (see lostError), as net/http itself
+// resends such a request on a connection it reused. Not when the caller's
+// context has ended, nor when the dialer refused it for its address's
+// backoff window, which an immediate resend would only meet again, nor
+// when the body can no longer be replayed.
+func (c *call) mayResend(r *result, out outcome) bool {
+	var lost *lostError
+	switch {
+	case out == outNeverSent:
+	case out == outNetwork && c.plan.idem && errors.As(r.err, &lost):
+	default:
+		return false
+	}
 	return c.ctx.Err() == nil && !errors.Is(r.err, ErrDialBackoff) && c.body.replayable()
 }
 

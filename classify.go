@@ -201,34 +201,53 @@ func transientError(err error) (transient, refused bool) {
 		errors.Is(err, syscall.EHOSTUNREACH), errors.Is(err, syscall.ENETUNREACH):
 		return true, false
 	}
-	if t, r := stdlibErrorText(err); t {
-		return t, r
+	switch stdlibText(err) {
+	case textRefusedStream:
+		return true, true
+	case textLost:
+		return true, false
 	}
 	// Not a net.Error in general: *url.Error is one whatever it wraps.
 	var to interface{ Timeout() bool }
 	return errors.As(err, &opErr) || (errors.As(err, &to) && to.Timeout()), false
 }
 
-// stdlibErrorText is the one place that reads the text of standard-library
+// textKind is what the text of a standard-library error says.
+type textKind uint8
+
+const (
+	textOther         textKind = iota
+	textRefusedStream          // HTTP/2 REFUSED_STREAM: the server did not process it
+	textLost                   // a connection or stream lost under the request
+	textCancelled              // net/http's "request canceled"
+)
+
+// stdlibText is the one place that reads the text of standard-library
 // errors, for the conditions net/http reports with no type to test:
 // HTTP/2's REFUSED_STREAM (the server promises it did not process the
-// stream), other stream resets the server sent, and connections the
-// server closed or lost under a request.
-func stdlibErrorText(err error) (transient, refused bool) {
+// stream), other stream resets the server sent, connections the server
+// closed or lost under a request, and net/http's own cancellation error,
+// which it gives a request cancelled through Request.Cancel.
+func stdlibText(err error) textKind {
 	msg := err.Error()
 	switch {
 	case strings.Contains(msg, "REFUSED_STREAM"):
-		return true, true
+		return textRefusedStream
 	case strings.Contains(msg, "stream error:") && strings.Contains(msg, "received from peer"):
 		// A reset the server sent, as an HTTP/1.1 server would close
 		// the connection: transient, except for the codes that say
 		// the connection itself can never do.
-		return !strings.Contains(msg, "HTTP_1_1_REQUIRED") && !strings.Contains(msg, "INADEQUATE_SECURITY"), false
+		if strings.Contains(msg, "HTTP_1_1_REQUIRED") || strings.Contains(msg, "INADEQUATE_SECURITY") {
+			return textOther
+		}
+		return textLost
 	case strings.Contains(msg, "server closed idle connection"),
 		strings.Contains(msg, "http2: client connection lost"),
 		strings.Contains(msg, "http2: server sent GOAWAY"),
 		strings.Contains(msg, "http2: client connection force closed"):
-		return true, false
+		return textLost
+	case strings.Contains(msg, "net/http: request canceled"):
+		return textCancelled
 	}
-	return false, false
+	return textOther
 }

@@ -3,6 +3,7 @@ package retryhttp
 import (
 	"context"
 	"errors"
+	"fmt"
 	"net/http"
 	"sync"
 	"time"
@@ -12,6 +13,13 @@ import (
 
 // errHedgeLost cancels the attempts that lost to another.
 var errHedgeLost = errors.New("retryhttp: another hedge won")
+
+// errHedgeCut cancels the attempts that cannot send a body which outgrew
+// its buffer under another attempt. It matches errBodyCommitted, yet is
+// distinct from a body reader's own errBodyCommitted: net/http may hand it
+// to another request (see lostError), which must take it for a lost
+// connection, not for the end of its own body.
+var errHedgeCut = fmt.Errorf("%w: another attempt is sending it", errBodyCommitted)
 
 // maxHedgeAttempts bounds the attempts of a hedged request, as gRPC bounds
 // maxAttempts: a policy's larger MaxAttempts counts as this many. Every
@@ -285,7 +293,7 @@ func (h *hedger) cutShort(timer *time.Timer) (*http.Response, bool, error) {
 	sender := h.c.body.sender()
 	for n, f := range h.flights {
 		if f.live && n != sender && f.cancel != nil {
-			f.cancel(errBodyCommitted)
+			f.cancel(errHedgeCut)
 		}
 	}
 	return nil, false, nil
@@ -317,7 +325,7 @@ func (h *hedger) delay() time.Duration {
 func (h *hedger) handle(r result, out outcome, timer *time.Timer) (*http.Response, bool, error) {
 	h.landed(r.n)
 	c := h.c
-	if out == outNeverSent && h.spare && c.mayResend(&r) {
+	if h.spare && c.mayResend(&r, out) {
 		h.spare = false
 		c.attemptDone(&r, out)
 		c.transparentRetry()

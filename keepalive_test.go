@@ -9,9 +9,12 @@ import (
 	"sync"
 	"sync/atomic"
 	"testing"
+	"testing/synctest"
 	"time"
 
+	"github.com/hashicorp/go-cleanhttp"
 	"github.com/retryhttp/retryhttp"
+	rt "github.com/retryhttp/retryhttp/retryhttptest"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 )
@@ -72,4 +75,60 @@ func TestKeepAliveSurvivesWrapping(t *testing.T) {
 	t.Logf("connections for 960 GETs: bare %d, wrapped %d", bare, wrapped)
 	require.LessOrEqual(t, bare, int64(32))
 	assert.LessOrEqual(t, wrapped, int64(32), "got %d connections, want about 16 as bare (%d)", wrapped, bare)
+}
+
+// With its own base (go-cleanhttp's pool, which keeps GOMAXPROCS+1 idle
+// connections per host) and http.Client.Timeout set, the Transport reuses
+// connections as a bare transport with the same settings does. The
+// client sets Request.Cancel on every request for a RoundTripper that is
+// not an *http.Transport; sent on to net/http, it made the read loop wake
+// a goroutine ahead of each body's reader, the small idle pool overflowed,
+// and 960 GETs opened hundreds of connections.
+//
+// The bound is set against bare in the same run: how many connections a
+// small pool needs under 16 goroutines depends on scheduling, which the
+// race detector randomises, so the test is not run under it.
+func TestKeepAliveWithTheDefaultBase(t *testing.T) {
+	if raceEnabled {
+		t.Skip("the race detector randomises the scheduling this depends on")
+	}
+	bareBase := cleanhttp.DefaultPooledTransport()
+	defer bareBase.CloseIdleConnections()
+	bare := countConns(t, bareBase)
+	tr := &retryhttp.Transport{}
+	defer tr.CloseIdleConnections()
+	got := countConns(t, tr)
+	t.Logf("connections for 960 GETs: bare %d, default base %d", bare, got)
+	assert.LessOrEqual(t, got, max(48, 2*bare), "got %d connections, want about as many as bare (%d)", got, bare)
+}
+
+// A caller's Request.Cancel still ends its request, though the attempts
+// go to the base without it: an attempt in flight, and a wait between
+// attempts.
+func TestRequestCancelIsHonoured(t *testing.T) {
+	for _, tc := range []struct {
+		name  string
+		steps []rt.Step
+	}{
+		{"during an attempt", []rt.Step{{Fault: rt.Hang}}},
+		{"during a backoff", []rt.Step{{Status: 503}}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				cfg := withWaits(retryConfig(2, 503), time.Hour, time.Hour)
+				tr, srv := newScripted(cfg, tc.steps...)
+				req := newRequest(t, t.Context(), "GET", "")
+				cancel := make(chan struct{})
+				req.Cancel = cancel //lint:ignore SA1019 the legacy way is what is tested
+				time.AfterFunc(time.Second, func() { close(cancel) })
+				start := time.Now()
+				resp, err := tr.RoundTrip(req)
+				assert.Nil(t, resp)
+				require.ErrorIs(t, err, retryhttp.ErrGiveUp)
+				assert.Equal(t, time.Second, time.Since(start), "ended when Cancel was closed")
+				srv.WantAttempts(t, 1)
+				synctest.Wait() // the watcher is gone: the bubble would not end otherwise
+			})
+		})
+	}
 }

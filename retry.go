@@ -24,9 +24,10 @@ func (c *call) retry() (*http.Response, error) {
 	for n := 1; ; n++ {
 		r, out := c.send(n, ready, failed)
 		ready = nil
-		if out == outNeverSent && spare && c.mayResend(&r) {
-			// It never reached the server: once, at once, for any
-			// method, without spending an attempt or a token.
+		if spare && c.mayResend(&r, out) {
+			// It never reached the server, or lost its connection to
+			// another request's cancellation: once, at once, without
+			// spending an attempt or a token.
 			spare = false
 			c.transparentRetry()
 			first := r.err

@@ -268,6 +268,7 @@ func (t *Transport) RoundTrip(req *http.Request) (*http.Response, error) {
 	default:
 		resp, err = c.retry()
 	}
+	c.settleStop(resp)
 	c.finished(resp, err)
 	if p := c.panicked; p != nil {
 		panic(p) // c.end, deferred, lets the body go first

@@ -37,7 +37,7 @@ func TestBadScriptsFailWithAClearError(t *testing.T) {
 			"Script[0]: CloseMidBody after 3 bytes of a body of 3: After must be in 0..len(Body)-1"},
 		{"cut of no body", script(rt.Step{Fault: rt.ResetMidBody}),
 			"Script[0]: ResetMidBody after 0 bytes of a body of 0: After must be in 0..len(Body)-1"},
-		{"After with no cut", script(rt.Step{Body: "abc", After: 1}), "Script[0]: After 1 without ResetMidBody or CloseMidBody"},
+		{"After with no cut", script(rt.Step{Body: "abc", After: 1}), "Script[0]: after 1 bytes, yet the fault is neither ResetMidBody nor CloseMidBody"},
 		{"Reset with a status", script(rt.Step{Status: 503, Fault: rt.Reset}),
 			"Script[0]: Reset sends no answer: leave Status, Header, Body and Trickle out"},
 		{"Hang with a trickle", script(rt.Step{Fault: rt.Hang, Trickle: rt.Rate{Every: time.Second}}),

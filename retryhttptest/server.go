@@ -236,7 +236,7 @@ func (st *Step) checkFault() error {
 	case st.Fault.midBody() && (st.After < 0 || st.After >= len(st.Body)):
 		return fmt.Errorf("%v after %d bytes of a body of %d: After must be in 0..len(Body)-1", st.Fault, st.After, len(st.Body))
 	case !st.Fault.midBody() && st.After != 0:
-		return fmt.Errorf("After %d without ResetMidBody or CloseMidBody", st.After)
+		return fmt.Errorf("after %d bytes, yet the fault is neither ResetMidBody nor CloseMidBody", st.After)
 	case (st.Fault == Reset || st.Fault == Hang) &&
 		(st.Status != 0 || st.Header != nil || st.Body != "" || st.Trickle != Rate{}):
 		return fmt.Errorf("%v sends no answer: leave Status, Header, Body and Trickle out", st.Fault)
