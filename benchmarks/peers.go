@@ -1,0 +1,188 @@
+package benchmarks
+
+import (
+	"net/http"
+	"strings"
+
+	"github.com/retryhttp/retryhttp"
+	"github.com/retryhttp/retryhttp/policy"
+)
+
+// Peer is one client setup under test.
+type Peer struct {
+	// Name is short and has no spaces or slashes: it names the peer in
+	// benchmark names.
+	Name string
+	// Label names the peer in tables and charts.
+	Label string
+	// Caps says what the peer can express of a [Spec].
+	Caps Caps
+	// Notes say how the Spec was mapped where the peer's model differs.
+	Notes []string
+	// New returns the peer's round tripper for s, sending each attempt
+	// through base. A nil base means the peer's own default.
+	New func(s Spec, base http.RoundTripper) http.RoundTripper
+}
+
+// Caps is what a peer can express of a [Spec]. The mapping tests check each
+// field against what the peer does.
+type Caps struct {
+	// Retries: a listed status, or a network error, is retried up to
+	// MaxAttempts, with the Spec's backoff between attempts.
+	Retries bool
+	// Hedges: while an attempt is unanswered after HedgeDelay, another
+	// starts, up to MaxAttempts in all; the first good answer wins.
+	Hedges bool
+	// Statuses: only the Spec's statuses are retried or hedged past;
+	// without it, any answer ends the request.
+	Statuses bool
+	// Jitter: waits spread by the Spec's Jitter. Multiplier: waits grow by
+	// the Spec's Multiplier (any value, not one fixed by the peer).
+	Jitter, Multiplier bool
+	// RetryAfter: a Retry-After on a listed status sets the wait.
+	RetryAfter bool
+	// Deadline: a wait that would end past the caller's deadline is not
+	// started; the last answer is handed back at once.
+	Deadline bool
+	// Budget: extra attempts are gated by a budget. KeepsAnswer: a
+	// request whose retry the budget refuses gets its last answer back,
+	// not an error.
+	Budget, KeepsAnswer bool
+	// Body is how a request body without GetBody is made replayable.
+	Body BodyMode
+}
+
+// BodyMode is how a peer replays request bodies.
+type BodyMode int
+
+const (
+	// BodySentOnce: the body is sent once and never replayed.
+	BodySentOnce BodyMode = iota
+	// BodyBounded: the body is kept as it is first sent, up to a limit;
+	// a longer one is sent once and not replayed. GetBody is used when
+	// the request has it.
+	BodyBounded
+	// BodyWhole: the whole body is read into memory before the first
+	// attempt, GetBody or not.
+	BodyWhole
+	// BodyShared: attempts share the caller's body reader, so concurrent
+	// hedges would read it at once; such peers are left out of the body
+	// scenarios.
+	BodyShared
+)
+
+// Lacks lists what the peer cannot express of the caps a Spec asks for,
+// given what kind of peer it is, in words for a table.
+func (p Peer) Lacks() string {
+	c := p.Caps
+	var out []string
+	add := func(ok bool, what string) {
+		if !ok {
+			out = append(out, what)
+		}
+	}
+	switch {
+	case !c.Retries && !c.Hedges:
+		return "no retries, no hedges (the baseline)"
+	case c.Hedges:
+		add(c.Statuses, "non-fatal statuses (any answer wins)")
+		add(c.Retries, "retries")
+	default:
+		add(c.Statuses, "a status list")
+		add(c.Jitter, "jitter")
+		add(c.Multiplier, "a backoff multiplier other than 2")
+	}
+	add(c.RetryAfter, "Retry-After")
+	add(c.Deadline, "waits cut at the deadline")
+	add(c.Budget, "a budget")
+	if c.Budget {
+		add(c.KeepsAnswer, "the last answer when the budget refuses (an error instead)")
+	}
+	if c.Body == BodyShared {
+		out = append(out, "a request body (hedges share one reader)")
+	}
+	return strings.Join(out, "; ")
+}
+
+// Peers returns every peer, bare net/http first.
+func Peers() []Peer {
+	return []Peer{bare(), retryhttpRetry(false), retryhttpRetry(true), retryhttpHedge(),
+		retryablehttpPeer(), failsafeRetry(false), failsafeRetry(true), failsafeHedge(), hedgedhttpPeer()}
+}
+
+// Find returns the peer with this name, or false.
+func Find(name string) (Peer, bool) {
+	for _, p := range Peers() {
+		if p.Name == name {
+			return p, true
+		}
+	}
+	return Peer{}, false
+}
+
+func bare() Peer {
+	return Peer{
+		Name:  "bare",
+		Label: "net/http",
+		Caps:  Caps{Body: BodySentOnce},
+		New: func(_ Spec, base http.RoundTripper) http.RoundTripper {
+			if base == nil {
+				return http.DefaultTransport
+			}
+			return base
+		},
+	}
+}
+
+// retryhttpCaps is what retryhttp expresses, retry or hedge.
+var retryhttpCaps = Caps{Statuses: true, Jitter: true, Multiplier: true,
+	RetryAfter: true, Deadline: true, Body: BodyBounded}
+
+func retryhttpRetry(budget bool) Peer {
+	p := Peer{Name: "retryhttp", Label: "retryhttp", Caps: retryhttpCaps}
+	p.Caps.Retries = true
+	if budget {
+		p.Name, p.Label, p.Caps.Budget = "retryhttp+budget", "retryhttp + budget", true
+		p.Caps.KeepsAnswer = true
+		p.Notes = []string{"budget: the Spec's token bucket per host"}
+	}
+	p.New = func(s Spec, base http.RoundTripper) http.RoundTripper {
+		cfg := &policy.Config{Rules: []policy.Rule{{
+			Name: []policy.Name{{}},
+			Retry: &policy.Retry{
+				MaxAttempts:          s.MaxAttempts,
+				InitialBackoff:       s.InitialBackoff,
+				MaxBackoff:           s.MaxBackoff,
+				BackoffMultiplier:    s.Multiplier,
+				Jitter:               s.Jitter,
+				RetryableStatusCodes: s.Statuses,
+			},
+		}}}
+		if budget {
+			cfg.Throttle = &s.Throttle
+		}
+		return &retryhttp.Transport{Base: base, Policy: cfg}
+	}
+	return p
+}
+
+func retryhttpHedge() Peer {
+	p := Peer{Name: "retryhttp-hedge", Label: "retryhttp hedge", Caps: retryhttpCaps}
+	p.Caps.Hedges, p.Caps.Budget, p.Caps.KeepsAnswer = true, true, true
+	p.Notes = []string{"hedges only idempotent requests; the Spec's token bucket per host gates hedges"}
+	p.New = func(s Spec, base http.RoundTripper) http.RoundTripper {
+		cfg := &policy.Config{
+			Rules: []policy.Rule{{
+				Name: []policy.Name{{}},
+				Hedge: &policy.Hedge{
+					MaxAttempts:         s.MaxAttempts,
+					HedgingDelay:        s.HedgeDelay,
+					NonFatalStatusCodes: s.Statuses,
+				},
+			}},
+			Throttle: &s.Throttle,
+		}
+		return &retryhttp.Transport{Base: base, Policy: cfg}
+	}
+	return p
+}
