@@ -19,18 +19,21 @@ func Post(client *http.Client, url string, data []byte) error {
 	return sendBody(client, req, int64(len(data)))
 }
 
-// Upload sends size bytes, made as they are read, with PUT, of unknown
-// length and without GetBody, and checks that a [Discard] server got every
-// byte. With sample set, it returns how far the heap grew while the body
-// was read, above where it stood when the upload began; collect garbage
-// first for a figure that means anything.
-func Upload(client *http.Client, url string, size int64, sample bool) (uint64, error) {
+// Upload sends size bytes, made as they are read, with PUT and without
+// GetBody, of unknown length unless known is set, and checks that a
+// [Discard] server got every byte. With sample set, it returns how far the
+// heap grew while the body was read, above where it stood when the upload
+// began; collect garbage first for a figure that means anything.
+func Upload(client *http.Client, url string, size int64, known, sample bool) (uint64, error) {
 	body := newStreamBody(size, sample)
 	req, err := http.NewRequest(http.MethodPut, url, body)
 	if err != nil {
 		return 0, err
 	}
 	req.ContentLength = -1
+	if known {
+		req.ContentLength = size
+	}
 	err = sendBody(client, req, size)
 	if !sample {
 		return 0, err

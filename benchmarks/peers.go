@@ -13,8 +13,9 @@ type Peer struct {
 	// Name is short and has no spaces or slashes: it names the peer in
 	// benchmark names.
 	Name string
-	// Label names the peer in tables and charts.
-	Label string
+	// Label names the peer in tables and charts; Library, the library
+	// whose setup it is.
+	Label, Library string
 	// Caps says what the peer can express of a [Spec].
 	Caps Caps
 	// Notes say how the Spec was mapped where the peer's model differs.
@@ -71,30 +72,45 @@ const (
 	BodyShared
 )
 
-// Lacks lists what the peer cannot express of the caps a Spec asks for,
-// given what kind of peer it is, in words for a table.
-func (p Peer) Lacks() string {
-	c := p.Caps
+// Lacks lists, in words for a table, what p's library cannot express of
+// a Spec: what none of its setups among peers does (retries, hedging, a
+// budget, Retry-After, waits cut at the deadline), and what p's own mode
+// cannot (statuses, jitter, a multiplier, keeping the answer on a budget
+// refusal, a body). A setup that leaves out by choice what another setup
+// of the same library does (retryhttp without its budget) lacks nothing.
+func Lacks(p Peer, peers []Peer) string {
+	if !p.Caps.Retries && !p.Caps.Hedges {
+		return "no retries, no hedges (the baseline)"
+	}
+	var lib Caps
+	for _, q := range peers {
+		if q.Library == p.Library {
+			lib.Retries = lib.Retries || q.Caps.Retries
+			lib.Hedges = lib.Hedges || q.Caps.Hedges
+			lib.Budget = lib.Budget || q.Caps.Budget
+			lib.RetryAfter = lib.RetryAfter || q.Caps.RetryAfter
+			lib.Deadline = lib.Deadline || q.Caps.Deadline
+		}
+	}
 	var out []string
 	add := func(ok bool, what string) {
 		if !ok {
 			out = append(out, what)
 		}
 	}
-	switch {
-	case !c.Retries && !c.Hedges:
-		return "no retries, no hedges (the baseline)"
-	case c.Hedges:
+	c := p.Caps
+	if c.Hedges {
 		add(c.Statuses, "non-fatal statuses (any answer wins)")
-		add(c.Retries, "retries")
-	default:
+	} else {
 		add(c.Statuses, "a status list")
 		add(c.Jitter, "jitter")
 		add(c.Multiplier, "a backoff multiplier other than 2")
 	}
-	add(c.RetryAfter, "Retry-After")
-	add(c.Deadline, "waits cut at the deadline")
-	add(c.Budget, "a budget")
+	add(lib.Retries, "retries")
+	add(lib.Hedges, "hedging")
+	add(lib.RetryAfter, "Retry-After")
+	add(lib.Deadline, "waits cut at the deadline")
+	add(lib.Budget, "a budget")
 	if c.Budget {
 		add(c.KeepsAnswer, "the last answer when the budget refuses (an error instead)")
 	}
@@ -122,9 +138,10 @@ func Find(name string) (Peer, bool) {
 
 func bare() Peer {
 	return Peer{
-		Name:  "bare",
-		Label: "net/http",
-		Caps:  Caps{Body: BodySentOnce},
+		Name:    "bare",
+		Label:   "net/http",
+		Library: "net/http",
+		Caps:    Caps{Body: BodySentOnce},
 		New: func(_ Spec, base http.RoundTripper) http.RoundTripper {
 			if base == nil {
 				return http.DefaultTransport
@@ -139,7 +156,7 @@ var retryhttpCaps = Caps{Statuses: true, Jitter: true, Multiplier: true,
 	RetryAfter: true, Deadline: true, Body: BodyBounded}
 
 func retryhttpRetry(budget bool) Peer {
-	p := Peer{Name: "retryhttp", Label: "retryhttp", Caps: retryhttpCaps}
+	p := Peer{Name: "retryhttp", Label: "retryhttp", Library: "retryhttp", Caps: retryhttpCaps}
 	p.Caps.Retries = true
 	if budget {
 		p.Name, p.Label, p.Caps.Budget = "retryhttp+budget", "retryhttp + budget", true
@@ -167,7 +184,7 @@ func retryhttpRetry(budget bool) Peer {
 }
 
 func retryhttpHedge() Peer {
-	p := Peer{Name: "retryhttp-hedge", Label: "retryhttp hedge", Caps: retryhttpCaps}
+	p := Peer{Name: "retryhttp-hedge", Label: "retryhttp hedge", Library: "retryhttp", Caps: retryhttpCaps}
 	p.Caps.Hedges, p.Caps.Budget, p.Caps.KeepsAnswer = true, true, true
 	p.Notes = []string{"hedges only idempotent requests; the Spec's token bucket per host gates hedges"}
 	p.New = func(s Spec, base http.RoundTripper) http.RoundTripper {

@@ -16,8 +16,9 @@ import (
 // the executions in flight (at least 3 at once), across every host.
 func failsafeRetry(withBudget bool) Peer {
 	p := Peer{
-		Name:  "failsafe",
-		Label: "failsafe-go",
+		Name:    "failsafe",
+		Label:   "failsafe-go",
+		Library: "failsafe-go",
 		Caps: Caps{Retries: true, Statuses: true, Jitter: true, Multiplier: true,
 			RetryAfter: true, Body: BodyWhole},
 		Notes: []string{"Retry-After through failsafehttp.DelayFunc (429 and 503, delay-seconds only)",
@@ -57,9 +58,10 @@ func budgetFor(s Spec) budget.Budget {
 // not end the request, but the next hedge still waits for its delay.
 func failsafeHedge() Peer {
 	return Peer{
-		Name:  "failsafe-hedge",
-		Label: "failsafe-go hedge",
-		Caps:  Caps{Hedges: true, Statuses: true, Body: BodyWhole},
+		Name:    "failsafe-hedge",
+		Label:   "failsafe-go hedge",
+		Library: "failsafe-go",
+		Caps:    Caps{Hedges: true, Statuses: true, Body: BodyWhole},
 		Notes: []string{"non-fatal statuses through CancelIf; the next hedge still waits the delay",
 			"no budget set (it has one, shared with retries)"},
 		New: func(s Spec, base http.RoundTripper) http.RoundTripper {

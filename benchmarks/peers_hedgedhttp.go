@@ -11,9 +11,10 @@ import (
 // caller's request body.
 func hedgedhttpPeer() Peer {
 	return Peer{
-		Name:  "hedgedhttp",
-		Label: "hedgedhttp",
-		Caps:  Caps{Hedges: true, Body: BodyShared},
+		Name:    "hedgedhttp",
+		Label:   "hedgedhttp",
+		Library: "hedgedhttp",
+		Caps:    Caps{Hedges: true, Body: BodyShared},
 		New: func(s Spec, base http.RoundTripper) http.RoundTripper {
 			rt, err := hedgedhttp.NewRoundTripper(s.HedgeDelay, s.MaxAttempts, base)
 			if err != nil {

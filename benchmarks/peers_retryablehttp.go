@@ -14,9 +14,10 @@ import (
 // body whole before the first attempt.
 func retryablehttpPeer() Peer {
 	return Peer{
-		Name:  "retryablehttp",
-		Label: "go-retryablehttp",
-		Caps:  Caps{Retries: true, Statuses: true, RetryAfter: true, Body: BodyWhole},
+		Name:    "retryablehttp",
+		Label:   "go-retryablehttp",
+		Library: "go-retryablehttp",
+		Caps:    Caps{Retries: true, Statuses: true, RetryAfter: true, Body: BodyWhole},
 		Notes: []string{
 			"backoff: DefaultBackoff, min·2^n capped at max, no jitter",
 			"final answer handed back (PassthroughErrorHandler) instead of its default error",
