@@ -27,8 +27,8 @@ func BenchmarkSuccess(b *testing.B) {
 				continue
 			}
 			b.Run(op.name+"/"+p.Name, func(b *testing.B) {
-				base := pooledBase(4)
-				defer base.CloseIdleConnections()
+				base := newBase(4)
+				defer base.close()
 				client := &http.Client{Transport: p.New(EverydaySpec(), base)}
 				b.SetBytes(int64(op.size))
 				b.ReportAllocs()
@@ -168,8 +168,8 @@ func BenchmarkUpload(b *testing.B) {
 }
 
 func benchUpload(b *testing.B, srv *Server, p Peer, known bool) {
-	base := pooledBase(1)
-	defer base.CloseIdleConnections()
+	base := newBase(1)
+	defer base.close()
 	client := &http.Client{Transport: p.New(EverydaySpec(), base)}
 	hits0 := srv.Hits()
 	var peak uint64

@@ -3,16 +3,51 @@ package benchmarks
 import (
 	"context"
 	"errors"
+	"net"
 	"net/http"
+	"sync"
 	"time"
 )
 
-// pooledBase is the base every peer shares in the load scenarios: a
+// trackingBase is the transport every peer sends through in the load scenarios: a
 // net/http transport that keeps as many idle connections per host as
 // there are workers, so that connections opened measure the peer, not the
-// pool.
-func pooledBase(workers int) *http.Transport {
-	return &http.Transport{MaxIdleConnsPerHost: workers, MaxIdleConns: 4 * workers, IdleConnTimeout: time.Minute}
+// pool. It remembers every connection it dials, so that a run can close
+// them all at its end: a peer that never closes the body of an answer it
+// discards leaves that connection in use for good, and the next run
+// would inherit its file descriptors.
+type trackingBase struct {
+	*http.Transport
+	mu    sync.Mutex // guards conns
+	conns []net.Conn
+}
+
+func newBase(workers int) *trackingBase {
+	b := &trackingBase{Transport: &http.Transport{
+		MaxIdleConnsPerHost: workers, MaxIdleConns: 4 * workers, IdleConnTimeout: time.Minute,
+	}}
+	var d net.Dialer
+	b.DialContext = func(ctx context.Context, network, addr string) (net.Conn, error) {
+		c, err := d.DialContext(ctx, network, addr)
+		if err == nil {
+			b.mu.Lock()
+			b.conns = append(b.conns, c)
+			b.mu.Unlock()
+		}
+		return c, err
+	}
+	return b
+}
+
+// close closes every connection b dialed, idle, in use or leaked.
+func (b *trackingBase) close() {
+	b.CloseIdleConnections()
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	for _, c := range b.conns {
+		c.Close()
+	}
+	b.conns = nil
 }
 
 // closeIdle closes rt's idle connections when it can.
@@ -27,9 +62,9 @@ func closeIdle(rt http.RoundTripper) {
 func RunOn(p Peer, s Spec, h http.Handler, l Load) Result {
 	srv := NewServer(h)
 	defer srv.Close()
-	base := pooledBase(l.Workers)
-	defer base.CloseIdleConnections()
-	return Run(&http.Client{Transport: p.New(s, base)}, srv, l)
+	b := newBase(l.Workers)
+	defer b.close()
+	return Run(&http.Client{Transport: p.New(s, b)}, srv, l)
 }
 
 // Seeds of the random servers, fixed so that runs compare.
@@ -53,13 +88,14 @@ func TailLatency(p Peer, l Load) Result { return RunOn(p, TailSpec(), HeavyTail(
 func KeepAlive(p Peer, defaultBase bool, l Load) Result {
 	srv := NewServer(OK())
 	defer srv.Close()
-	var base http.RoundTripper
-	if !defaultBase {
-		pb := pooledBase(l.Workers)
-		defer pb.CloseIdleConnections()
-		base = pb
+	var rt http.RoundTripper
+	if defaultBase {
+		rt = p.New(EverydaySpec(), nil)
+	} else {
+		b := newBase(l.Workers)
+		defer b.close()
+		rt = p.New(EverydaySpec(), b)
 	}
-	rt := p.New(EverydaySpec(), base)
 	defer closeIdle(rt)
 	defer closeIdle(http.DefaultTransport)
 	return Run(&http.Client{Transport: rt, Timeout: time.Minute}, srv, l)
@@ -85,9 +121,9 @@ func (o Outcome) DeadlineExceeded() bool { return errors.Is(o.Err, context.Deadl
 func RetryAfterDeadline(p Peer, deadline time.Duration) Outcome {
 	srv := NewServer(RetryAfter(http.StatusTooManyRequests, 120))
 	defer srv.Close()
-	base := pooledBase(1)
-	defer base.CloseIdleConnections()
-	client := &http.Client{Transport: p.New(EverydaySpec(), base)}
+	b := newBase(1)
+	defer b.close()
+	client := &http.Client{Transport: p.New(EverydaySpec(), b)}
 	ctx, cancel := context.WithTimeout(context.Background(), deadline)
 	defer cancel()
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, srv.URL, nil)

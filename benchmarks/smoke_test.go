@@ -1,6 +1,7 @@
 package benchmarks
 
 import (
+	"io"
 	"net/http"
 	"testing"
 
@@ -126,8 +127,8 @@ func TestSmokeBodies(t *testing.T) {
 	defer srv.Close()
 	for _, p := range Peers() {
 		t.Run(p.Name, func(t *testing.T) {
-			base := pooledBase(1)
-			defer base.CloseIdleConnections()
+			base := newBase(1)
+			defer base.close()
 			client := &http.Client{Transport: p.New(EverydaySpec(), base)}
 			status, err := get(client, srv.URL)
 			require.NoError(t, err)
@@ -142,4 +143,20 @@ func TestSmokeBodies(t *testing.T) {
 			}
 		})
 	}
+}
+
+// TestBaseClosesLeaks checks that a run's base closes a connection whose
+// answer was never closed, as failsafe-go leaves those it retries.
+func TestBaseClosesLeaks(t *testing.T) {
+	srv := NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Write(make([]byte, 1<<20)) // more than the client reads ahead
+	}))
+	defer srv.Close()
+	b := newBase(1)
+	resp, err := (&http.Client{Transport: b}).Get(srv.URL)
+	require.NoError(t, err)
+	b.close()
+	_, err = io.ReadAll(resp.Body)
+	assert.Error(t, err, "reading a leaked body after close")
+	resp.Body.Close()
 }

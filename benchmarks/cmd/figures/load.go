@@ -30,7 +30,15 @@ func (r report) writeStorm(w io.Writer) error {
 	fl, flL := r.medians("Flaky", "srv-req/req", r.peers, ratio)
 	c := chart{title: "Server requests per request", xlabel: "server requests / client request (median)",
 		cats: labels(r.peers), series: []series{{"outage (all 503)", out, outL}, {"flaky (10% 503)", fl, flL}}}
-	return r.chart(w, c, "storm", "server requests per request in an outage and on a flaky server")
+	if err := r.chart(w, c, "storm", "server requests per request in an outage and on a flaky server"); err != nil {
+		return err
+	}
+	out, outL = r.medians("Outage", "conns", r.peers, count)
+	fl, flL = r.medians("Flaky", "conns", r.peers, count)
+	c = chart{title: fmt.Sprintf("Connections opened for %d requests from %d goroutines", l.Requests, l.Workers),
+		xlabel: "connections the server accepted (median)",
+		cats:   labels(r.peers), series: []series{{"outage (all 503)", out, outL}, {"flaky (10% 503)", fl, flL}}}
+	return r.chart(w, c, "storm-conns", "connections opened in an outage and on a flaky server")
 }
 
 // hedgersOnly says why a peer sat out the tail scenario.

@@ -60,7 +60,7 @@ func TestWrite(t *testing.T) {
 	} {
 		assert.Contains(t, out, want)
 	}
-	for _, name := range []string{"success-allocs", "success-bytes", "storm", "tail", "retry-after", "upload", "keepalive"} {
+	for _, name := range []string{"success-allocs", "success-bytes", "storm", "storm-conns", "tail", "retry-after", "upload", "keepalive"} {
 		assert.Contains(t, out, "(benchmarks/"+name+".png)")
 		f, err := os.Open(filepath.Join(dir, chartDir, name+".png"))
 		require.NoError(t, err)
