@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"net/http"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -246,6 +247,29 @@ func TestBudget(t *testing.T) {
 				} else {
 					assert.Equal(t, float64(spec.MaxAttempts), perRequest, "attempts per request")
 				}
+			})
+		})
+	}
+}
+
+// TestIdempotency sends a POST (with GetBody) answered 503 then 200: a
+// peer that retries or hedges only idempotent requests sends it once.
+func TestIdempotency(t *testing.T) {
+	for _, p := range Peers() {
+		t.Run(p.Name, func(t *testing.T) {
+			inTime(t, p, func(t *testing.T, _ bool) {
+				s := newScript(503, 200)
+				req, err := http.NewRequest(http.MethodPost, "http://peer.test/", strings.NewReader("order"))
+				require.NoError(t, err)
+				resp, err := (&http.Client{Transport: p.New(testSpec(), mem{s})}).Do(req)
+				require.NoError(t, err)
+				resp.Body.Close()
+				wantN, wantStatus := 1, 503
+				if extraAttempts(p) && !p.Caps.Idempotent {
+					wantN, wantStatus = 2, 200
+				}
+				assert.Len(t, s.seen(), wantN, "attempts")
+				assert.Equal(t, wantStatus, resp.StatusCode)
 			})
 		})
 	}

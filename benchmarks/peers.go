@@ -45,6 +45,9 @@ type Caps struct {
 	// Deadline: a wait that would end past the caller's deadline is not
 	// started; the last answer is handed back at once.
 	Deadline bool
+	// Idempotent: only idempotent requests (GET, PUT, ..., or any with an
+	// Idempotency-Key) are retried or hedged; a POST is sent once.
+	Idempotent bool
 	// Budget: extra attempts are gated by a budget. KeepsAnswer: a
 	// request whose retry the budget refuses gets its last answer back,
 	// not an error.
@@ -153,15 +156,16 @@ func bare() Peer {
 
 // retryhttpCaps is what retryhttp expresses, retry or hedge.
 var retryhttpCaps = Caps{Statuses: true, Jitter: true, Multiplier: true,
-	RetryAfter: true, Deadline: true, Body: BodyBounded}
+	RetryAfter: true, Deadline: true, Idempotent: true, Body: BodyBounded}
 
 func retryhttpRetry(budget bool) Peer {
 	p := Peer{Name: "retryhttp", Label: "retryhttp", Library: "retryhttp", Caps: retryhttpCaps}
 	p.Caps.Retries = true
+	p.Notes = []string{"policy.Retry with the spec's fields, no throttle; retries idempotent requests only"}
 	if budget {
 		p.Name, p.Label, p.Caps.Budget = "retryhttp+budget", "retryhttp + budget", true
 		p.Caps.KeepsAnswer = true
-		p.Notes = []string{"budget: the Spec's token bucket per host"}
+		p.Notes = []string{"policy.Retry with the spec's fields and its throttle, a token bucket per host; retries idempotent requests only"}
 	}
 	p.New = func(s Spec, base http.RoundTripper) http.RoundTripper {
 		cfg := &policy.Config{Rules: []policy.Rule{{
@@ -186,7 +190,7 @@ func retryhttpRetry(budget bool) Peer {
 func retryhttpHedge() Peer {
 	p := Peer{Name: "retryhttp-hedge", Label: "retryhttp hedge", Library: "retryhttp", Caps: retryhttpCaps}
 	p.Caps.Hedges, p.Caps.Budget, p.Caps.KeepsAnswer = true, true, true
-	p.Notes = []string{"hedges only idempotent requests; the Spec's token bucket per host gates hedges"}
+	p.Notes = []string{"policy.Hedge with the spec's fields and its throttle per host; hedges idempotent requests only"}
 	p.New = func(s Spec, base http.RoundTripper) http.RoundTripper {
 		cfg := &policy.Config{
 			Rules: []policy.Rule{{

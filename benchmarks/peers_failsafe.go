@@ -21,7 +21,8 @@ func failsafeRetry(withBudget bool) Peer {
 		Library: "failsafe-go",
 		Caps: Caps{Retries: true, Statuses: true, Jitter: true, Multiplier: true,
 			RetryAfter: true, Body: BodyWhole},
-		Notes: []string{"Retry-After through failsafehttp.DelayFunc (429 and 503, delay-seconds only)",
+		Notes: []string{"retry policy: HandleIf on the spec's statuses and any error; retries any method",
+			"Retry-After through failsafehttp.DelayFunc (429 and 503, delay-seconds only)",
 			"final answer handed back (ReturnLastFailure)"},
 	}
 	if withBudget {
@@ -62,7 +63,7 @@ func failsafeHedge() Peer {
 		Label:   "failsafe-go hedge",
 		Library: "failsafe-go",
 		Caps:    Caps{Hedges: true, Statuses: true, Body: BodyWhole},
-		Notes: []string{"non-fatal statuses through CancelIf; the next hedge still waits the delay",
+		Notes: []string{"non-fatal statuses through CancelIf; the next hedge still waits the delay; hedges any method",
 			"no budget set (it has one, shared with retries)"},
 		New: func(s Spec, base http.RoundTripper) http.RoundTripper {
 			if s.MaxAttempts < 2 {

@@ -19,6 +19,7 @@ func retryablehttpPeer() Peer {
 		Library: "go-retryablehttp",
 		Caps:    Caps{Retries: true, Statuses: true, RetryAfter: true, Body: BodyWhole},
 		Notes: []string{
+			"CheckRetry: the spec's statuses, its own rules for errors; retries any method",
 			"backoff: DefaultBackoff, min·2^n capped at max, no jitter",
 			"final answer handed back (PassthroughErrorHandler) instead of its default error",
 			"logger off; every give-up still closes its client's idle connections",

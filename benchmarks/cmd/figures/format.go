@@ -46,6 +46,9 @@ func ratio(v float64) string { return fmt.Sprintf("%.2f", v) }
 func percent(v float64) string { return fmt.Sprintf("%.1f%%", v) }
 
 func millis(v float64) string {
+	if v >= 1000 {
+		return fmt.Sprintf("%.2f s", v/1000)
+	}
 	if v >= 100 {
 		return fmt.Sprintf("%.0f ms", v)
 	}

@@ -129,6 +129,7 @@ func write(w io.Writer, r report, m Meta) error {
 		m.Date, m.Machine.Go, m.Machine.Platform, m.Machine.CPUs, m.Machine.CPU, m.Command, m.Wall)
 	fmt.Fprintln(w, "Everything runs in one process against loopback `httptest` servers. The machine is shared with other work, so claims rest on counts (allocations, bytes, server requests, connections), which do not depend on its speed; times are given as the median of the runs with their range.")
 	fmt.Fprintln(w)
+	r.writeSummary(w)
 	r.writePeers(w)
 	writeSpecs(w)
 	for _, section := range []func(io.Writer) error{

@@ -30,6 +30,9 @@ func fakeRuns() Runs {
 			if p.Name == "failsafe" && b == "RetryAfter" {
 				m["status"], m["deadline"], m["ms"] = 0, 1, 2000
 			}
+			if p.Name == "failsafe+budget" && b == "Outage" {
+				m["err%"] = 97
+			}
 			slow := map[string]float64{}
 			for k, v := range m {
 				slow[k] = v
@@ -51,9 +54,11 @@ func TestWrite(t *testing.T) {
 	out := md.String()
 	for _, want := range []string{
 		"Measured on 2026-01-02: go version go1.26, linux/amd64, 2 CPUs (Some CPU). Command: `go run ./cmd/figures` (wall time 9m)",
+		"## Summary", "| failsafe-go | 105 (+5) | 1.50 | 16 | 100.0% | 14.0 ms | deadline error in 2.00 s | 2 MiB |",
+		"| failsafe-go + budget | 106 (+6) | 1.60 (97% errors) |",
 		"## Success path", "## Outage and flaky server", "## Heavy tail", "## Retry-After beyond the deadline",
 		"## Streamed upload", "## Keep-alive under Client.Timeout",
-		"| failsafe-go | deadline error | 2000 ms | 1 |",
+		"| failsafe-go | deadline error | 2.00 s | 1 |",
 		"| retryhttp | the 429 | 1.0 ms | 1 |",
 		"| net/http | 100 | +0 | 2 MiB | 2.0 ms (1.0 ms–3.0 ms) |",
 		"Left out: hedgedhttp (hedges share one body reader).",
@@ -89,7 +94,7 @@ func TestFormats(t *testing.T) {
 		{spread(Stat{Med: 2, Min: 1, Max: 3, N: 3}, count), "2 (1–3)"},
 		{spread(Stat{Med: 2, Min: 2, Max: 2, N: 3}, count), "2"},
 		{spread(Stat{}, count), none},
-		{millis(201.4), "201 ms"}, {millis(13.71), "13.7 ms"},
+		{millis(201.4), "201 ms"}, {millis(2001), "2.00 s"}, {millis(13.71), "13.7 ms"},
 	} {
 		assert.Equal(t, c.want, c.got)
 	}

@@ -25,12 +25,12 @@ type pass struct {
 var passes = []pass{
 	{"^BenchmarkSuccess$/^(GET|POST-1KiB)$/", "2000x", 5},
 	{"^BenchmarkSuccess$/^POST-1MiB$/", "200x", 5},
-	{"^BenchmarkOutage$", "1x", 3},
-	{"^BenchmarkFlaky$", "1x", 3},
+	{"^BenchmarkOutage$", "1x", 5},
+	{"^BenchmarkFlaky$", "1x", 5},
 	{"^BenchmarkTail$", "1x", 5},
 	{"^BenchmarkRetryAfter$", "1x", 3},
 	{"^BenchmarkUpload$", "3x", 3},
-	{"^BenchmarkKeepAlive$", "1x", 3},
+	{"^BenchmarkKeepAlive$", "1x", 5},
 }
 
 // quick shrinks the passes, to try the tool itself.
