@@ -89,12 +89,10 @@ func TestBackoff(t *testing.T) {
 		}
 		t.Run(p.Name, func(t *testing.T) {
 			synctest.Test(t, func(t *testing.T) {
-				rt := p.New(spec, nil) // replaced below
 				spread := false
 				for range 5 {
 					s := newScript(503)
-					rt = p.New(spec, mem{s})
-					_, err := do(t, rt)
+					_, err := do(t, p.New(spec, mem{s}))
 					require.NoError(t, err)
 					at := s.seen()
 					require.Len(t, at, spec.MaxAttempts)
