@@ -1,0 +1,73 @@
+package main
+
+import (
+	"bufio"
+	"io"
+	"regexp"
+	"slices"
+	"strconv"
+	"strings"
+)
+
+// Runs holds, for each benchmark name (its -GOMAXPROCS suffix dropped),
+// the metrics of each of its result lines, unit to value.
+type Runs map[string][]map[string]float64
+
+// procSuffix is the -GOMAXPROCS suffix go test adds to benchmark names.
+var procSuffix = regexp.MustCompile(`-\d+$`)
+
+// parse reads go test -bench output and keeps the result lines: a name
+// starting with Benchmark, an iteration count, then value-unit pairs.
+func parse(r io.Reader) (Runs, error) {
+	runs := Runs{}
+	sc := bufio.NewScanner(r)
+	for sc.Scan() {
+		f := strings.Fields(sc.Text())
+		if len(f) < 4 || !strings.HasPrefix(f[0], "Benchmark") || len(f)%2 != 0 {
+			continue
+		}
+		if _, err := strconv.Atoi(f[1]); err != nil {
+			continue
+		}
+		m := map[string]float64{}
+		for i := 2; i+1 < len(f); i += 2 {
+			v, err := strconv.ParseFloat(f[i], 64)
+			if err != nil {
+				m = nil
+				break
+			}
+			m[f[i+1]] = v
+		}
+		if m != nil {
+			name := procSuffix.ReplaceAllString(f[0], "")
+			runs[name] = append(runs[name], m)
+		}
+	}
+	return runs, sc.Err()
+}
+
+// Stat is the median and range of one metric over a benchmark's runs.
+type Stat struct {
+	Med, Min, Max float64
+	N             int
+}
+
+// stat returns unit's Stat over the runs of name; N is 0 when there are
+// none.
+func (r Runs) stat(name, unit string) Stat {
+	var vs []float64
+	for _, m := range r[name] {
+		if v, ok := m[unit]; ok {
+			vs = append(vs, v)
+		}
+	}
+	if len(vs) == 0 {
+		return Stat{}
+	}
+	slices.Sort(vs)
+	med := vs[len(vs)/2]
+	if len(vs)%2 == 0 {
+		med = (vs[len(vs)/2-1] + vs[len(vs)/2]) / 2
+	}
+	return Stat{Med: med, Min: vs[0], Max: vs[len(vs)-1], N: len(vs)}
+}

@@ -1,0 +1,101 @@
+package main
+
+import (
+	"bytes"
+	"image/png"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/retryhttp/retryhttp/benchmarks"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+// fakeRuns gives every peer two runs of every benchmark the report reads,
+// leaving out hedgedhttp where bodies are sent, as the benchmarks do.
+func fakeRuns() Runs {
+	runs := Runs{}
+	benches := []string{"Success/GET", "Success/POST-1KiB", "Success/POST-1MiB", "Outage", "Flaky", "Tail",
+		"RetryAfter", "Upload/unknown-length", "Upload/known-length", "KeepAlive/default-base", "KeepAlive/pooled-base"}
+	for i, p := range benchmarks.Peers() {
+		for _, b := range benches {
+			if p.Caps.Body == benchmarks.BodyShared && (strings.HasPrefix(b, "Upload") || strings.HasPrefix(b, "Success/POST")) {
+				continue
+			}
+			m := map[string]float64{"ns/op": 1e6, "allocs/op": float64(100 + i), "B/op": 2 << 20,
+				"srv-req/req": 1 + float64(i)/10, "ok%": 100, "err%": 0, "conns": 16, "p50-ms": 2, "p99-ms": 14,
+				"p99.9-ms": 16, "status": 429, "deadline": 0, "ms": 1, "srv-req": 1, "peak-heap-B": 1 << 20, "srv-req/op": 1}
+			if p.Name == "failsafe" && b == "RetryAfter" {
+				m["status"], m["deadline"], m["ms"] = 0, 1, 2000
+			}
+			if p.Name == "failsafe+budget" && b == "Outage" {
+				m["err%"] = 97
+			}
+			slow := map[string]float64{}
+			for k, v := range m {
+				slow[k] = v
+			}
+			slow["ns/op"] = 3e6
+			runs["Benchmark"+b+"/"+p.Name] = append(runs["Benchmark"+b+"/"+p.Name], m, slow)
+		}
+	}
+	return runs
+}
+
+func TestWrite(t *testing.T) {
+	dir := t.TempDir()
+	require.NoError(t, os.MkdirAll(filepath.Join(dir, chartDir), 0o755))
+	var md bytes.Buffer
+	meta := Meta{Date: "2026-01-02", Command: "go run ./cmd/figures", Wall: "9m",
+		Machine: Machine{Go: "go version go1.26", Platform: "linux/amd64", CPUs: 2, CPU: "Some CPU"}}
+	require.NoError(t, write(&md, report{runs: fakeRuns(), dir: dir, peers: benchmarks.Peers()}, meta))
+	out := md.String()
+	for _, want := range []string{
+		"Measured on 2026-01-02: go version go1.26, linux/amd64, 2 CPUs (Some CPU). Command: `go run ./cmd/figures` (wall time 9m)",
+		"## Summary", "| failsafe-go | 105 (+5) | 1.50 | 16 | 100.0% | 14.0 ms | deadline error in 2.00 s | 2 MiB |",
+		"| failsafe-go + budget | 106 (+6) | 1.60 (97% errors) |",
+		"## Success path", "## Outage and flaky server", "## Heavy tail", "## Retry-After beyond the deadline",
+		"## Streamed upload", "## Keep-alive under Client.Timeout",
+		"| failsafe-go | deadline error | 2.00 s | 1 |",
+		"| retryhttp | the 429 | 1.0 ms | 1 |",
+		"| net/http | 100 | +0 | 2 MiB | 2.0 ms (1.0 ms–3.0 ms) |",
+		"Left out: hedgedhttp (hedges share one body reader).",
+	} {
+		assert.Contains(t, out, want)
+	}
+	for _, name := range []string{"success-allocs", "success-bytes", "storm", "storm-conns", "tail", "retry-after", "upload", "keepalive"} {
+		assert.Contains(t, out, "(benchmarks/"+name+".png)")
+		f, err := os.Open(filepath.Join(dir, chartDir, name+".png"))
+		require.NoError(t, err)
+		img, err := png.Decode(f)
+		f.Close()
+		require.NoError(t, err, name)
+		assert.Greater(t, img.Bounds().Dx(), 400, name)
+	}
+}
+
+func TestMetaRoundTrip(t *testing.T) {
+	m := Meta{Date: "2026-01-02", Command: "cd benchmarks && go run ./cmd/figures", Wall: "9m12s",
+		Machine: Machine{Go: "go version go1.26.8 linux/amd64", Platform: "linux/amd64", CPUs: 2, CPU: "AMD EPYC: x"}}
+	raw := append(m.encode(), "BenchmarkX-2 1 5 ns/op\n"...)
+	assert.Equal(t, m, readMeta(raw))
+	runs, err := parse(bytes.NewReader(raw))
+	require.NoError(t, err)
+	assert.Len(t, runs, 1)
+}
+
+func TestFormats(t *testing.T) {
+	for _, c := range []struct{ got, want string }{
+		{bytesOf(512), "512 B"}, {bytesOf(1536), "1.5 KiB"}, {bytesOf(64 << 20), "64 MiB"},
+		{bytesOf(1.1 * (1 << 20)), "1.1 MiB"}, {bytesOf(158 << 20), "158 MiB"},
+		{nanos(950), "950 ns"}, {nanos(23400), "23.4 µs"}, {nanos(2.5e6), "2.5 ms"}, {nanos(2.01e9), "2.01 s"},
+		{spread(Stat{Med: 2, Min: 1, Max: 3, N: 3}, count), "2 (1–3)"},
+		{spread(Stat{Med: 2, Min: 2, Max: 2, N: 3}, count), "2"},
+		{spread(Stat{}, count), none},
+		{millis(201.4), "201 ms"}, {millis(2001), "2.00 s"}, {millis(13.71), "13.7 ms"},
+	} {
+		assert.Equal(t, c.want, c.got)
+	}
+}
