@@ -62,6 +62,8 @@ func main() {
 	st := tr.Stats().Total
 	fmt.Printf("\nstats: %d requests, %d extra attempts (%d failed), %d hedges sent, %d won, %d cancelled, %d refused by the budget\n",
 		st.Requests, st.RetryAttempts, st.RetryAttemptsFailed, st.HedgesSent, st.HedgesWon, st.HedgesCancelled, st.BudgetRefusals)
+	fmt.Println("\nside by side with go-retryablehttp, failsafe-go and hedgedhttp, with charts:")
+	fmt.Println("  docs/benchmarks.md (made anew with: cd benchmarks && go run ./cmd/figures)")
 }
 
 // get fetches url and reports the status, the attempts and the time taken.
