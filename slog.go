@@ -3,8 +3,6 @@ package retryhttp
 import (
 	"log/slog"
 	"net/http"
-	"net/url"
-	"strings"
 )
 
 // LogHooks returns hooks that log, with l, what a [Transport] does for a
@@ -118,50 +116,7 @@ func (h logHooks) done(d Done) {
 // statusOrError is the error when there is one, else the status.
 func statusOrError(status int, err error) slog.Attr {
 	if err != nil {
-		return slog.String("error", redactURLs(err.Error()))
+		return slog.String("error", RedactURLs(err.Error()))
 	}
 	return slog.Int("status", status)
-}
-
-// redactURLs returns s with every URL in it cut down to its scheme, host
-// and path, for error texts that quote one (a *url.Error does, and so may
-// any base transport): no userinfo, query or fragment.
-func redactURLs(s string) string {
-	var b strings.Builder
-	for {
-		i := strings.Index(s, "://")
-		if i < 0 {
-			b.WriteString(s)
-			return b.String()
-		}
-		start, end := i, i+len("://")
-		for start > 0 && schemeByte(s[start-1]) {
-			start--
-		}
-		for end < len(s) && !strings.ContainsRune(" \t\r\n\"'`<>", rune(s[end])) {
-			end++
-		}
-		b.WriteString(s[:start])
-		b.WriteString(redactURL(s[start:end]))
-		s = s[end:]
-	}
-}
-
-// schemeByte reports whether c may be part of a URL scheme.
-func schemeByte(c byte) bool {
-	return 'a' <= c && c <= 'z' || 'A' <= c && c <= 'Z' || '0' <= c && c <= '9' || c == '+' || c == '-' || c == '.'
-}
-
-// redactURL cuts raw down to its scheme, host and path, marking userinfo
-// as there, or to its scheme alone when it does not parse.
-func redactURL(raw string) string {
-	u, err := url.Parse(raw)
-	if err != nil || u.Host == "" {
-		return raw[:strings.Index(raw, "://")+len("://")] + "REDACTED"
-	}
-	userinfo := ""
-	if u.User != nil {
-		userinfo = "REDACTED@"
-	}
-	return u.Scheme + "://" + userinfo + u.Host + u.EscapedPath()
 }

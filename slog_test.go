@@ -132,7 +132,7 @@ func TestLogHooksPrintNoSecret(t *testing.T) {
 
 		out := buf.String()
 		assert.Len(t, lines(&buf), 6, "three failed attempts, two waits, the end")
-		assert.Contains(t, out, `error="retryhttp: no response after 3 attempt(s): Get \"https://REDACTED@api.test/v1/items\": unexpected EOF"`)
+		assert.Contains(t, out, `error="retryhttp: no response after 3 attempt(s): Get \"https://REDACTED:REDACTED@api.test/v1/items\": unexpected EOF"`)
 		for _, secret := range []string{"alice", "hunter2", "s3cret", "token", "frag-secret", "header-secret", "cookie-secret"} {
 			assert.NotContains(t, out, secret)
 		}
@@ -141,7 +141,7 @@ func TestLogHooksPrintNoSecret(t *testing.T) {
 
 func TestRedactURLsInLogs(t *testing.T) {
 	cases := map[string]string{
-		`Get "https://bob:pa%3Ass@api.test/x?k=v#f": boom`:      `Get "https://REDACTED@api.test/x": boom`,
+		`Get "https://bob:pa%3Ass@api.test/x?k=v#f": boom`:      `Get "https://REDACTED:REDACTED@api.test/x": boom`,
 		"to http://b.test/y?sig=s then https://c.test/#t (EOF)": "to http://b.test/y then https://c.test/ (EOF)",
 		"bad ://x?k=v and h://%zz?k=v":                          "bad ://REDACTED and h://REDACTED",
 		"dial tcp 127.0.0.1:1: connect: connection refused":     "dial tcp 127.0.0.1:1: connect: connection refused",

@@ -86,17 +86,7 @@ func server(u *url.URL) []attribute.KeyValue {
 // fullURL returns url.full for u without what may be secret: the query
 // and fragment are left out, and userinfo is replaced as the semantic
 // conventions ask.
-func fullURL(u *url.URL) string {
-	var b strings.Builder
-	b.WriteString(u.Scheme)
-	b.WriteString("://")
-	if u.User != nil {
-		b.WriteString("REDACTED:REDACTED@")
-	}
-	b.WriteString(u.Host)
-	b.WriteString(u.EscapedPath())
-	return b.String()
-}
+func fullURL(u *url.URL) string { return retryhttp.RedactURL(u) }
 
 // errorType returns the attempt's error.type, or "" when it succeeded:
 // the status code for a status of 400 or more, else for an error
@@ -125,41 +115,5 @@ func timeout(err error) bool {
 }
 
 // scrub returns err's text with every URL in it cut down as url.full
-// is: no userinfo, query or fragment. Errors quote URLs: a *url.Error
-// does, and so may any base transport.
-func scrub(err error) string {
-	s := err.Error()
-	var b strings.Builder
-	for {
-		i := strings.Index(s, "://")
-		if i < 0 {
-			b.WriteString(s)
-			return b.String()
-		}
-		start, end := i, i+len("://")
-		for start > 0 && schemeByte(s[start-1]) {
-			start--
-		}
-		for end < len(s) && !strings.ContainsRune(" \t\r\n\"'`<>", rune(s[end])) {
-			end++
-		}
-		b.WriteString(s[:start])
-		b.WriteString(redactURL(s[start:end]))
-		s = s[end:]
-	}
-}
-
-// schemeByte reports whether c may be part of a URL scheme.
-func schemeByte(c byte) bool {
-	return 'a' <= c && c <= 'z' || 'A' <= c && c <= 'Z' || '0' <= c && c <= '9' || c == '+' || c == '-' || c == '.'
-}
-
-// redactURL cuts raw down as url.full is, or to its scheme when it does
-// not parse.
-func redactURL(raw string) string {
-	u, err := url.Parse(raw)
-	if err != nil || u.Host == "" {
-		return raw[:strings.Index(raw, "://")+len("://")] + "REDACTED"
-	}
-	return fullURL(u)
-}
+// is.
+func scrub(err error) string { return retryhttp.RedactURLs(err.Error()) }
