@@ -98,8 +98,9 @@ type Retry struct {
 	// Jitter zero means [DefaultJitter], however the Retry was built: in
 	// Go, and in JSON where "jitter" is left out (ParseConfig stores
 	// DefaultJitter then). For waits with no jitter at all, set Backoff to
-	// an [Exponential] with Jitter 0, which is taken literally; JSON
-	// "backoff": {"exponential": {..., "jitter": 0}}.
+	// an [Exponential] with Jitter 0, which is taken literally. In JSON an
+	// explicit "jitter": 0 says so, and ParseConfig reads it that way: as
+	// that Exponential, in Backoff.
 	InitialBackoff    time.Duration
 	MaxBackoff        time.Duration
 	BackoffMultiplier float64

@@ -82,22 +82,19 @@ func ExampleRetry_Schedule() {
 	// retry 5: between 16s and 17s: true
 }
 
-// A zero jitter means the default, 0.2, so "jitter": 0 is refused rather
-// than read as the opposite of what it says; the backoff form takes it
-// literally.
+// A Retry's zero Jitter means the default, 0.2, as a left-out "jitter"
+// does in JSON; an explicit "jitter": 0 asks for none, and is read as the
+// Exponential backoff that says so.
 func ExampleParseConfig_noJitter() {
-	_, err := policy.ParseConfig([]byte(`{"methodConfig": [{"name": [{}], "retryPolicy": {
-		"maxAttempts": 3, "initialBackoff": "1s", "maxBackoff": "4s", "backoffMultiplier": 2, "jitter": 0}}]}`))
-	fmt.Println(err)
-
 	cfg, err := policy.ParseConfig([]byte(`{"methodConfig": [{"name": [{}], "retryPolicy": {
-		"maxAttempts": 3, "backoff": {"exponential": {"initial": "1s", "max": "4s", "multiplier": 2, "jitter": 0}}}}]}`))
+		"maxAttempts": 3, "initialBackoff": "1s", "maxBackoff": "4s", "backoffMultiplier": 2, "jitter": 0}}]}`))
 	if err != nil {
 		panic(err)
 	}
 	b := cfg.Rules[0].Retry.Schedule()
 	fmt.Println(b.Duration(0), b.Duration(1), b.Duration(2), b.Duration(3))
+	fmt.Printf("%+v\n", cfg.Rules[0].Retry.Backoff)
 	// Output:
-	// policy: methodConfig[0].retryPolicy.jitter: 0: means the default 0.2, as when left out; for no jitter, give "backoff": {"exponential": {..., "jitter": 0}} instead
 	// 1s 2s 4s 4s
+	// {Initial:1s Max:4s Multiplier:2 Jitter:0}
 }

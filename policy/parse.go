@@ -20,9 +20,9 @@ import (
 // left-out key. Data after the top-level object is an error.
 //
 // A retryPolicy that leaves out "jitter" gets [DefaultJitter]. An explicit
-// "jitter": 0 is an error: a zero Jitter means DefaultJitter, so it would
-// silently jitter by 0.2. Waits without jitter are written as
-// "backoff": {"exponential": {..., "jitter": 0}}.
+// "jitter": 0 means none: as a Retry's zero Jitter means DefaultJitter,
+// such a policy is read into Backoff as the [Exponential] of its numeric
+// fields, with no jitter, and the four fields are left zero.
 //
 // A retryPolicy may give its waits as "backoff", an object with exactly
 // one of these keys, read into [Retry.Backoff]; it must then leave out
@@ -231,13 +231,21 @@ func (m *retryJSON) numeric(path string, r *Retry) error {
 		r.BackoffMultiplier = *m.BackoffMultiplier
 	}
 	r.Jitter = DefaultJitter
-	if m.Jitter != nil {
-		r.Jitter = *m.Jitter
+	if m.Jitter == nil || *m.Jitter != 0 {
+		if m.Jitter != nil {
+			r.Jitter = *m.Jitter
+		}
+		return nil
 	}
-	if r.Jitter == 0 {
-		return &FieldError{Field: path + ".jitter", Value: "0",
-			Reason: `means the default 0.2, as when left out; for no jitter, give "backoff": {"exponential": {..., "jitter": 0}} instead`}
+	// An explicit "jitter": 0 asks for none, which a Retry's numeric
+	// fields cannot say: their zero Jitter is DefaultJitter, as in JSON
+	// when it is left out. The waits become the Exponential that says
+	// it, once the fields have been checked under their own names.
+	if err := r.validateNumeric(path); err != nil {
+		return err
 	}
+	r.Backoff = Exponential{Initial: r.InitialBackoff, Max: r.MaxBackoff, Multiplier: r.BackoffMultiplier}
+	r.InitialBackoff, r.MaxBackoff, r.BackoffMultiplier, r.Jitter = 0, 0, 0, 0
 	return nil
 }
 

@@ -67,6 +67,16 @@ func TestParseConfigValues(t *testing.T) {
 		{"jitter null is DefaultJitter", retry(`, "jitter": null`), func(t *testing.T, c *Config) {
 			assert.Equal(t, DefaultJitter, c.Rules[0].Retry.Jitter, "got %v, want %v", c.Rules[0].Retry.Jitter, DefaultJitter)
 		}},
+		{"jitter 0 is none", retry(`, "jitter": 0`), func(t *testing.T, c *Config) {
+			r := c.Rules[0].Retry
+			assert.Equal(t, Exponential{Initial: time.Second, Max: time.Second, Multiplier: 1}, r.Backoff,
+				"got %+v, want the fields as an Exponential without jitter", r.Backoff)
+			assert.Zero(t, r.Jitter)
+			assert.Zero(t, r.InitialBackoff, "the fields give way to Backoff")
+		}},
+		{"jitter -0 is none", retry(`, "jitter": -0e5`), func(t *testing.T, c *Config) {
+			assert.Equal(t, Exponential{Initial: time.Second, Max: time.Second, Multiplier: 1}, c.Rules[0].Retry.Backoff)
+		}},
 		{"jitter 1", retry(`, "jitter": 1`), func(t *testing.T, c *Config) {
 			assert.Equal(t, 1.0, c.Rules[0].Retry.Jitter, "got %v, want 1", c.Rules[0].Retry.Jitter)
 		}},
@@ -153,13 +163,10 @@ func TestParseConfigRejects(t *testing.T) {
 			"retryThrottling.burst", "2"},
 		{"key in other case", retry(`, "Jitter": 0.1`), "methodConfig[0].retryPolicy.Jitter", "0.1"},
 		{"repeated key", retry(`, "maxAttempts": 3`), "methodConfig[0].retryPolicy.maxAttempts", "3"},
-		// A zero jitter means DefaultJitter, so an explicit 0 would not
-		// mean what it says.
-		{"jitter 0", retry(`, "jitter": 0`), "methodConfig[0].retryPolicy.jitter", "0"},
-		{"jitter -0", retry(`, "jitter": -0`), "methodConfig[0].retryPolicy.jitter", "0"},
-		{"jitter 0.0", retry(`, "jitter": 0.0e5`), "methodConfig[0].retryPolicy.jitter", "0"},
 		{"fields before jitter", rule(`, "retryPolicy": {"jitter": 0, "maxAttempts": 2, "initialBackoff": "soon"}`),
 			"methodConfig[0].retryPolicy.initialBackoff", `"soon"`},
+		{"jitter 0 still checks the fields", retry(`, "jitter": 0, "maxBackoff": "1ms"`),
+			"methodConfig[0].retryPolicy.maxBackoff", `"1ms"`},
 		// Durations.
 		{"duration as number", retry(`, "perAttemptTimeout": 0.1`), "methodConfig[0].retryPolicy.perAttemptTimeout", "0.1"},
 		{"negative duration", retry(`, "perAttemptTimeout": "-1s"`), "methodConfig[0].retryPolicy.perAttemptTimeout", `"-1s"`},
@@ -217,8 +224,7 @@ func TestParseConfigMessages(t *testing.T) {
 		{`{"methodConfig": [{"retryPolicy": {"maxAttempts": 1}}]}`,
 			"policy: methodConfig[0].name: must list at least one pattern; [{}] matches every request"},
 		{`{"methodConfig": [{"name": [{}], "retryPolicy": {"maxAttempts": 2, "jitter": 0}}]}`,
-			`policy: methodConfig[0].retryPolicy.jitter: 0: means the default 0.2, as when left out; ` +
-				`for no jitter, give "backoff": {"exponential": {..., "jitter": 0}} instead`},
+			`policy: methodConfig[0].retryPolicy.initialBackoff: 0s: must be greater than 0`},
 		{`{"maxServerDelay": 60}`,
 			`policy: maxServerDelay: 60: must be a duration string such as "0.1s"`},
 		{`{"maxServerDelay": "-1s"}`,
