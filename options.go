@@ -43,11 +43,12 @@ func WithHooks(ctx context.Context, h *Hooks) context.Context {
 
 // WithPolicy returns a context under which a request follows rule instead
 // of the rule its Transport's policy matches for it. The rule's Name is
-// not used. A nil rule means the Transport's policy again. The rule is
-// checked here as a rule of a Config would be, without requiring names;
-// an invalid one makes [Transport.RoundTrip] fail at once with an error
-// naming the field, after closing the request's body. rule must not be
-// modified once a request uses it.
+// not used. A nil rule means the Transport's policy again. WithPolicy
+// checks the rule as a rule of a Config would be checked, without
+// requiring names; an invalid one makes [Transport.RoundTrip] of a request
+// carrying the context fail at once, before anything is sent, with an
+// error naming the field, after closing the request's body. rule must not
+// be modified once a request uses it.
 //
 // [WithoutRetries] wins over WithPolicy, whichever was applied last.
 func WithPolicy(ctx context.Context, rule *policy.Rule) context.Context {

@@ -25,7 +25,10 @@ const MaxPeek = 1 << 20
 // connection of a 101 Switching Protocols response gives nil, nil. PeekBody respects the context of resp.Request, when it has
 // one: once that ends, the body is closed, which ends a read that the
 // context alone does not (as for a body from a custom base that ignores
-// it), and the context's cause is returned. It is meant for
+// it), and the context's cause is returned. Nothing else bounds the
+// wait: a Transport's per-attempt timeout ends with the response headers,
+// so a body that trickles holds a classifier as long as the request's
+// deadline allows. It is meant for
 // [Transport.Classify], and for any code that must look into a body before
 // handing the response on; it is not safe for concurrent use with other
 // readers of the same body.

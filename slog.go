@@ -58,8 +58,12 @@ func (h logHooks) log(req *http.Request, level slog.Level, msg string, attrs ...
 	if method == "" {
 		method = http.MethodGet
 	}
+	path := req.URL.Path
+	if path == "" {
+		path = "/" // as net/http sends it
+	}
 	all := make([]slog.Attr, 0, 3+len(attrs))
-	all = append(all, slog.String("method", method), slog.String("host", req.URL.Host), slog.String("path", req.URL.Path))
+	all = append(all, slog.String("method", method), slog.String("host", req.URL.Host), slog.String("path", path))
 	l.LogAttrs(ctx, level, msg, append(all, attrs...)...)
 }
 

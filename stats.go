@@ -60,9 +60,9 @@ type Stats struct {
 	// "per-call" for requests sent under [WithPolicy] (present once one
 	// was). A policy set by [Transport.SetPolicy] starts its rules afresh.
 	Rules map[string]Counters
-	// Hosts is keyed by URL host as the budget is. At most
-	// maxStatsHosts hosts are kept apart; requests to hosts beyond them
-	// count under "(other)".
+	// Hosts is keyed by URL host as the budget is. At most 1024 hosts
+	// are kept apart; requests to hosts beyond them count under
+	// "(other)".
 	Hosts map[string]Counters
 	// Buffer reports the request-body buffer.
 	Buffer BufferStats

@@ -61,7 +61,9 @@ type Rule struct {
 // case-insensitively against the URL host (the port is compared only when
 // Host has one), Method exactly, and Path as a prefix ending on a segment
 // boundary ("/v3" matches "/v3" and "/v3/x", not "/v30"). The zero Name
-// matches every request.
+// matches every request. Validate refuses what could never match: a Host
+// written as a URL (with a scheme, path, query or userinfo), a Method that
+// is not an HTTP token, a Path not starting with "/".
 type Name struct {
 	Host   string
 	Method string

@@ -53,26 +53,32 @@ func (e *FieldError) Is(target error) bool {
 	return target == ErrInvalid
 }
 
-// clipped cuts the Value of a *FieldError in err to maxValueLen. Every
-// exported function that returns a FieldError returns it through here, so
-// that no path (a JSON excerpt, a duration string, a header name, a Go
-// value) can hand a caller's whole input back in a message.
+// maxFieldLen is the longest Field kept in a FieldError: room for every
+// path a valid config has, while an unknown key of any length is cut.
+const maxFieldLen = 2 * maxValueLen
+
+// clipped cuts the Value of a *FieldError in err to maxValueLen, and its
+// Field to maxFieldLen. Every exported function that returns a FieldError
+// returns it through here, so that no path (a JSON excerpt or key, a
+// duration string, a header name, a Go value) can hand a caller's whole
+// input back in a message.
 func clipped(err error) error {
 	var fe *FieldError
 	if errors.As(err, &fe) {
-		fe.Value = cut(fe.Value)
+		fe.Value = cut(fe.Value, maxValueLen)
+		fe.Field = cut(fe.Field, maxFieldLen)
 	}
 	return err
 }
 
-// cut returns s when it is at most maxValueLen bytes long, and otherwise
-// its first maxValueLen bytes or fewer, ending before any UTF-8 sequence
-// that would be split, followed by "...".
-func cut(s string) string {
-	if len(s) <= maxValueLen {
+// cut returns s when it is at most limit bytes long, and otherwise its
+// first limit bytes or fewer, ending before any UTF-8 sequence that would
+// be split, followed by "...".
+func cut(s string, limit int) string {
+	if len(s) <= limit {
 		return s
 	}
-	end := maxValueLen
+	end := limit
 	// s[end] is the first byte left out; while it continues a sequence,
 	// the sequence it belongs to would be split, so leave out its start
 	// too. At most utf8.UTFMax-1 steps back, so that invalid UTF-8 (a

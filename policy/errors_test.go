@@ -34,7 +34,7 @@ func TestCut(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			t.Parallel()
-			got := cut(tt.in)
+			got := cut(tt.in, maxValueLen)
 			assert.Equal(t, tt.want, got, "got %q, want %q", got, tt.want)
 			assert.LessOrEqual(t, len(got), maxValueLen+len("..."), "got %d bytes, want at most %d", len(got), maxValueLen+3)
 			if utf8.ValidString(tt.in) {
@@ -98,4 +98,16 @@ func TestLongValuesAreCut(t *testing.T) {
 			assert.Less(t, len(err.Error()), 300, "got a message of %d bytes, want a short one", len(err.Error()))
 		})
 	}
+}
+
+// An unknown key of 10 KB is a field name the caller wrote: it is cut too.
+func TestLongUnknownKeyIsCut(t *testing.T) {
+	t.Parallel()
+	key := strings.Repeat("x", 10<<10)
+	_, err := ParseConfig([]byte(`{"methodConfig": [{"name": [{}], "` + key + `": 1}]}`))
+	var fe *FieldError
+	require.ErrorAs(t, err, &fe, "got %v, want a *FieldError", err)
+	assert.True(t, strings.HasPrefix(fe.Field, "methodConfig[0].xxx"), "got field %q", fe.Field)
+	assert.LessOrEqual(t, len(fe.Field), maxFieldLen+3, "got a field of %d bytes", len(fe.Field))
+	assert.Less(t, len(err.Error()), 300, "got a message of %d bytes, want a short one", len(err.Error()))
 }

@@ -99,6 +99,10 @@ func (r *Rule) validate(path string, named bool) error {
 }
 
 func (n Name) validate(path string) error {
+	if strings.ContainsAny(n.Host, "/?#@ \t") {
+		return &FieldError{Field: join(path, "host"), Value: strconv.Quote(n.Host),
+			Reason: `must be a host name or address, with a port if any, such as "api.example.com:443": not a URL`}
+	}
 	if n.Method != "" && !isToken(n.Method) {
 		return &FieldError{Field: join(path, "method"), Value: strconv.Quote(n.Method), Reason: "must be an HTTP method token"}
 	}

@@ -308,3 +308,21 @@ func TestRuleValidateNil(t *testing.T) {
 	assert.ErrorIs(t, err, ErrInvalid, "got %v, want ErrInvalid", err)
 	assert.Equal(t, "policy: rule is nil", err.Error(), "got %q, want %q", err, "policy: rule is nil")
 }
+
+// A host written as a URL could never match a request's host: it is
+// refused, naming the field.
+func TestNameHostMustBeAHost(t *testing.T) {
+	for _, host := range []string{"https://api.example.com", "api.example.com/v3", "api example", "user@api.example.com"} {
+		c := validConfig()
+		c.Rules[0].Name[0].Host = host
+		err := c.Validate()
+		var fe *FieldError
+		require.ErrorAs(t, err, &fe, "host %q: got %v, want a *FieldError", host, err)
+		assert.Equal(t, "methodConfig[0].name[0].host", fe.Field)
+	}
+	for _, host := range []string{"api.example.com", "API.example.com:8443", "[::1]:80", "127.0.0.1"} {
+		c := validConfig()
+		c.Rules[0].Name[0].Host = host
+		assert.NoError(t, c.Validate(), "host %q", host)
+	}
+}

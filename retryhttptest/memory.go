@@ -172,13 +172,15 @@ func statusLine(code int) string {
 	return strconv.Itoa(code) + " " + text
 }
 
-// replyHeader returns the header a step's reply carries, with what
-// net/http's server adds: Content-Length, Content-Type from the body and,
-// when date is set, Date.
+// replyHeader returns the header a step's reply carries, its keys in
+// canonical form as a client reading it off a connection finds them, with
+// what net/http's server adds: Content-Length, Content-Type from the body
+// and, when date is set, Date.
 func replyHeader(st *Step, date bool) http.Header {
-	h := st.Header.Clone()
-	if h == nil {
-		h = http.Header{}
+	h := make(http.Header, len(st.Header)+3)
+	for k, vs := range st.Header {
+		key := http.CanonicalHeaderKey(k)
+		h[key] = append(h[key], vs...)
 	}
 	if bodyAllowed(st.status()) {
 		h.Set("Content-Length", strconv.Itoa(len(st.Body)))

@@ -127,3 +127,23 @@ func records(t *testing.T, srv *retryhttptest.Server) []seen {
 	}
 	return out
 }
+
+// A step's header keys reach the client in canonical form in every mode,
+// as they do off a connection.
+func TestHeaderKeysAreCanonical(t *testing.T) {
+	srv := &retryhttptest.Server{Script: []retryhttptest.Step{{Header: http.Header{"x-ratelimit-reset": {"1"}}}}}
+	for _, m := range modes {
+		t.Run(m.name, func(t *testing.T) {
+			m.run(t, srv, func(t *testing.T, base http.RoundTripper, url string) {
+				resp, err := (&http.Client{Transport: base}).Get(url)
+				if err != nil {
+					t.Fatal(err)
+				}
+				resp.Body.Close()
+				if got := resp.Header.Get("X-RateLimit-Reset"); got != "1" {
+					t.Errorf("got X-RateLimit-Reset %q, want %q", got, "1")
+				}
+			})
+		})
+	}
+}
