@@ -133,7 +133,7 @@ func (r *result) settle() {
 	if r.err != nil {
 		cause := context.Cause(r.ctx)
 		switch {
-		case cause == nil && cancellation(r.err):
+		case cause == nil && othersCancellation(r.err):
 			r.err = &lostError{err: r.err}
 		case cause != nil && !errors.Is(r.err, cause):
 			// The base reports a bare "context canceled"; keep why.
@@ -159,12 +159,17 @@ type causeError struct{ err, cause error }
 func (e *causeError) Error() string   { return e.err.Error() + " (" + e.cause.Error() + ")" }
 func (e *causeError) Unwrap() []error { return []error{e.err, e.cause} }
 
-// cancellation reports whether err says that a request was cancelled:
-// the context errors, or the causes this package cancels attempts with.
-func cancellation(err error) bool {
-	return errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) ||
-		errors.Is(err, errHedgeLost) || errors.Is(err, errHedgeCut) || errors.Is(err, errAttemptTimeout) ||
-		errors.Is(err, errDrainTimeout) || errors.Is(err, errBodyDone) || stdlibText(err) == textCancelled
+// othersCancellation reports whether err, reported for an attempt whose own
+// context is live, is the cancellation of another request: one of the
+// causes this package cancels attempts with, or net/http's own "request
+// canceled", which it gives a request cancelled through Request.Cancel.
+// A bare context error is not taken for one: a base may time out on its
+// own (a middleware's context.WithTimeout), and its error keeps its
+// identity, transient as any timeout.
+func othersCancellation(err error) bool {
+	return errors.Is(err, errHedgeLost) || errors.Is(err, errHedgeCut) || errors.Is(err, errAttemptTimeout) ||
+		errors.Is(err, errDrainTimeout) || errors.Is(err, errBodyDone) || errors.Is(err, errCallDone) ||
+		errors.Is(err, errRequestCanceled) || stdlibText(err) == textCancelled
 }
 
 // lostError is a cancellation that the base reported for an attempt whose

@@ -182,8 +182,16 @@ func (c *call) settleStop(resp *http.Response) {
 }
 
 // end lets the body's buffer go and puts c back in the pool.
-func (c *call) end() {
+//
+// A request cut short by a panic (of a hook, or of the base on the
+// caller's goroutine) may still have attempts in flight that hold c: its
+// call is then left to the garbage collector, never put back for another
+// request to share.
+func (c *call) end(completed bool) {
 	c.body.release()
+	if !completed {
+		return
+	}
 	st := c.st
 	*c = call{}
 	st.calls.Put(c)
@@ -298,9 +306,9 @@ func (c *call) readDelay(r *result, out outcome) {
 
 // mayResend reports whether an attempt whose outcome is out may be resent
 // at once, transparently, without spending an attempt: one that never
-// reached the server, or an idempotent one whose connection another
-// request's cancellation closed (see lostError), as net/http itself
-// resends such a request on a connection it reused. Not when the caller's
+// reached the server, or, under a retry or hedging rule, an idempotent one
+// whose connection another request's cancellation closed (see lostError),
+// as net/http itself resends such a request on a connection it reused. Not when the caller's
 // context has ended, nor when the dialer refused it for its address's
 // backoff window, which an immediate resend would only meet again, nor
 // when the body can no longer be replayed.
@@ -308,7 +316,7 @@ func (c *call) mayResend(r *result, out outcome) bool {
 	var lost *lostError
 	switch {
 	case out == outNeverSent:
-	case out == outNetwork && c.plan.idem && errors.As(r.err, &lost):
+	case out == outNetwork && c.plan.kind != planNone && c.plan.idem && errors.As(r.err, &lost):
 	default:
 		return false
 	}

@@ -1,6 +1,7 @@
 package retryhttp
 
 import (
+	"context"
 	"crypto/tls"
 	"crypto/x509"
 	"errors"
@@ -195,7 +196,10 @@ func transientError(err error) (transient, refused bool) {
 		return !dnsErr.IsNotFound, true
 	case errors.Is(err, syscall.ECONNREFUSED), errors.As(err, &opErr) && opErr.Op == "dial":
 		return true, true
-	case errors.Is(err, errAttemptTimeout), errors.As(err, new(*lostError)), errors.Is(err, io.EOF), errors.Is(err, io.ErrUnexpectedEOF),
+	case errors.Is(err, errAttemptTimeout), errors.As(err, new(*lostError)), errors.Is(err, io.EOF),
+		// The caller's context is live (classifyError looks first): a
+		// cancellation the base met on its own.
+		errors.Is(err, context.Canceled), errors.Is(err, context.DeadlineExceeded), errors.Is(err, io.ErrUnexpectedEOF),
 		errors.Is(err, syscall.ECONNRESET), errors.Is(err, syscall.ECONNABORTED),
 		errors.Is(err, syscall.EPIPE), errors.Is(err, syscall.ETIMEDOUT),
 		errors.Is(err, syscall.EHOSTUNREACH), errors.Is(err, syscall.ENETUNREACH):

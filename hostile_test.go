@@ -1,6 +1,7 @@
 package retryhttp_test
 
 import (
+	"context"
 	"errors"
 	"io"
 	"math"
@@ -12,6 +13,7 @@ import (
 	"time"
 
 	"github.com/retryhttp/retryhttp"
+	"github.com/retryhttp/retryhttp/policy"
 	rt "github.com/retryhttp/retryhttp/retryhttptest"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -177,4 +179,65 @@ func TestHTTP2StreamResetIsRetried(t *testing.T) {
 			srv.WantAttempts(t, 2)
 		})
 	}
+}
+
+// A hook that panics while hedges are in flight does not hand the state
+// of its request to the next one: that gets its own answer.
+func TestHookPanicLeavesTheNextRequestWhole(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		srv := &rt.Server{Choose: func(_ int, req *http.Request) rt.Step {
+			if req.URL.Path == "/a" && req.Header.Get(retryhttp.AttemptsHeader) == "" {
+				return rt.Step{Status: 503} // non-fatal: the next hedge goes at once
+			}
+			return rt.Step{Delay: time.Second, Body: "answer for " + req.URL.Path}
+		}}
+		// Attempt 2 goes at once after the 503 and answers after a
+		// second; attempt 3, 10 ms later, starts while it is in flight.
+		cfg := &policy.Config{Rules: []policy.Rule{{Name: []policy.Name{{}},
+			Hedge: &policy.Hedge{MaxAttempts: 3, HedgingDelay: 10 * time.Millisecond, NonFatalStatusCodes: []int{503}}}}}
+		tr := &retryhttp.Transport{Base: srv, Policy: cfg}
+		get := func(path string, h *retryhttp.Hooks) (*http.Response, error) {
+			req, err := http.NewRequestWithContext(retryhttp.WithHooks(t.Context(), h), "GET", "https://api.test"+path, nil)
+			require.NoError(t, err)
+			return tr.RoundTrip(req)
+		}
+		func() {
+			defer func() { assert.Equal(t, "hook bug", recover()) }()
+			get("/a", &retryhttp.Hooks{AttemptStart: func(a retryhttp.AttemptStart) {
+				if a.Attempt == 3 {
+					panic("hook bug")
+				}
+			}})
+			t.Error("RoundTrip returned")
+		}()
+		for range 3 {
+			resp, err := get("/b", nil)
+			require.NoError(t, err)
+			assert.Equal(t, "answer for /b", readAll(t, resp))
+		}
+		synctest.Wait()
+	})
+}
+
+// A base that times out on its own (a middleware's context.WithTimeout)
+// reports a timeout the caller can see as one; under policy.None it is
+// not sent again.
+func TestBaseTimeoutKeepsItsIdentity(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		srv := script(rt.Step{Fault: rt.Hang})
+		var sent atomic.Int64
+		base := roundTripFunc(func(req *http.Request) (*http.Response, error) {
+			sent.Add(1)
+			ctx, cancel := context.WithTimeout(req.Context(), time.Second)
+			defer cancel()
+			return srv.RoundTrip(req.WithContext(ctx))
+		})
+		tr := &retryhttp.Transport{Base: base, Policy: policy.None()}
+		_, err := tr.RoundTrip(newRequest(t, t.Context(), "GET", ""))
+		require.ErrorIs(t, err, context.DeadlineExceeded)
+		var ne interface{ Timeout() bool }
+		require.ErrorAs(t, err, &ne)
+		assert.True(t, ne.Timeout(), "a timeout, as net.Error has it")
+		assert.Equal(t, int64(1), sent.Load(), "sent once")
+	})
 }

@@ -259,7 +259,8 @@ func (t *Transport) RoundTrip(req *http.Request) (*http.Response, error) {
 		}
 		return nil, err
 	}
-	defer c.end()
+	completed := false
+	defer func() { c.end(completed) }()
 	c.started()
 	var resp *http.Response
 	switch c.plan.kind {
@@ -271,8 +272,12 @@ func (t *Transport) RoundTrip(req *http.Request) (*http.Response, error) {
 	c.settleStop(resp)
 	c.finished(resp, err)
 	if p := c.panicked; p != nil {
-		panic(p) // c.end, deferred, lets the body go first
+		// Every attempt has ended: the call may go back to the pool,
+		// and c.end, deferred, lets the body go first.
+		completed = true
+		panic(p)
 	}
+	completed = true
 	return resp, err
 }
 
