@@ -11,6 +11,8 @@ import (
 	"strings"
 	"sync"
 	"time"
+
+	"golang.org/x/sync/singleflight"
 )
 
 // Bounds of a spread's memory.
@@ -26,7 +28,7 @@ const (
 	// it is reached, they are all forgotten and looked up again.
 	maxResolved = 1024
 	// maxPinned is the number of addresses with a transport of their
-	// own; when it is reached, every host is forgotten as above.
+	// own; when it is reached, they are all closed and made anew as used.
 	maxPinned = 256
 )
 
@@ -42,25 +44,28 @@ const (
 //
 // A request to a host with one address, an IP literal or a proxy is left
 // to the base. Routing costs a request one map lookup under mu and no
-// allocation once its host is known.
+// allocation once its host is known. An address keeps its transport, and
+// so its idle connections, across the lookups of its host.
 type spread struct {
 	base    *http.Transport
 	dialer  *Dialer
 	resolve func(ctx context.Context, host string) ([]netip.Addr, error)
+	lookups singleflight.Group // one lookup of a host at a time, shared
 
-	// mu guards hosts and the transports in its entries. It is held for
-	// map operations only: lookups and dials happen outside it.
+	// mu guards the maps. It is held for map operations only: lookups
+	// and dials happen outside it.
 	mu     sync.Mutex
-	hosts  map[string]*hostEntry // by URL.Host as requests give it
-	pinned int                   // transports held in all entries
+	hosts  map[string]*hostEntry      // by URL host, lowercased
+	pinned map[string]*http.Transport // by host:port "@" ip:port
 }
 
-// hostEntry is what spread knows of one URL host until its time is up.
+// hostEntry is what spread knows of one URL host until its time is up. It
+// is never changed once made.
 type hostEntry struct {
 	until  time.Time
-	target string            // host:port, as the base would dial it
-	addrs  []string          // ip:port of each address, when there are several
-	rts    []*http.Transport // one per address, made as first used
+	target string   // host:port, as the base would dial it
+	addrs  []string // ip:port of each address, when there are several
+	keys   []string // each address's key in pinned
 }
 
 func newSpread(base *http.Transport, d *Dialer) *spread {
@@ -69,22 +74,24 @@ func newSpread(base *http.Transport, d *Dialer) *spread {
 		resolve: func(ctx context.Context, host string) ([]netip.Addr, error) {
 			return net.DefaultResolver.LookupNetIP(ctx, "ip", host)
 		},
-		hosts: make(map[string]*hostEntry),
+		hosts:  make(map[string]*hostEntry),
+		pinned: make(map[string]*http.Transport),
 	}
 }
 
-// route returns the transport for the next attempt of req and the address
-// it dials, given the addresses the attempt must avoid. It returns nil, ""
-// when the choice is the base's to make: the host is an IP literal, has
-// one address or none, is reached through a proxy, or every address is
+// route returns the transport for the next attempt of req, whose URL host
+// lowercased is host, and the address it dials, given the addresses the
+// attempt must avoid; ctx bounds a lookup. It returns nil, "" when the
+// choice is the base's to make: the host is an IP literal, has one
+// address or none, is reached through a proxy, or every address is
 // avoided or backing off.
-func (s *spread) route(req *http.Request, avoid []string) (http.RoundTripper, string) {
+func (s *spread) route(ctx context.Context, req *http.Request, host string, avoid []string) (http.RoundTripper, string) {
 	if s.base.Proxy != nil {
 		if pu, err := s.base.Proxy(req); err != nil || pu != nil {
 			return nil, ""
 		}
 	}
-	e := s.entry(req)
+	e := s.entry(ctx, req.URL, host)
 	if len(e.addrs) < 2 {
 		return nil, ""
 	}
@@ -101,40 +108,36 @@ func (s *spread) route(req *http.Request, avoid []string) (http.RoundTripper, st
 // over: enough for every hedge.
 const maxAddrs = 8
 
-// entry returns what is known of req's host, looking it up when that is
-// stale. A failed lookup is remembered for failedTTL unless the request's
-// own context ended it: the base looks the host up again and reports the
-// failure itself.
-func (s *spread) entry(req *http.Request) *hostEntry {
-	key, now := req.URL.Host, time.Now()
+// entry returns what is known of u's host (host, lowercased), looking it
+// up when that is stale; concurrent callers share one lookup. A failed
+// lookup is remembered for failedTTL unless ctx ended it: the base looks
+// the host up again and reports the failure itself.
+func (s *spread) entry(ctx context.Context, u *url.URL, host string) *hostEntry {
+	now := time.Now()
 	s.mu.Lock()
-	e := s.hosts[key]
+	e := s.hosts[host]
 	s.mu.Unlock()
 	if e != nil && now.Before(e.until) {
 		return e
 	}
-	e = s.lookup(req)
-	if e.until.IsZero() {
-		return e // not to be remembered
-	}
-	s.mu.Lock()
-	if old := s.hosts[key]; old != nil {
-		s.drop(old)
-	}
-	if len(s.hosts) >= maxResolved || s.pinned >= maxPinned {
-		for _, old := range s.hosts {
-			s.drop(old)
+	v, _, _ := s.lookups.Do(host, func() (any, error) {
+		e := s.lookup(ctx, u)
+		if e.until.IsZero() {
+			return e, nil // not to be remembered
 		}
-		clear(s.hosts)
-	}
-	s.hosts[key] = e
-	s.mu.Unlock()
-	return e
+		s.mu.Lock()
+		if len(s.hosts) >= maxResolved {
+			clear(s.hosts)
+		}
+		s.hosts[host] = e
+		s.mu.Unlock()
+		return e, nil
+	})
+	return v.(*hostEntry)
 }
 
-// lookup resolves req's host into a fresh entry.
-func (s *spread) lookup(req *http.Request) *hostEntry {
-	u := req.URL
+// lookup resolves u's host into a fresh entry.
+func (s *spread) lookup(ctx context.Context, u *url.URL) *hostEntry {
 	host, port := u.Hostname(), u.Port()
 	if port == "" {
 		port = defaultPort(u)
@@ -147,31 +150,20 @@ func (s *spread) lookup(req *http.Request) *hostEntry {
 	if _, err := netip.ParseAddr(host); err == nil {
 		return e
 	}
-	addrs, err := s.resolve(req.Context(), strings.ToLower(host))
+	addrs, err := s.resolve(ctx, strings.ToLower(host))
 	if err != nil {
-		if req.Context().Err() != nil {
+		if ctx.Err() != nil {
 			return &hostEntry{}
 		}
 		e.until = time.Now().Add(failedTTL)
 		return e
 	}
 	for _, a := range addrs[:min(len(addrs), maxAddrs)] {
-		e.addrs = append(e.addrs, netip.AddrPortFrom(a.Unmap(), uint16(p)).String())
+		ap := netip.AddrPortFrom(a.Unmap(), uint16(p)).String()
+		e.addrs = append(e.addrs, ap)
+		e.keys = append(e.keys, e.target+"@"+ap)
 	}
-	e.rts = make([]*http.Transport, len(e.addrs))
 	return e
-}
-
-// drop forgets the transports of e, closing their idle connections;
-// connections in use stay open until their response ends. s.mu must be
-// held.
-func (s *spread) drop(e *hostEntry) {
-	for _, t := range e.rts {
-		if t != nil {
-			t.CloseIdleConnections()
-			s.pinned--
-		}
-	}
 }
 
 // defaultPort is the port net/http dials for u when it names none.
@@ -184,12 +176,20 @@ func defaultPort(u *url.URL) string {
 
 // transport returns the transport that dials address i of e, creating it
 // if need be. It keeps its own pool of connections, so that a connection
-// reused for an attempt is one to that address.
+// reused for an attempt is one to that address. When maxPinned addresses
+// have one, they are all closed (connections in use stay open until their
+// response ends) and made anew as used.
 func (s *spread) transport(e *hostEntry, i int) *http.Transport {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if t := e.rts[i]; t != nil {
+	if t := s.pinned[e.keys[i]]; t != nil {
 		return t
+	}
+	if len(s.pinned) >= maxPinned {
+		for _, t := range s.pinned {
+			t.CloseIdleConnections()
+		}
+		clear(s.pinned)
 	}
 	target, ip := e.target, e.addrs[i]
 	t := s.base.Clone()
@@ -208,8 +208,7 @@ func (s *spread) transport(e *hostEntry, i int) *http.Transport {
 		}
 		return s.dialer.DialTLSContext(ctx, network, addr)
 	}
-	e.rts[i] = t
-	s.pinned++
+	s.pinned[e.keys[i]] = t
 	return t
 }
 
@@ -217,11 +216,7 @@ func (s *spread) transport(e *hostEntry, i int) *http.Transport {
 func (s *spread) closeIdle() {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	for _, e := range s.hosts {
-		for _, t := range e.rts {
-			if t != nil {
-				t.CloseIdleConnections()
-			}
-		}
+	for _, t := range s.pinned {
+		t.CloseIdleConnections()
 	}
 }

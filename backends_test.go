@@ -11,6 +11,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"testing/synctest"
 	"time"
@@ -146,7 +147,7 @@ func TestRouteLeavesSingleAddressesToTheBase(t *testing.T) {
 	for _, u := range []string{"http://one.test/", "http://127.0.0.1:8080/", "http://[::1]/"} {
 		req, err := http.NewRequest("GET", u, nil)
 		require.NoError(t, err)
-		rt, addr := s.route(req, nil)
+		rt, addr := s.route(req.Context(), req, strings.ToLower(req.URL.Host), nil)
 		assert.Nil(t, rt, u)
 		assert.Empty(t, addr, u)
 	}
@@ -155,14 +156,14 @@ func TestRouteLeavesSingleAddressesToTheBase(t *testing.T) {
 	}
 	req, err := http.NewRequest("GET", "https://Two.test/", nil)
 	require.NoError(t, err)
-	rt1, addr1 := s.route(req, nil)
+	rt1, addr1 := s.route(req.Context(), req, strings.ToLower(req.URL.Host), nil)
 	assert.Equal(t, "10.0.0.1:443", addr1)
-	rt2, addr2 := s.route(req, []string{addr1})
+	rt2, addr2 := s.route(req.Context(), req, strings.ToLower(req.URL.Host), []string{addr1})
 	assert.Equal(t, "10.0.0.2:443", addr2, "a v4-mapped address is dialled as v4")
 	assert.NotSame(t, rt1, rt2)
-	_, addr3 := s.route(req, []string{addr1, addr2})
+	_, addr3 := s.route(req.Context(), req, strings.ToLower(req.URL.Host), []string{addr1, addr2})
 	assert.Empty(t, addr3, "every address busy: the base chooses")
-	again, _ := s.route(req, nil)
+	again, _ := s.route(req.Context(), req, strings.ToLower(req.URL.Host), nil)
 	assert.Same(t, rt1, again, "one transport, and pool, per address")
 }
 
@@ -184,17 +185,17 @@ func TestFailedLookupsAreRememberedBriefly(t *testing.T) {
 		cancel()
 		gone, err := http.NewRequestWithContext(ctx, "GET", "http://gone.test/", nil)
 		require.NoError(t, err)
-		rt, _ := s.route(gone, nil)
+		rt, _ := s.route(gone.Context(), gone, "gone.test", nil)
 		assert.Nil(t, rt)
 		req, err := http.NewRequest("GET", "http://gone.test/", nil)
 		require.NoError(t, err)
 		for range 3 {
-			rt, _ := s.route(req, nil)
+			rt, _ := s.route(req.Context(), req, strings.ToLower(req.URL.Host), nil)
 			assert.Nil(t, rt)
 		}
 		assert.Equal(t, 2, lookups, "the cancelled lookup, then one for the three routes")
 		time.Sleep(failedTTL)
-		s.route(req, nil)
+		s.route(req.Context(), req, strings.ToLower(req.URL.Host), nil)
 		assert.Equal(t, 3, lookups)
 	})
 }
@@ -245,4 +246,40 @@ func TestRetriesAvoidTheAddressThatFailed(t *testing.T) {
 			assert.Equal(t, tc.want, got, "hits by backend")
 		})
 	}
+}
+
+// An address keeps its transport, and so its idle connections, when its
+// host is looked up again; concurrent requests to a host that is not
+// known yet share one lookup and one transport per address.
+func TestAddressesKeepTheirTransports(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		s := newSpread(&http.Transport{}, &Dialer{})
+		var lookups atomic.Int64
+		s.resolve = func(context.Context, string) ([]netip.Addr, error) {
+			lookups.Add(1)
+			time.Sleep(time.Millisecond) // a lookup takes time: others arrive meanwhile
+			return []netip.Addr{netip.MustParseAddr("10.0.0.1"), netip.MustParseAddr("10.0.0.2")}, nil
+		}
+		req, err := http.NewRequest("GET", "https://two.test/", nil)
+		require.NoError(t, err)
+		route := func() http.RoundTripper {
+			rt, _ := s.route(t.Context(), req, "two.test", nil)
+			return rt
+		}
+		var wg sync.WaitGroup
+		got := make([]http.RoundTripper, 10)
+		for i := range got {
+			wg.Go(func() { got[i] = route() })
+		}
+		wg.Wait()
+		assert.Equal(t, int64(1), lookups.Load(), "one lookup for ten requests")
+		for _, rt := range got {
+			assert.Same(t, got[0], rt)
+		}
+		assert.Len(t, s.pinned, 1, "one transport per address used")
+
+		time.Sleep(resolveTTL)
+		assert.Same(t, got[0], route(), "the same transport after the host is looked up again")
+		assert.Equal(t, int64(2), lookups.Load())
+	})
 }

@@ -207,7 +207,7 @@ func (c *call) end(completed bool) {
 func (c *call) newAttempt(n int, hedge, resend bool, avoid []string) (attempt, error) {
 	a := attempt{n: n, hedge: hedge, resend: resend, base: c.st.base, ctx: c.ctx}
 	if s := c.st.spread; s != nil {
-		if rt, addr := s.route(c.req, avoid); rt != nil {
+		if rt, addr := s.route(c.ctx, c.req, c.host, avoid); rt != nil {
 			a.base, a.addr = rt, addr
 		}
 	}
