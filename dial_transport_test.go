@@ -3,6 +3,7 @@ package retryhttp_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"net"
 	"net/http"
 	"net/http/httptest"
@@ -186,4 +187,42 @@ func TestDialBackoffErrorIsNotAnHTTPError(t *testing.T) {
 	assert.True(t, errors.Is(err, retryhttp.ErrDialBackoff))
 	assert.Contains(t, err.Error(), "h:1")
 	assert.Contains(t, err.Error(), "1s")
+}
+
+// Under a hedging rule, a request that waits for ready sends the hedge
+// after one refused by a dial backoff window once the window ends, instead
+// of spending every hedge on the window at once.
+func TestWaitForReadyUnderHedging(t *testing.T) {
+	for _, ready := range []bool{false, true} {
+		t.Run(fmt.Sprint("ready=", ready), func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				f := &failingDial{t0: time.Now()}
+				d := &retryhttp.Dialer{Dial: f.dial, Backoff: policy.Table{Steps: []time.Duration{time.Second}}}
+				base := &http.Transport{DialContext: d.DialContext}
+				defer base.CloseIdleConnections()
+				cfg := &policy.Config{Rules: []policy.Rule{{Name: []policy.Name{{}},
+					Hedge: &policy.Hedge{MaxAttempts: 3, HedgingDelay: time.Hour}}}}
+				tr := &retryhttp.Transport{Base: base, Policy: cfg}
+				ctx := t.Context()
+				if ready {
+					ctx = retryhttp.WithWaitForReady(ctx)
+				}
+				start := time.Now()
+				_, err := tr.RoundTrip(newRequest(t, ctx, "GET", ""))
+				require.ErrorIs(t, err, syscall.ECONNREFUSED)
+				if !ready {
+					assert.Zero(t, time.Since(start), "every hedge met the window at once")
+					assert.Len(t, f.times, 1)
+					return
+				}
+				// Attempt 1's resend met the window its refusal
+				// opened: attempt 2 dials when it ends (Table jitters
+				// 1 s into [0.5 s, 1.5 s]); its refusal opens another,
+				// which attempt 3 meets.
+				require.Len(t, f.times, 2)
+				assert.GreaterOrEqual(t, f.times[1], 500*time.Millisecond)
+				assert.Equal(t, f.times[1], time.Since(start))
+			})
+		})
+	}
 }

@@ -404,6 +404,16 @@ func (h *hedger) nonFatal(r *result, timer *time.Timer) {
 			timer.Reset(wait)
 		}
 	default:
+		if w := dialWindow(r); w > 0 && h.c.waitForReady() {
+			// Refused by its address's dial backoff window: a request
+			// that waits for ready sends the next hedge once it ends.
+			if !h.c.fits(w) {
+				h.stop(RefusedDeadline)
+				return
+			}
+			h.c.waiting(h.sent+1, w, WaitDialBackoff, h.flying == 0)
+			h.notBefore = time.Now().Add(w)
+		}
 		timer.Reset(max(time.Until(h.notBefore), 0))
 	}
 }

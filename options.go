@@ -71,8 +71,10 @@ func WithoutRetries(ctx context.Context) context.Context {
 
 // WithWaitForReady returns a context under which a request waits out a
 // dial backoff window of its host (within its deadline) instead of
-// failing at once, as a gRPC call marked wait-for-ready does. The wait
-// spends no attempt.
+// failing at once, as a gRPC call marked wait-for-ready does. Under a
+// retry rule the wait spends no attempt; under a hedging rule the hedge
+// the window refused is spent, and the next one goes when the window
+// ends.
 func WithWaitForReady(ctx context.Context) context.Context {
 	return with(ctx, func(o *options) { o.waitForReady = true })
 }
