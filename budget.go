@@ -323,7 +323,13 @@ func (k *bucket) Success() {
 		if old >= l.maxMilli {
 			return // full, as usual for a healthy host: skip the write
 		}
-		if k.tokens.CompareAndSwap(old, min(old+l.ratioMilli, l.maxMilli)) {
+		next := old + l.ratioMilli
+		if next >= l.maxMilli {
+			// Full is stored as full whatever the capacity, as a new
+			// bucket is, so that a capacity raised later finds it full.
+			next = maxMilliTokens
+		}
+		if k.tokens.CompareAndSwap(old, next) {
 			return
 		}
 	}

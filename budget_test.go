@@ -400,3 +400,17 @@ func TestBudgetsKeepTheirTokensWhenTheThrottleChanges(t *testing.T) {
 	assert.Same(t, k, b.For("h"), "the bucket was kept")
 	assert.Equal(t, 4.0, b.For("new").Tokens(), "a new host starts full")
 }
+
+// A bucket that refilled to its capacity is full: a capacity raised later
+// finds it full too, as it finds a bucket never used.
+func TestBudgetsFullStaysFullWhenCapacityRises(t *testing.T) {
+	t.Parallel()
+	b := newBudgets(&policy.Throttle{MaxTokens: 10, TokenRatio: 1}, 0)
+	k := b.For("h")
+	applyOps(k, "FS")
+	assert.Equal(t, 10.0, k.Tokens())
+	b.set(&policy.Throttle{MaxTokens: 100, TokenRatio: 1})
+	assert.Equal(t, 100.0, k.Tokens(), "refilled to full, it is full under the new capacity")
+	assert.True(t, k.Allow())
+	assert.Equal(t, 100.0, b.For("new").Tokens())
+}

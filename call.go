@@ -83,10 +83,10 @@ func newPlan(rule *policy.Rule, req *http.Request) plan {
 // newCall prepares req's call: its plan, its body, its budget and its
 // counters. It fails, before anything is sent, for a per-call rule that
 // is invalid.
-func (st *state) newCall(t *Transport, req *http.Request) (*call, error) {
+func (st *state) newCall(req *http.Request) (*call, error) {
 	ctx := req.Context()
 	opts := optionsOf(ctx)
-	if opts != nil && opts.ruleErr != nil {
+	if opts != nil && opts.ruleErr != nil && !opts.noRetries { // WithoutRetries wins
 		return nil, opts.ruleErr
 	}
 	pol := st.pol.Load()
@@ -114,7 +114,7 @@ func (st *state) newCall(t *Transport, req *http.Request) (*call, error) {
 	}
 	c.plan = newPlan(rule, req)
 	c.observer = observer{req: req, rule: pol.name(i), counters: pair{pol.rule(i), st.hosts.get(c.host)}}
-	c.setHooks(t.Hooks, hooks)
+	c.setHooks(st.hooks, hooks)
 	c.bucket = st.budgets.For(c.host)
 	c.body = &c.own
 	if streamed(req) {

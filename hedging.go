@@ -40,7 +40,8 @@ type hedger struct {
 	results chan result
 	flights [maxHedgeAttempts + 1]flight // by attempt number
 	flying  int                          // attempts in flight
-	sent    int                          // attempts sent, transparent resends not counted
+	sent    int                          // attempts started, transparent resends not counted
+	tried   int                          // of them, those that went to the base
 	last    *result                      // the latest non-fatal outcome, kept for the caller
 	stopped bool                         // no further hedge may start
 	spare   bool                         // the transparent resend is still unused
@@ -198,7 +199,7 @@ func (h *hedger) run(first *result, out outcome, due time.Duration) (*http.Respo
 		case <-c.ctx.Done():
 			cause := context.Cause(c.ctx)
 			h.cancelAll(cause)
-			return nil, &Error{Attempts: h.sent, Err: cause}
+			return nil, &Error{Attempts: h.tried, Err: cause}
 		}
 	}
 }
@@ -220,6 +221,9 @@ func (h *hedger) prepare(n int, resend bool) (attempt, error) {
 	a, err := c.newAttempt(n, true, resend, list)
 	if err != nil {
 		return a, err
+	}
+	if !resend {
+		h.tried++
 	}
 	h.flights[n] = flight{live: true, cancel: a.cancel, started: time.Now(), addr: a.addr}
 	h.flying++
@@ -367,11 +371,11 @@ func (h *hedger) handle(r result, out outcome, timer *time.Timer) (*http.Respons
 		return c.deliver(&r), true, nil
 	case outFatal:
 		h.cancelAll(errHedgeLost)
-		return nil, true, c.fail(r.err, h.sent)
+		return nil, true, c.fail(r.err, h.tried)
 	case outPanicked:
 		r.cut(errClassifyPanicked)
 		h.cancelAll(errClassifyPanicked)
-		return nil, true, c.fail(errClassifyPanicked, h.sent)
+		return nil, true, c.fail(errClassifyPanicked, h.tried)
 	}
 	h.keep(r)
 	h.nonFatal(&r, timer)
@@ -435,9 +439,9 @@ func (h *hedger) giveUp() (*http.Response, error) {
 		if lost == nil {
 			lost = errBodyCommitted
 		}
-		return nil, h.c.fail(lost, h.sent)
+		return nil, h.c.fail(lost, h.tried)
 	}
-	return h.c.giveUp(h.last, h.sent)
+	return h.c.giveUp(h.last, h.tried)
 }
 
 // cancelAll cancels every attempt still in flight and waits for each to

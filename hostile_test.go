@@ -241,3 +241,21 @@ func TestBaseTimeoutKeepsItsIdentity(t *testing.T) {
 		assert.Equal(t, int64(1), sent.Load(), "sent once")
 	})
 }
+
+// A hedge that could not get its body was never sent: the error counts
+// only the attempts that were.
+func TestUnsentHedgeIsNotCounted(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		cfg := &policy.Config{Rules: []policy.Rule{{Name: []policy.Name{{}},
+			Hedge: &policy.Hedge{MaxAttempts: 3, HedgingDelay: time.Millisecond}}}}
+		tr, base := newCalls(cfg, fail(io.ErrUnexpectedEOF))
+		req := newRequest(t, t.Context(), "PUT", "payload")
+		req.GetBody = func() (io.ReadCloser, error) { return nil, errors.New("body gone") }
+		_, err := tr.RoundTrip(req)
+		require.ErrorIs(t, err, io.ErrUnexpectedEOF)
+		var rerr *retryhttp.Error
+		require.ErrorAs(t, err, &rerr)
+		assert.Equal(t, 1, rerr.Attempts, "got %d attempts, want the one sent", rerr.Attempts)
+		assert.Equal(t, 1, base.count())
+	})
+}

@@ -12,8 +12,9 @@ import (
 // many, so that a classifier's peek never holds more than 1 MiB of a body.
 const MaxPeek = 1 << 20
 
-// PeekBody returns up to n bytes from the start of resp's body and leaves
-// the body whole: whoever reads it next, the caller or another PeekBody,
+// PeekBody returns up to n bytes from the start of resp's body (or, if
+// some of it was read already, from where its next reader would read) and
+// leaves the body whole: whoever reads it next, the caller or another PeekBody,
 // reads those bytes again and then the rest. It reads until it has n
 // bytes, the body ends, or reading fails; a failure other than the end of
 // the body is returned with the bytes read before it, and the next reader
@@ -43,6 +44,9 @@ func PeekBody(resp *http.Response, n int) ([]byte, error) {
 		pb = &peekedBody{rc: resp.Body}
 		resp.Body = pb
 	}
+	// Bytes a reader took since the last peek are no longer the body's
+	// to give: peek from where the next reader would read.
+	pb.buf, pb.off = pb.buf[pb.off:], 0
 	if len(pb.buf) >= n || pb.err != nil {
 		return pb.peeked(n)
 	}

@@ -169,3 +169,16 @@ func TestDelayHeadersSetTheWait(t *testing.T) {
 		})
 	}
 }
+
+// WithoutRetries wins over WithPolicy, even over an invalid per-call rule:
+// the request is sent once.
+func TestWithoutRetriesWinsOverAnInvalidRule(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		tr, srv := newScripted(retryConfig(3, 503), rt.Step{Status: 503})
+		ctx := retryhttp.WithoutRetries(retryhttp.WithPolicy(t.Context(), &policy.Rule{Retry: &policy.Retry{MaxAttempts: 1}}))
+		resp, err := tr.RoundTrip(newRequest(t, ctx, "GET", ""))
+		require.NoError(t, err)
+		readAll(t, resp)
+		srv.WantAttempts(t, 1)
+	})
+}

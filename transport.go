@@ -23,10 +23,10 @@ import (
 // Every response it discards (one retried, a hedge that lost) is drained
 // so that its connection can be reused, within bounds whatever the base
 // does: up to 64 KiB within 100 ms. A body declared longer is closed at
-// once; one that takes longer has its attempt cancelled and is closed, and
-// the request goes on. A body that ignores both its context and Close
-// keeps one goroutine reading it until its Read returns, never the
-// request.
+// once; one that takes longer is closed (its attempt cancelled first, when
+// it has a context of its own), and the request goes on. A body that
+// ignores both its context and Close keeps one goroutine reading it until
+// its Read returns, never the request.
 type Transport struct {
 	// Base sends each attempt. Nil means a pooled transport from
 	// go-cleanhttp, built once per Transport (never
@@ -91,6 +91,7 @@ type state struct {
 	spread     *spread // likewise: attempts to distinct backends
 	omitHeader bool
 	classifier func(int, *http.Response, error) Verdict
+	hooks      *Hooks
 	pol        atomic.Pointer[active] // the policy in force
 	budgets    *budgets
 	pool       *bufferPool
@@ -166,6 +167,7 @@ func (t *Transport) init() *state {
 			base:       t.Base,
 			omitHeader: t.OmitAttemptsHeader,
 			classifier: t.Classify,
+			hooks:      t.Hooks,
 			budgets:    newBudgets(nil, 0),
 			pool:       newBufferPool(t.Buffer),
 			hosts:      newHostMap[counters](maxStatsHosts),
@@ -251,7 +253,7 @@ func (t *Transport) RoundTrip(req *http.Request) (*http.Response, error) {
 	err := checkRequest(req)
 	var c *call
 	if err == nil {
-		c, err = st.newCall(t, req)
+		c, err = st.newCall(req)
 	}
 	if err != nil {
 		if req != nil && req.Body != nil {

@@ -256,3 +256,22 @@ func TestPeekBodyThatHangs(t *testing.T) {
 		assert.Equal(t, time.Second, time.Since(start))
 	})
 }
+
+// A peek after part of the body was read starts where the next reader
+// would read, with no gap.
+func TestPeekBodyAfterARead(t *testing.T) {
+	resp := &http.Response{Body: io.NopCloser(strings.NewReader("abcdefgh"))}
+	got, err := retryhttp.PeekBody(resp, 2)
+	require.NoError(t, err)
+	assert.Equal(t, "ab", string(got))
+	p := make([]byte, 3)
+	n, err := resp.Body.Read(p)
+	require.NoError(t, err)
+	assert.Equal(t, "ab", string(p[:n]))
+	got, err = retryhttp.PeekBody(resp, 4)
+	require.NoError(t, err)
+	assert.Equal(t, "cdef", string(got))
+	rest, err := io.ReadAll(resp.Body)
+	require.NoError(t, err)
+	assert.Equal(t, "cdefgh", string(rest))
+}
