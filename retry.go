@@ -25,35 +25,18 @@ func (c *call) retry() (*http.Response, error) {
 		r, out := c.send(n, ready, failed)
 		ready = nil
 		if spare && c.mayResend(&r, out) {
-			// It never reached the server, or lost its connection to
-			// another request's cancellation: once, at once, without
-			// spending an attempt or a token.
 			spare = false
-			c.transparentRetry()
-			first := r.err
-			r, out = c.resend(n, failed)
-			r.err = resendError(first, r.err)
+			r, out = c.resendTransparently(r, failed)
 		}
 		if w := dialWindow(&r); w > 0 && c.waitForReady() && !r.resend && c.ctx.Err() == nil {
-			// The dialer refused it without touching the network: the
-			// address is in its backoff window. A request that waits
-			// for ready makes the attempt again once the window ends,
-			// without spending an attempt. A transparent resend that
-			// met the window is not made again: the failure before it
-			// opened the window and is the attempt. Any other request
-			// fails fast, as a gRPC call does on a channel in
-			// transient failure: the refusal is an attempt that never
-			// reached the server, and the next one waits the policy's
-			// backoff, not the window.
 			if !c.fits(w) {
 				c.refused(n, RefusedDeadline)
 				return c.giveUp(&r, n)
 			}
-			c.waiting(n, w, WaitDialBackoff, true)
-			if err := c.sleep(w); err != nil {
+			var err error
+			if r, out, err = c.waitReady(n, w, failed); err != nil {
 				return nil, &Error{Attempts: n, Err: err}
 			}
-			r, out = c.resend(n, failed)
 		}
 		c.readDelay(&r, out)
 		c.account(&r, out)
@@ -81,11 +64,7 @@ func (c *call) retry() (*http.Response, error) {
 		// body: when GetBody fails, it is what the caller gets.
 		a, err := c.newAttempt(n+1, false, false, failed)
 		if err != nil {
-			c.refused(n+1, RefusedBuffer)
-			if r.resp == nil {
-				r.err = fmt.Errorf("%w; no body for attempt %d: %w", r.err, n+1, err)
-			}
-			return c.giveUp(&r, n)
+			return c.noBody(&r, err)
 		}
 		ready = &a
 		r.discard()
@@ -95,6 +74,47 @@ func (c *call) retry() (*http.Response, error) {
 			return nil, &Error{Attempts: n, Err: err}
 		}
 	}
+}
+
+// resendTransparently resends r's attempt, which never reached the server
+// or lost its connection to another request's cancellation: once, at
+// once, without spending an attempt or a token. The resend's outcome
+// keeps why the first was not sent when it could not get its body.
+func (c *call) resendTransparently(r result, avoid []string) (result, outcome) {
+	c.transparentRetry()
+	first := r.err
+	r, out := c.resend(r.n, avoid)
+	r.err = resendError(first, r.err)
+	return r, out
+}
+
+// waitReady waits out w, the dial backoff window that refused attempt n
+// without touching the network, and makes the attempt again: a request
+// that waits for ready does so without spending an attempt, within its
+// deadline, which the caller has checked. A transparent resend that met
+// the window is not made again: the failure before it opened the window
+// and is the attempt. Any other request fails fast, as a gRPC call does
+// on a channel in transient failure: the refusal is an attempt that never
+// reached the server, and the next one waits the policy's backoff, not
+// the window. The error is the caller's context's cause, when it ended.
+func (c *call) waitReady(n int, w time.Duration, avoid []string) (result, outcome, error) {
+	c.waiting(n, w, WaitDialBackoff, true)
+	if err := c.sleep(w); err != nil {
+		return result{}, outFatal, err
+	}
+	r, out := c.resend(n, avoid)
+	return r, out, nil
+}
+
+// noBody ends a request whose next attempt could not get its body (GetBody
+// failed) with the last outcome r, kept for that: its response, or its
+// error together with the body's.
+func (c *call) noBody(r *result, err error) (*http.Response, error) {
+	c.refused(r.n+1, RefusedBuffer)
+	if r.resp == nil {
+		r.err = fmt.Errorf("%w; no body for attempt %d: %w", r.err, r.n+1, err)
+	}
+	return c.giveUp(r, r.n)
 }
 
 // send sends attempt n, made ready already or else now to an address not
