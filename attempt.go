@@ -148,7 +148,7 @@ func (r *result) settle() {
 		r.resp.Body = http.NoBody
 	}
 	if r.cancel != nil {
-		r.resp.Body = releasing(r.resp.Body, r.cancel)
+		r.resp.Body = tie(r.resp.Body, r.cancel)
 	}
 }
 
@@ -189,19 +189,19 @@ func (e *lostError) Error() string {
 // attempt's, and errors.Is must not find it.
 func (e *lostError) Unwrap() error { return nil }
 
-// releaseBody cancels its attempt's context once the body is read to its
+// tiedBody cancels its attempt's context once the body is read to its
 // end or closed. Cancelling any earlier would cut the body short; never
 // cancelling would leave the context registered with the caller's until
 // that ends. net/http hands the connection back to its pool before the
 // final Read returns io.EOF, so cancelling then costs no reuse.
-type releaseBody struct {
+type tiedBody struct {
 	rc     io.ReadCloser
 	cancel context.CancelCauseFunc
 }
 
 var errBodyDone = errors.New("retryhttp: response body closed")
 
-func (b *releaseBody) Read(p []byte) (int, error) {
+func (b *tiedBody) Read(p []byte) (int, error) {
 	n, err := b.rc.Read(p)
 	if err == io.EOF {
 		b.cancel(errBodyDone)
@@ -209,26 +209,26 @@ func (b *releaseBody) Read(p []byte) (int, error) {
 	return n, err
 }
 
-func (b *releaseBody) Close() error {
+func (b *tiedBody) Close() error {
 	err := b.rc.Close()
 	b.cancel(errBodyDone)
 	return err
 }
 
-// releaseRWBody keeps the io.Writer of a 101 Switching Protocols body, which
+// tiedRWBody keeps the io.Writer of a 101 Switching Protocols body, which
 // net/http exposes as an io.ReadWriteCloser for the upgraded connection.
-type releaseRWBody struct {
-	releaseBody
+type tiedRWBody struct {
+	tiedBody
 	w io.Writer
 }
 
-func (b *releaseRWBody) Write(p []byte) (int, error) { return b.w.Write(p) }
+func (b *tiedRWBody) Write(p []byte) (int, error) { return b.w.Write(p) }
 
-func releasing(rc io.ReadCloser, cancel context.CancelCauseFunc) io.ReadCloser {
+func tie(rc io.ReadCloser, cancel context.CancelCauseFunc) io.ReadCloser {
 	if rw, ok := rc.(io.ReadWriteCloser); ok {
-		return &releaseRWBody{releaseBody{rc, cancel}, rw}
+		return &tiedRWBody{tiedBody{rc, cancel}, rw}
 	}
-	return &releaseBody{rc, cancel}
+	return &tiedBody{rc, cancel}
 }
 
 // Bounds on draining a response that is discarded: up to drainLimit bytes
@@ -242,10 +242,10 @@ const (
 
 var errDrainTimeout = errors.New("retryhttp: draining a discarded response took too long")
 
-// cut closes the response of an attempt that lost, cancelling the attempt
+// abort closes the response of an attempt that lost, cancelling the attempt
 // first, so that a body still arriving cannot hold anyone up: no drain, at
 // the cost of its connection.
-func (r *result) cut(cause error) {
+func (r *result) abort(cause error) {
 	if r.resp == nil {
 		return
 	}

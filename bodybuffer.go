@@ -122,7 +122,7 @@ func (p *bufferPool) tryAcquire(n int64) bool {
 	if !p.room.TryAcquire(n) {
 		return false
 	}
-	// Counted after the room is taken, and uncounted in release before it
+	// Counted after the room is taken, and uncounted in giveBack before it
 	// is given back, so Buffered never exceeds the room held, nor Total.
 	now := p.buffered.Add(n)
 	for hw := p.highWater.Load(); now > hw; hw = p.highWater.Load() {
@@ -133,8 +133,8 @@ func (p *bufferPool) tryAcquire(n int64) bool {
 	return true
 }
 
-// release gives back n bytes of room taken by tryAcquire.
-func (p *bufferPool) release(n int64) {
+// giveBack returns n bytes of room taken by tryAcquire.
+func (p *bufferPool) giveBack(n int64) {
 	if n == 0 {
 		return
 	}
@@ -190,10 +190,10 @@ type replayableBody struct {
 	committed bool      // counted in the pool's committedForSize
 	onCommit  func()    // called when committed becomes true
 
-	// cut is closed when a buffered body is dropped mid-stream because it
+	// outgrew is closed when a buffered body is dropped mid-stream because it
 	// outgrew its buffer; frontier is then the attempt still sending it.
-	// cut is nil for a body never buffered, and is set before b is shared.
-	cut      chan struct{}
+	// outgrew is nil for a body never buffered, and is set before b is shared.
+	outgrew  chan struct{}
 	frontier int
 }
 
@@ -254,7 +254,7 @@ func (b *replayableBody) startBuffer() {
 		b.buf = chunkList{base: firstChunk, limit: limit}
 	}
 	b.buffering = true
-	b.cut = make(chan struct{})
+	b.outgrew = make(chan struct{})
 }
 
 // newReader returns the body for attempt and the ContentLength to
@@ -350,7 +350,7 @@ func (b *replayableBody) onCommitForSize(f func()) {
 // outgrown returns a channel closed when the body outgrows its buffer
 // while attempts read it; it is nil, never ready, for a body never
 // buffered. Once it is closed, sender names the attempt still sending it.
-func (b *replayableBody) outgrown() <-chan struct{} { return b.cut }
+func (b *replayableBody) outgrown() <-chan struct{} { return b.outgrew }
 
 // sender returns the attempt whose reader was at the frontier when the
 // body outgrew its buffer.

@@ -69,7 +69,7 @@ func TestBufferPoolDefaults(t *testing.T) {
 	assert.Equal(t, int64(DefaultBufferPerRequest), p.perRequest)
 	assert.True(t, p.tryAcquire(DefaultBufferTotal), "the whole default total is free")
 	assert.False(t, p.tryAcquire(1), "no room past the default total")
-	p.release(DefaultBufferTotal)
+	p.giveBack(DefaultBufferTotal)
 	assert.Equal(t, BufferStats{HighWater: DefaultBufferTotal}, p.stats())
 
 	none := newBufferPool(BufferLimits{Total: -1})
@@ -94,7 +94,7 @@ func TestBufferPoolHighWater(t *testing.T) {
 		if s.acquire > 0 {
 			assert.Equal(t, s.ok, p.tryAcquire(s.acquire), "step %d", i)
 		}
-		p.release(s.release)
+		p.giveBack(s.release)
 		assert.Equal(t, s.want, p.stats(), "step %d", i)
 	}
 }

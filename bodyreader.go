@@ -17,7 +17,7 @@ const firstChunk = 4 << 10
 // closed are guarded by b.mu.
 type bodyReader struct {
 	b       *replayableBody
-	attempt int   // the attempt reading, for cutLocked
+	attempt int   // the attempt reading, for outgrewLocked
 	off     int64 // bytes this reader has returned
 	closed  bool
 }
@@ -73,7 +73,7 @@ func (r *bodyReader) pull(p []byte) (int, error) {
 		b.teeLocked(p[:n])
 		r.off = b.size
 		if wasBuffering && !b.buffering {
-			b.cutLocked(r.attempt)
+			b.outgrewLocked(r.attempt)
 		}
 	}
 	closeSrc := false
@@ -143,18 +143,18 @@ func (b *replayableBody) reserveLocked(end int64) bool {
 	return true
 }
 
-// cutLocked records that the buffer was dropped while attempt, whose
+// outgrewLocked records that the buffer was dropped while attempt, whose
 // reader is at the frontier, sends the body: every other attempt is doomed,
-// and whoever waits on cut learns of it at once. b.mu must be held.
-func (b *replayableBody) cutLocked(attempt int) {
+// and whoever waits on outgrew learns of it at once. b.mu must be held.
+func (b *replayableBody) outgrewLocked(attempt int) {
 	b.frontier = attempt
-	close(b.cut)
+	close(b.outgrew)
 }
 
 // dropLocked discards the buffer and gives its room back to the pool.
 // b.mu must be held.
 func (b *replayableBody) dropLocked() {
-	b.pool.release(b.reserved)
+	b.pool.giveBack(b.reserved)
 	b.reserved = 0
 	b.buf.chunks = nil
 	b.buffering = false

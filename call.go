@@ -151,7 +151,7 @@ func (c *call) end(completed bool) {
 // by. With the Transport's own base it goes to an address of the host
 // that is not in avoid, when the host has several. The first attempt of a
 // plain request goes as the caller's own request, under the caller's
-// context: no copy, nothing to release. It fails, matching
+// context: no copy, nothing to cancel. It fails, matching
 // errBodyCommitted, when the body cannot be sent again.
 func (c *call) newAttempt(n int, hedge, resend bool, avoid []string) (attempt, error) {
 	a := attempt{n: n, hedge: hedge, resend: resend, base: c.st.base, ctx: c.ctx}

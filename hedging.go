@@ -146,7 +146,7 @@ func (h *hedger) run(first *result, out outcome, due time.Duration) (*http.Respo
 			}
 		case <-outgrown:
 			outgrown = nil
-			if resp, done, err := h.cutShort(timer); done {
+			if resp, done, err := h.bodyOutgrown(timer); done {
 				return resp, err
 			}
 		case r := <-h.results:
@@ -236,13 +236,13 @@ func (h *hedger) stop(why RefusalReason) {
 	h.stopped = true
 }
 
-// cutShort ends, at once, every attempt in flight but the one sending the
+// bodyOutgrown ends, at once, every attempt in flight but the one sending the
 // body, which has outgrown its buffer: the others can never send it whole,
 // and waiting for them would hold back the sender's outcome. Attempts that
 // have answered already are not cut off: their results are handled first,
 // and may decide the request, as handle reports. No further hedge starts;
 // as no hedge may be due yet, none is reported refused.
-func (h *hedger) cutShort(timer *time.Timer) (*http.Response, bool, error) {
+func (h *hedger) bodyOutgrown(timer *time.Timer) (*http.Response, bool, error) {
 	// Only the hedge loop receives, so a result counted here is there.
 	for len(h.results) > 0 {
 		r := <-h.results
@@ -298,7 +298,7 @@ func (h *hedger) handle(r result, out outcome, timer *time.Timer) (*http.Respons
 		// This attempt got no body, or lost it: the body outgrew its
 		// buffer under another attempt, which goes on, or GetBody
 		// failed. It could never have been sent whole, and if it
-		// answered as cutShort cancelled it, its answer is cut too.
+		// answered as bodyOutgrown cancelled it, its answer is aborted too.
 		// No further hedge starts; gate would refuse it anyway.
 		h.stopped = true
 		switch {
@@ -310,7 +310,7 @@ func (h *hedger) handle(r result, out outcome, timer *time.Timer) (*http.Respons
 			h.lost = r.err
 		}
 		c.attemptDone(&r, outCancelled)
-		r.cut(errBodyCommitted)
+		r.abort(errBodyCommitted)
 		return nil, false, nil
 	}
 	c.attemptDone(&r, out)
@@ -330,7 +330,7 @@ func (h *hedger) handle(r result, out outcome, timer *time.Timer) (*http.Respons
 		h.cancelAll(errHedgeLost)
 		return nil, true, c.fail(r.err, h.tried)
 	case outPanicked:
-		r.cut(errClassifyPanicked)
+		r.abort(errClassifyPanicked)
 		h.cancelAll(errClassifyPanicked)
 		return nil, true, c.fail(errClassifyPanicked, h.tried)
 	}
@@ -383,7 +383,7 @@ func (h *hedger) nonFatal(r *result, timer *time.Timer) {
 // the one it replaces.
 func (h *hedger) keep(r result) {
 	if h.last != nil {
-		h.last.cut(errHedgeLost)
+		h.last.abort(errHedgeLost)
 	}
 	h.last = &r
 }
@@ -429,7 +429,7 @@ func (h *hedger) cancelAll(cause error) {
 	}
 	if h.last != nil {
 		// Superseded by the winner or by the caller's end.
-		h.last.cut(cause)
+		h.last.abort(cause)
 		h.last = nil
 	}
 }

@@ -53,6 +53,6 @@ func (c *call) settleStop(resp *http.Response) {
 	case resp == nil:
 		c.stop(errCallDone)
 	default:
-		resp.Body = releasing(resp.Body, c.stop)
+		resp.Body = tie(resp.Body, c.stop)
 	}
 }

@@ -46,7 +46,7 @@ func (c *call) retry() (*http.Response, error) {
 		case outFatal:
 			return nil, c.fail(r.err, n)
 		case outPanicked:
-			r.cut(errClassifyPanicked)
+			r.abort(errClassifyPanicked)
 			return nil, c.fail(errClassifyPanicked, n)
 		}
 		d := c.next(p, out, &r, backoff)
