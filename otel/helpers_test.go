@@ -46,6 +46,21 @@ func (r *rig) caller(ctx context.Context) (context.Context, trace.Span) {
 	return r.tp.Tracer("test").Start(ctx, "caller")
 }
 
+// get sends a GET of url through tr under the caller's span, which it
+// ends with the request, and returns that span: the parent of the
+// attempts' spans.
+func (r *rig) get(t *testing.T, tr *retryhttp.Transport, url string) trace.Span {
+	t.Helper()
+	ctx, parent := r.caller(t.Context())
+	req, err := http.NewRequestWithContext(ctx, "GET", url, nil)
+	require.NoError(t, err)
+	resp, err := tr.RoundTrip(req)
+	require.NoError(t, err)
+	require.NoError(t, resp.Body.Close())
+	parent.End()
+	return parent
+}
+
 // metrics collects what was recorded, by metric name.
 func (r *rig) metrics(t *testing.T) map[string]metricdata.Metrics {
 	t.Helper()

@@ -47,13 +47,7 @@ func TestRetriedRequest(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		r := newRig(t)
 		tr := &retryhttp.Transport{Base: statuses(503, 503, 200), Policy: retryPolicy(3), Hooks: r.hooks}
-		ctx, parent := r.caller(t.Context())
-		req, err := http.NewRequestWithContext(ctx, "GET", "https://api.test/v1/items?token=secret", nil)
-		require.NoError(t, err)
-		resp, err := tr.RoundTrip(req)
-		require.NoError(t, err)
-		require.NoError(t, resp.Body.Close())
-		parent.End()
+		parent := r.get(t, tr, "https://api.test/v1/items?token=secret")
 
 		got := r.metrics(t)
 		assert.Len(t, got, 2, "no hedges, no transparent retries")
@@ -117,13 +111,7 @@ func TestHedgedRequest(t *testing.T) {
 		cfg := &policy.Config{Rules: []policy.Rule{{Name: []policy.Name{{}},
 			Hedge: &policy.Hedge{MaxAttempts: 2, HedgingDelay: 50 * time.Millisecond, NonFatalStatusCodes: []int{503}}}}}
 		tr := &retryhttp.Transport{Base: mt, Policy: cfg, Hooks: r.hooks}
-		ctx, parent := r.caller(t.Context())
-		req, err := http.NewRequestWithContext(ctx, "GET", "https://api.test/v1/items", nil)
-		require.NoError(t, err)
-		resp, err := tr.RoundTrip(req)
-		require.NoError(t, err)
-		require.NoError(t, resp.Body.Close())
-		parent.End()
+		parent := r.get(t, tr, "https://api.test/v1/items")
 
 		got := r.metrics(t)
 		assert.Len(t, got, 1, "no retries, so no retry delay either")
@@ -260,13 +248,7 @@ func TestRefusalIsAnEventOnTheCallerSpan(t *testing.T) {
 			return resp, nil
 		})
 		tr := &retryhttp.Transport{Base: mt, Policy: retryPolicy(3), Hooks: r.hooks}
-		ctx, parent := r.caller(t.Context())
-		req, err := http.NewRequestWithContext(ctx, "GET", "https://api.test/v1/items", nil)
-		require.NoError(t, err)
-		resp, err := tr.RoundTrip(req)
-		require.NoError(t, err)
-		require.NoError(t, resp.Body.Close())
-		parent.End()
+		r.get(t, tr, "https://api.test/v1/items")
 
 		var events []string
 		for _, s := range r.spans.GetSpans() {
