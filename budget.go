@@ -131,24 +131,32 @@ func (b *budgets) For(host string) *bucket {
 		return nil
 	}
 	var buf [maxInlineHost]byte
-	n, inline := lowerASCII(&buf, host)
-	if !inline {
-		host = strings.ToLower(host)
+	if n, inline := lowerASCII(&buf, host); inline {
+		return lowered(b, buf[:n])
 	}
-	var k *bucket
+	return lowered(b, strings.ToLower(host))
+}
+
+// forLowered is For for a host already lowercased, as a call has it: the
+// host is lowered once per request, not again here.
+func (b *budgets) forLowered(host string) *bucket {
+	if b == nil || b.limits.Load() == nil {
+		return nil
+	}
+	return lowered(b, host)
+}
+
+// lowered returns b's bucket of host, lowercased, making it if need be.
+// host is a string, or the bytes For lowered it into: the conversion in
+// the map index copies nothing, and the one for insert happens only for a
+// host not held yet.
+func lowered[H string | []byte](b *budgets, host H) *bucket {
 	b.mu.RLock()
-	if inline {
-		k = b.hosts[string(buf[:n])] // converted in the index expression: no copy
-	} else {
-		k = b.hosts[host]
-	}
+	k := b.hosts[string(host)] // converted in the index expression: no copy
 	clock := b.clock
 	b.mu.RUnlock()
 	if k == nil {
-		if inline {
-			host = string(buf[:n])
-		}
-		return b.insert(host)
+		return b.insert(string(host))
 	}
 	// Store only on change, so that steady lookups of a busy host do not
 	// keep writing to its cache line.

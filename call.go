@@ -115,7 +115,7 @@ func (st *state) newCall(req *http.Request) (*call, error) {
 	c.plan = newPlan(rule, req)
 	c.observer = observer{req: req, rule: pol.name(i), counters: pair{pol.rule(i), st.hosts.get(c.host)}}
 	c.setHooks(st.hooks, hooks)
-	c.bucket = st.budgets.For(c.host)
+	c.bucket = st.budgets.forLowered(c.host)
 	c.body = &c.own
 	if streamed(req) {
 		c.body = new(replayableBody)
