@@ -297,15 +297,15 @@ func (c *call) mayRepeat(out outcome, r *result) bool {
 }
 
 // gate decides whether a further attempt may start at all: the host's
-// budget and the body must allow it. It returns the refusal, or "".
-func (c *call) gate() RefusalReason {
+// budget and the body must allow it. When they do not, why says which.
+func (c *call) gate() (why RefusalReason, ok bool) {
 	switch {
 	case !c.body.replayable():
-		return RefusedBuffer
+		return RefusedBuffer, false
 	case !c.bucket.Allow():
-		return RefusedBudget
+		return RefusedBudget, false
 	}
-	return ""
+	return "", true
 }
 
 // serverWait is the wait a server's delay signal asks for, with a little

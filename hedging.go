@@ -221,7 +221,7 @@ func (h *hedger) landed(n int) flight {
 // gate decides whether the next hedge may start: the host's budget and the
 // body must allow it.
 func (h *hedger) gate() bool {
-	if why := h.c.gate(); why != "" {
+	if why, ok := h.c.gate(); !ok {
 		h.stop(why)
 		return false
 	}

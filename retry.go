@@ -175,7 +175,7 @@ func (c *call) next(p *policy.Retry, out outcome, r *result, backoff int) decisi
 	case sd.Kind == delayStop:
 		return decision{stop: true, refusal: RefusedServerDelay}
 	}
-	if why := c.gate(); why != "" {
+	if why, ok := c.gate(); !ok {
 		return decision{stop: true, refusal: why}
 	}
 	d := decision{backoff: backoff + 1}
