@@ -74,6 +74,11 @@ type Transport struct {
 	// with its value, on the goroutine that called RoundTrip.
 	Classify func(attempt int, resp *http.Response, err error) Verdict
 
+	// Fleet, when set, shares the per-host budget and holds with the
+	// other Transports of a fleet of processes (see [Fleet]). Nil means
+	// none: each Transport keeps its own.
+	Fleet Fleet
+
 	// OmitAttemptsHeader, when true, neither sends [AttemptsHeader] on
 	// attempts after the first nor sets it on the response handed back,
 	// for servers and proxies that must not see it; a response then

@@ -1,0 +1,89 @@
+package retryhttp
+
+import (
+	"time"
+
+	"github.com/retryhttp/retryhttp/policy"
+)
+
+// Fleet is state that the Transports of a fleet of processes share, so
+// that the fleet as a whole keeps to one retry budget per host, and one
+// member's hold (a Retry-After, a spent quota) holds every member.
+//
+// A per-Transport budget cannot protect a server from a fleet of small
+// clients: each spends about maxTokens/3 extra attempts on a host that
+// is down before its own bucket reacts, so a thousand clients sending ten
+// requests each triple the load. With a Fleet, the Transport asks the
+// fleet's budget too before a retry or a hedge starts (and again when a
+// retry's backoff ends), reports every attempt's outcome to it, and
+// waits out the holds it carries as its own.
+//
+// Its methods are called on the request path, by any number of
+// goroutines at once. They must be safe for concurrent use, return at
+// once, do no I/O and allocate nothing; when they cannot tell (the
+// shared store is slow, down, or has not answered yet) they answer as if
+// there were no fleet: allow, no hold. The per-Transport budget and holds
+// keep working whatever the Fleet says. The module
+// github.com/retryhttp/retryhttp/redisfleet implements it over Redis or
+// Valkey.
+type Fleet interface {
+	// Report tells the fleet what one attempt to host (a URL host,
+	// lowercased, port kept) showed. It is called once per attempt
+	// that reached or may have reached the server, after its outcome
+	// is known.
+	Report(host string, r FleetReport)
+	// Look returns what the fleet knows of host now, for the requests
+	// of rule (a key of [Stats.Rules]). It is called before each
+	// attempt of a request under a policy with holds, and before each
+	// retry or hedge.
+	Look(host, rule string) FleetView
+}
+
+// FleetReport is what one attempt showed, for a [Fleet].
+type FleetReport struct {
+	// Rule is the key, in [Stats.Rules], of the policy rule the request
+	// matched ("none" when it matched none); holds are kept per host and
+	// rule.
+	Rule string
+	// Budget is what the attempt does to the host's budget, with the
+	// accounting of gRPC's retry throttling: [FleetFailure] takes a
+	// token, [FleetSuccess] adds Throttle.TokenRatio, and the zero value
+	// changes nothing.
+	Budget FleetBudget
+	// Throttle is the throttle in force when the attempt ended: the
+	// bucket's capacity and refill. Nil means the policy has none, and
+	// Budget is then the zero value.
+	Throttle *policy.Throttle
+	// HoldUntil, when not zero, is the end of the hold the attempt's
+	// answer set on its host and Rule: no request under it may be sent
+	// before then. HoldStatus is that answer's status.
+	HoldUntil  time.Time
+	HoldStatus int
+}
+
+// FleetBudget is what an attempt does to a host's budget.
+type FleetBudget uint8
+
+// The effects an attempt has on a host's budget.
+const (
+	// FleetNoChange: the attempt does not count, as a transparent resend
+	// or an attempt the dialer refused does not.
+	FleetNoChange FleetBudget = iota
+	// FleetFailure: a retryable or non-fatal status, a retryable network
+	// error, or a pushback that forbids retrying: one token is taken.
+	FleetFailure
+	// FleetSuccess: any other answer: the refill ratio is added.
+	FleetSuccess
+)
+
+// FleetView is what a [Fleet] knows of a host. Its zero value means
+// "allow, no hold", the answer of a fleet that cannot tell.
+type FleetView struct {
+	// Spent says that the fleet's budget for the host is spent (it holds
+	// maxTokens/2 or less): no retry or hedge may start.
+	Spent bool
+	// HoldUntil, when not zero, is when the fleet's hold on the host and
+	// rule ends; HoldStatus is the status of the answer that set it.
+	HoldUntil  time.Time
+	HoldStatus int
+}
