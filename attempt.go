@@ -8,6 +8,8 @@ import (
 	"net/http/httptrace"
 	"sync/atomic"
 	"time"
+
+	"github.com/retryhttp/retryhttp/policy"
 )
 
 // AttemptsHeader is set on attempt k >= 2 of a request to k-1, and on the
@@ -15,15 +17,52 @@ import (
 // one that produced it. [Transport.OmitAttemptsHeader] turns both off.
 const AttemptsHeader = "X-Retry-Attempts"
 
-// errAttemptTimeout is the cause of an attempt cut by its per-attempt
-// timeout. It is a timeout in the sense of [net.Error].
-var errAttemptTimeout error = timeoutError("retryhttp: per-attempt timeout")
+// ownCause is why this package ended the context of an attempt (or of a
+// request): a hedge that lost, a per-attempt timeout, a drain that took
+// too long, a body done with. Every such cause is one, so that an attempt
+// that meets one while its own context is live knows it for another
+// request's cancellation (see lostError) without a list to keep.
+type ownCause struct {
+	msg     string
+	timeout bool  // a timeout, in the sense of net.Error
+	is      error // matched too by errors.Is, when set
+}
 
-type timeoutError string
+func (e *ownCause) Error() string   { return e.msg }
+func (e *ownCause) Timeout() bool   { return e.timeout }
+func (e *ownCause) Temporary() bool { return e.timeout }
+func (e *ownCause) Unwrap() error   { return e.is }
 
-func (e timeoutError) Error() string   { return string(e) }
-func (e timeoutError) Timeout() bool   { return true }
-func (e timeoutError) Temporary() bool { return true }
+// The package's causes.
+var (
+	// errAttemptTimeout cuts an attempt at its per-attempt timeout. It is
+	// a timeout in the sense of [net.Error].
+	errAttemptTimeout = &ownCause{msg: "retryhttp: per-attempt timeout", timeout: true}
+	// errHedgeLost cancels the attempts that lost to another.
+	errHedgeLost = &ownCause{msg: "retryhttp: another hedge won"}
+	// errHedgeCut cancels the attempts that cannot send a body which
+	// outgrew its buffer under another attempt. It matches
+	// errBodyCommitted, yet is distinct from a body reader's own
+	// errBodyCommitted: net/http may hand it to another request (see
+	// lostError), which must take it for a lost connection, not for the
+	// end of its own body.
+	errHedgeCut = &ownCause{msg: "retryhttp: request body cannot be replayed: another attempt is sending it", is: errBodyCommitted}
+	// errDrainTimeout cuts a discarded response whose drain took too long.
+	errDrainTimeout = &ownCause{msg: "retryhttp: draining a discarded response took too long"}
+	// errBodyDone ends an attempt whose response body was read or closed.
+	errBodyDone = &ownCause{msg: "retryhttp: response body closed"}
+	// errCallDone ends the context of a request that is over.
+	errCallDone = &ownCause{msg: "retryhttp: request done"}
+	// errRequestCanceled is the cause of a request whose caller closed
+	// its Request.Cancel.
+	errRequestCanceled = &ownCause{msg: "retryhttp: request canceled through Request.Cancel"}
+	// errSuperseded closes an outcome kept for the caller that a later
+	// one replaced.
+	errSuperseded = &ownCause{msg: "retryhttp: a later answer superseded it"}
+	// errPanicked ends the attempts of a request that a panic cut short:
+	// of the caller's classifier, a hook, GetBody or the base.
+	errPanicked = &ownCause{msg: "retryhttp: request ended by a panic"}
+)
 
 // attempt is one attempt of a request, ready to go.
 type attempt struct {
@@ -40,6 +79,16 @@ type attempt struct {
 	timeout time.Duration // until the response headers; 0: none
 	trace   *writeTrace   // nil: none
 	addr    string        // the backend it was routed to, if any
+	reading reading       // how its answer is read
+}
+
+// reading is what an attempt needs to read its own answer: the caller's
+// context, the statuses its rule lists, and the server delay headers its
+// policy names.
+type reading struct {
+	caller context.Context
+	listed []int
+	delays []policy.DelayHeader
 }
 
 // result is the outcome of one attempt.
@@ -50,15 +99,29 @@ type result struct {
 	resp      *http.Response
 	err       error
 	unwritten bool // the base showed it never wrote the request
-	// unprocessed says the caller's classifier found that the server did
-	// not act on the request, so that it may be sent again whatever its
-	// method.
-	unprocessed bool
-	latency     time.Duration // until the response headers, or the error
-	delay       serverDelay   // what the response's headers ask of the next attempt
-	ctx         context.Context
-	cancel      context.CancelCauseFunc // nil: the attempt ran under the caller's context
-	addr        string
+	// class is what the outcome means by the rule's lists and the kind
+	// of error, before any verdict; server is the server's own verdict
+	// (X-Should-Retry), and delay what the response's headers ask of the
+	// next attempt. The attempt reads them itself, on its goroutine.
+	class  outcome
+	server Verdict
+	delay  serverDelay
+	// verdict is what the caller's classifier, or the server, said of it:
+	// its kind and any wait it asks for.
+	verdict Verdict
+	latency time.Duration // until the response headers, or the error
+	ctx     context.Context
+	cancel  context.CancelCauseFunc // nil: the attempt ran under the caller's context
+	addr    string
+	// body is the attempt's request body, when it is replayed from the
+	// buffer, which net/http may go on reading after the response came:
+	// closed once the response is kept for a retry, so that an attempt
+	// the server refused stops sending, and does not push the body past
+	// its buffer under the next attempt.
+	body io.Closer
+	// panicked is what the base panicked with, for an attempt sent on a
+	// goroutine of its own, to be raised again on the caller's.
+	panicked any
 }
 
 // writeTrace learns from httptrace whether an attempt wrote its request.
@@ -81,15 +144,29 @@ func (t *writeTrace) unwritten() bool {
 	return t != nil && t.traced.Load() && !t.wrote.Load()
 }
 
-// abandon lets go of an attempt that will not be sent: its body reader
-// and its context.
-func (a *attempt) abandon() {
+// abandon lets go of an attempt that will not be sent, or whose base
+// panicked: its body reader and its context, with cause.
+func (a *attempt) abandon(cause error) {
 	if a.req != nil && a.req.Body != nil {
 		a.req.Body.Close()
 	}
 	if a.cancel != nil {
-		a.cancel(context.Canceled)
+		a.cancel(cause)
 	}
+}
+
+// fly sends the attempt on a goroutine of its own, a hedge's, and hands
+// its result to results, which has room for it: the goroutine ends once
+// the attempt has its response headers or its error. A panic of the base
+// is handed over too, so that it is raised again on the caller's
+// goroutine rather than kill the process.
+func (a *attempt) fly(results chan<- result) {
+	defer func() {
+		if p := recover(); p != nil {
+			results <- result{n: a.n, hedge: a.hedge, resend: a.resend, ctx: a.ctx, panicked: p}
+		}
+	}()
+	results <- a.send()
 }
 
 // send sends the attempt and makes its result obey the RoundTripper
@@ -97,13 +174,23 @@ func (a *attempt) abandon() {
 // keeps it until its response body is read to its end or closed.
 func (a *attempt) send() result {
 	r := result{n: a.n, hedge: a.hedge, resend: a.resend, ctx: a.ctx, cancel: a.cancel, addr: a.addr}
+	if br, ok := a.req.Body.(*bodyReader); ok {
+		r.body = br // one of the Transport's own, safe to close while net/http reads it
+	}
 	var timer *time.Timer
 	if a.timeout > 0 {
 		cancel := a.cancel // not a, which would then escape on every attempt
 		timer = time.AfterFunc(a.timeout, func() { cancel(errAttemptTimeout) })
 	}
 	start := time.Now()
+	returned := false
+	defer func() {
+		if !returned { // the base panicked: its attempt ends here
+			a.abandon(errPanicked)
+		}
+	}()
 	r.resp, r.err = a.base.RoundTrip(a.req)
+	returned = true
 	r.latency = time.Since(start)
 	r.unwritten = a.trace.unwritten()
 	if timer != nil && !timer.Stop() && r.err == nil {
@@ -117,7 +204,20 @@ func (a *attempt) send() result {
 		r.resp, r.err = nil, context.Cause(a.ctx)
 	}
 	r.settle()
+	r.read(a.reading)
 	return r
+}
+
+// read says what r's outcome means by the rule's lists and the kind of
+// error, and reads what the server says of the next attempt: its delay
+// signals and its own verdict, on any response that is not a plain
+// success, whose headers are not read at all.
+func (r *result) read(rd reading) {
+	r.class = classify(r, rd.listed, rd.caller.Err() != nil)
+	if r.resp != nil && (r.class != outDone || r.resp.StatusCode >= 400) {
+		r.delay = parseServerDelay(r.resp.Header, time.Now(), rd.delays)
+		r.server = serverVerdict(r.resp)
+	}
 }
 
 // settle makes r obey the RoundTripper contract whatever the base did, and
@@ -147,6 +247,9 @@ func (r *result) settle() {
 	if r.resp.Body == nil {
 		r.resp.Body = http.NoBody
 	}
+	if r.resp.Header == nil {
+		r.resp.Header = make(http.Header)
+	}
 	if r.cancel != nil {
 		r.resp.Body = tie(r.resp.Body, r.cancel)
 	}
@@ -167,9 +270,8 @@ func (e *causeError) Unwrap() []error { return []error{e.err, e.cause} }
 // own (a middleware's context.WithTimeout), and its error keeps its
 // identity, transient as any timeout.
 func othersCancellation(err error) bool {
-	return errors.Is(err, errHedgeLost) || errors.Is(err, errHedgeCut) || errors.Is(err, errAttemptTimeout) ||
-		errors.Is(err, errDrainTimeout) || errors.Is(err, errBodyDone) || errors.Is(err, errCallDone) ||
-		errors.Is(err, errRequestCanceled) || stdlibText(err) == textCancelled
+	var own *ownCause
+	return errors.As(err, &own) || stdlibText(err) == textCancelled
 }
 
 // lostError is a cancellation that the base reported for an attempt whose
@@ -188,107 +290,3 @@ func (e *lostError) Error() string {
 // Unwrap returns nothing: the cancellation named inside is not this
 // attempt's, and errors.Is must not find it.
 func (e *lostError) Unwrap() error { return nil }
-
-// tiedBody cancels its attempt's context once the body is read to its
-// end or closed. Cancelling any earlier would cut the body short; never
-// cancelling would leave the context registered with the caller's until
-// that ends. net/http hands the connection back to its pool before the
-// final Read returns io.EOF, so cancelling then costs no reuse.
-type tiedBody struct {
-	rc     io.ReadCloser
-	cancel context.CancelCauseFunc
-}
-
-var errBodyDone = errors.New("retryhttp: response body closed")
-
-func (b *tiedBody) Read(p []byte) (int, error) {
-	n, err := b.rc.Read(p)
-	if err == io.EOF {
-		b.cancel(errBodyDone)
-	}
-	return n, err
-}
-
-func (b *tiedBody) Close() error {
-	err := b.rc.Close()
-	b.cancel(errBodyDone)
-	return err
-}
-
-// tiedRWBody keeps the io.Writer of a 101 Switching Protocols body, which
-// net/http exposes as an io.ReadWriteCloser for the upgraded connection.
-type tiedRWBody struct {
-	tiedBody
-	w io.Writer
-}
-
-func (b *tiedRWBody) Write(p []byte) (int, error) { return b.w.Write(p) }
-
-func tie(rc io.ReadCloser, cancel context.CancelCauseFunc) io.ReadCloser {
-	if rw, ok := rc.(io.ReadWriteCloser); ok {
-		return &tiedRWBody{tiedBody{rc, cancel}, rw}
-	}
-	return &tiedBody{rc, cancel}
-}
-
-// Bounds on draining a response that is discarded: up to drainLimit bytes
-// within drainTimeout keep its connection for reuse; past either the
-// attempt is cancelled and its body closed instead, so that a slow or
-// endless body cannot hold the request up.
-const (
-	drainLimit   = 64 << 10
-	drainTimeout = 100 * time.Millisecond
-)
-
-var errDrainTimeout = errors.New("retryhttp: draining a discarded response took too long")
-
-// abort closes the response of an attempt that lost, cancelling the attempt
-// first, so that a body still arriving cannot hold anyone up: no drain, at
-// the cost of its connection.
-func (r *result) abort(cause error) {
-	if r.resp == nil {
-		return
-	}
-	if r.cancel != nil {
-		r.cancel(cause)
-	}
-	r.resp.Body.Close()
-	r.resp = nil
-}
-
-// discard drains and closes the response of an attempt that lost or is
-// being retried, waiting drainTimeout at most whatever the body does. A
-// body of known length over drainLimit is closed at once. The drain runs
-// on a goroutine of its own, so that a body that ignores both its context
-// and Close delays the request by drainTimeout only: that goroutine ends
-// when the body's Read returns, which for net/http is at once once the
-// attempt is cancelled or the body closed.
-func (r *result) discard() {
-	if r.resp == nil {
-		return
-	}
-	body, length := r.resp.Body, r.resp.ContentLength
-	r.resp = nil
-	if length > drainLimit {
-		body.Close()
-		return
-	}
-	drained := make(chan struct{})
-	go func() {
-		defer close(drained)
-		io.CopyN(io.Discard, body, drainLimit+1)
-	}()
-	timer := time.NewTimer(drainTimeout)
-	defer timer.Stop()
-	select {
-	case <-drained:
-		body.Close()
-	case <-timer.C:
-		if r.cancel != nil {
-			r.cancel(errDrainTimeout)
-		}
-		// Close may wait for the Read in progress, as net/http's own
-		// body does; it must not hold the request up.
-		go body.Close()
-	}
-}

@@ -1,21 +1,9 @@
 package retryhttp
 
 import (
-	"cmp"
 	"math"
-	"slices"
-	"strings"
-	"sync"
 	"sync/atomic"
-
-	"github.com/retryhttp/retryhttp/policy"
 )
-
-// defaultMaxBudgetHosts is the number of hosts whose budgets are kept when
-// newBudgets is given no bound. At roughly 150 bytes a host (bucket, key and
-// map slot), 4096 hosts cost under a megabyte, and few clients talk to more
-// hosts than that within one outage.
-const defaultMaxBudgetHosts = 4096
 
 // milliPerToken is the fixed-point scale of a bucket: gRPC's retry design
 // gives tokenRatio at most three decimal places, so counting thousandths of
@@ -28,78 +16,10 @@ const milliPerToken = 1000
 // that gRPC's retry design and [policy.Config.Validate] put on maxTokens.
 const maxMilliTokens = 1000 * milliPerToken
 
-// budgets holds the retry throttle of gRPC's retry design (proposal A6), one
-// token bucket per host, so that an outage of one host stops retries to it
-// without starving retries to the others.
-//
-// At most maxHosts buckets are kept, so a client that talks to millions of
-// hosts holds a bounded amount of memory. A full bucket is indistinguishable
-// from a new one, so when the map is at its bound, every full bucket not
-// looked up since the previous eviction goes; if that frees too little, the
-// other full buckets go next, and only then buckets in debt, least recently
-// looked up first. Dropping a bucket in debt forgets its failures, so under
-// that pressure the throttle errs toward allowing retries, never toward
-// blocking them. Each eviction frees at least an eighth of the bound, which
-// keeps its cost (a scan and a sort of the map) amortised to a constant per
-// new host.
-//
-// The throttle's limits can change at run time (Transport.SetPolicy): the
-// buckets keep their tokens and take the new limits at their next use; a
-// count above a lower new capacity reads as that capacity. Without a
-// throttle nothing is gated or counted, and the buckets held so far wait,
-// unchanged, for one to return.
-//
-// A nil *budgets is valid and throttles nothing. Its methods are safe for
-// concurrent use.
-type budgets struct {
-	limits   atomic.Pointer[limits] // nil: no throttle
-	maxHosts int                    // bound on len(hosts), at least 1
-
-	// mu guards the map and the two clocks below. It exists only because a
-	// Go map cannot be read while it is written; the token counts are not
-	// under it, so a goroutine holding a *bucket never takes it. Lookups of
-	// known hosts, by far the common case, share a read lock.
-	mu    sync.RWMutex
-	hosts map[string]*bucket
-	// clock counts insertions; a bucket's seen records its value at the
-	// bucket's last lookup, which orders buckets by recency of use.
-	clock uint64
-	// swept is the clock at the last eviction: a bucket with seen < swept
-	// has not been looked up since, and counts as idle.
-	swept uint64
-}
-
 // limits are a throttle's, in milli-tokens.
 type limits struct {
 	maxMilli   int64 // bucket capacity, in [1, maxMilliTokens]
 	ratioMilli int64 // refill per success, at least 1
-}
-
-// newBudgets returns the per-host budgets for throttle t, keeping at most
-// maxHosts hosts (maxHosts <= 0 means defaultMaxBudgetHosts). A nil t
-// throttles nothing until set gives one.
-func newBudgets(t *policy.Throttle, maxHosts int) *budgets {
-	if maxHosts <= 0 {
-		maxHosts = defaultMaxBudgetHosts
-	}
-	b := &budgets{maxHosts: maxHosts, hosts: make(map[string]*bucket)}
-	b.set(t)
-	return b
-}
-
-// set makes t the throttle, nil meaning none.
-//
-// MaxTokens and TokenRatio are rounded to the nearest thousandth of a token,
-// the precision gRPC's retry design allows. Values that [policy.Config.Validate]
-// rejects are clamped rather than trusted: capacity to [0.001, 1000] tokens,
-// and the refill to at least 0.001 so that successes always refill a bucket.
-func (b *budgets) set(t *policy.Throttle) {
-	if t == nil {
-		b.limits.Store(nil)
-		return
-	}
-	maxMilli := toMilli(t.MaxTokens)
-	b.limits.Store(&limits{maxMilli: maxMilli, ratioMilli: min(toMilli(t.TokenRatio), maxMilli)})
 }
 
 // toMilli converts a token amount to milli-tokens, rounded to nearest and
@@ -112,163 +32,6 @@ func toMilli(tokens float64) int64 {
 	return int64(min(m, maxMilliTokens))
 }
 
-// maxInlineHost is the longest host that For lowers in a stack buffer; a
-// longer one (DNS names stop at 253 bytes, plus a port) costs an allocation
-// per lookup when it has upper-case letters.
-const maxInlineHost = 128
-
-// For returns the bucket of host, a URL.Host with its port kept; hosts are
-// compared case-insensitively. A host seen for the first time, or again after
-// its bucket was evicted, gets a full bucket. A goroutine that still holds an
-// evicted bucket may keep using it: its updates are simply lost.
-//
-// For returns a nil *bucket, which allows everything and counts nothing,
-// when there is no throttle, and on a nil *budgets. For does not allocate
-// for a host it already holds, unless that host is longer than
-// maxInlineHost or not ASCII, and has upper-case letters.
-func (b *budgets) For(host string) *bucket {
-	if b == nil || b.limits.Load() == nil {
-		return nil
-	}
-	var buf [maxInlineHost]byte
-	if n, inline := lowerASCII(&buf, host); inline {
-		return lowered(b, buf[:n])
-	}
-	return lowered(b, strings.ToLower(host))
-}
-
-// forLowered is For for a host already lowercased, as a call has it: the
-// host is lowered once per request, not again here.
-func (b *budgets) forLowered(host string) *bucket {
-	if b == nil || b.limits.Load() == nil {
-		return nil
-	}
-	return lowered(b, host)
-}
-
-// lowered returns b's bucket of host, lowercased, making it if need be.
-// host is a string, or the bytes For lowered it into: the conversion in
-// the map index copies nothing, and the one for insert happens only for a
-// host not held yet.
-func lowered[H string | []byte](b *budgets, host H) *bucket {
-	b.mu.RLock()
-	k := b.hosts[string(host)] // converted in the index expression: no copy
-	clock := b.clock
-	b.mu.RUnlock()
-	if k == nil {
-		return b.insert(string(host))
-	}
-	// Store only on change, so that steady lookups of a busy host do not
-	// keep writing to its cache line.
-	if k.seen.Load() != clock {
-		k.seen.Store(clock)
-	}
-	return k
-}
-
-// lowerASCII writes host, ASCII letters lowered, into buf and returns its
-// length, or false when host does not fit or is not ASCII.
-func lowerASCII(buf *[maxInlineHost]byte, host string) (int, bool) {
-	if len(host) > len(buf) {
-		return 0, false
-	}
-	for i := 0; i < len(host); i++ {
-		c := host[i]
-		if c >= 0x80 {
-			return 0, false
-		}
-		if 'A' <= c && c <= 'Z' {
-			c += 'a' - 'A'
-		}
-		buf[i] = c
-	}
-	return len(host), true
-}
-
-// insert adds a full bucket for key, which is already lowered, unless
-// another goroutine added one since the caller's lookup; it evicts first
-// when the map is at its bound.
-func (b *budgets) insert(key string) *bucket {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	if k := b.hosts[key]; k != nil {
-		return k
-	}
-	if len(b.hosts) >= b.maxHosts {
-		b.evict()
-	}
-	b.clock++
-	k := &bucket{limits: &b.limits}
-	k.tokens.Store(maxMilliTokens) // full, whatever the capacity: read as at most it
-	k.seen.Store(b.clock)
-	b.hosts[key] = k
-	return k
-}
-
-// evict frees at least an eighth of the bound (at least one host), so that
-// the next insertions run without evicting. b.mu must be held for writing.
-//
-// Every full bucket that is idle (not looked up since the last eviction)
-// goes: it is worth nothing. If that is not enough, the other buckets go in
-// this order: full ones, then those in debt least recently looked up first,
-// and among equally recent ones those closest to full, so that the debt
-// forgotten is the oldest and the smallest.
-func (b *budgets) evict() {
-	want := max(b.maxHosts/8, 1)
-	freed := 0
-	rest := make([]evictee, 0, len(b.hosts))
-	capacity := int64(maxMilliTokens)
-	if l := b.limits.Load(); l != nil {
-		capacity = l.maxMilli
-	}
-	for key, k := range b.hosts {
-		tokens, seen := min(k.tokens.Load(), capacity), k.seen.Load()
-		if tokens >= capacity && seen < b.swept {
-			delete(b.hosts, key)
-			freed++
-			continue
-		}
-		rest = append(rest, evictee{key: key, full: tokens >= capacity, seen: seen, tokens: tokens})
-	}
-	if freed < want {
-		slices.SortFunc(rest, evictee.compare)
-		for _, e := range rest[:min(want-freed, len(rest))] {
-			delete(b.hosts, e.key)
-		}
-	}
-	b.swept = b.clock
-}
-
-// evictee is a snapshot of one bucket, taken to rank it for eviction.
-type evictee struct {
-	key    string
-	full   bool
-	seen   uint64
-	tokens int64
-}
-
-// compare orders evictees first to last to evict: full before in debt, then
-// least recently looked up, then most tokens.
-func (e evictee) compare(o evictee) int {
-	if e.full != o.full {
-		if e.full {
-			return -1
-		}
-		return 1
-	}
-	return cmp.Or(cmp.Compare(e.seen, o.seen), cmp.Compare(o.tokens, e.tokens))
-}
-
-// len reports how many hosts hold a bucket.
-func (b *budgets) len() int {
-	if b == nil {
-		return 0
-	}
-	b.mu.RLock()
-	defer b.mu.RUnlock()
-	return len(b.hosts)
-}
-
 // bucket is the token bucket of one host. Its count is one word of
 // milli-tokens, updated by compare-and-swap, so Allow, Failure and Success
 // never take a lock and never block, however many requests share the host.
@@ -276,11 +39,23 @@ func (b *budgets) len() int {
 // were lowered, or for a bucket made full): it is read as at most the
 // capacity, and written back within it.
 //
-// A nil *bucket is the bucket of an unthrottled host: it allows everything.
+// A bucket whose limits hold nil, and a nil *bucket, are the bucket of an
+// unthrottled host: it allows everything and counts nothing.
 type bucket struct {
 	tokens atomic.Int64            // milli-tokens, in [0, maxMilliTokens]
-	seen   atomic.Uint64           // budgets.clock at the last lookup
-	limits *atomic.Pointer[limits] // its budgets' limits; nil in them: no throttle
+	limits *atomic.Pointer[limits] // its table's limits; nil in them: no throttle
+}
+
+// init makes k a full bucket under the limits l points to.
+func (k *bucket) init(l *atomic.Pointer[limits]) {
+	k.limits = l
+	k.tokens.Store(maxMilliTokens) // full, whatever the capacity: read as at most it
+}
+
+// full reports whether k holds its capacity, as a bucket never used
+// does: forgetting it loses nothing.
+func (k *bucket) full(capacity int64) bool {
+	return k.tokens.Load() >= capacity
 }
 
 // Allow reports whether a retry or hedge may start: while the bucket holds
@@ -355,3 +130,60 @@ func (k *bucket) Tokens() float64 {
 	}
 	return float64(min(k.tokens.Load(), l.maxMilli)) / milliPerToken
 }
+
+// Bounds of a hedge budget, in millionths of a hedge: a fraction as small
+// as 0.000001 still earns something.
+const (
+	microPerHedge = 1_000_000
+	// hedgeBurst is the hedges a host may be sent beyond its share, so
+	// that a short run of slow answers is still hedged: over any n
+	// consecutive requests a host is sent at most maxExtraLoad*n +
+	// hedgeBurst hedges.
+	hedgeBurst = 10 * microPerHedge
+)
+
+// hedgeBudget caps the hedges a host is sent at a fraction of its
+// requests (a hedging policy's MaxExtraLoad): each request's first
+// attempt earns the fraction of a hedge, each hedge spends a whole one,
+// and it holds at most hedgeBurst. Unlike the retry budget, it measures
+// load, not failure: it bounds the extra load hedging adds whatever sets
+// the delay, even when the delay is wrong. One word updated by
+// compare-and-swap, as the bucket is.
+type hedgeBudget struct {
+	micro atomic.Int64 // in [0, hedgeBurst]
+}
+
+func (b *hedgeBudget) init() { b.micro.Store(hedgeBurst) }
+
+// earn adds fraction of a hedge for a request's first attempt.
+func (b *hedgeBudget) earn(fraction float64) {
+	add := int64(math.Round(fraction * microPerHedge))
+	for {
+		old := b.micro.Load()
+		if old >= hedgeBurst || add <= 0 {
+			return // full, as usual: skip the write
+		}
+		if b.micro.CompareAndSwap(old, min(old+add, hedgeBurst)) {
+			return
+		}
+	}
+}
+
+// spend takes a whole hedge and reports whether there was one.
+func (b *hedgeBudget) spend() bool {
+	for {
+		old := b.micro.Load()
+		if old < microPerHedge {
+			return false
+		}
+		if b.micro.CompareAndSwap(old, old-microPerHedge) {
+			return true
+		}
+	}
+}
+
+// full reports whether b holds its whole burst.
+func (b *hedgeBudget) full() bool { return b.micro.Load() >= hedgeBurst }
+
+// hedges returns the hedges b holds, for the status page.
+func (b *hedgeBudget) hedges() float64 { return float64(b.micro.Load()) / microPerHedge }

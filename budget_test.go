@@ -61,7 +61,7 @@ func TestBucketArithmetic(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			t.Parallel()
-			k := newBudgets(&tt.throttle, 0).For("h")
+			k := newHostTable(&tt.throttle, 0).For("h")
 			applyOps(k, tt.ops)
 			assert.Equal(t, tt.wantTokens, k.Tokens(), "tokens after %q", tt.ops)
 			assert.Equal(t, tt.wantAllow, k.Allow(), "allow after %q", tt.ops)
@@ -69,41 +69,38 @@ func TestBucketArithmetic(t *testing.T) {
 	}
 }
 
-// Without a throttle, a budget hands out no bucket: nothing is gated or
-// counted. (A Transport keeps its budgets whatever its policy, so that a
-// throttle set later finds the buckets held before.)
+// Without a throttle, a bucket gates and counts nothing. (A Transport
+// keeps its buckets whatever its policy, so that a throttle set later
+// finds the buckets held before.)
 func TestBudgetsWithoutThrottleAllowAll(t *testing.T) {
 	t.Parallel()
-	b := newBudgets(nil, 10)
-	require.NotNil(t, b)
+	b := newHostTable(nil, 10)
 	k := b.For("api.example.com")
-	require.Nil(t, k)
 	applyOps(k, strings.Repeat("F", 100))
 	assert.True(t, k.Allow())
 	assert.Equal(t, math.Inf(1), k.Tokens())
 	k.Success()
-	assert.Equal(t, 0, b.len())
+	var none *bucket
+	assert.True(t, none.Allow(), "a nil bucket allows too")
+	assert.Equal(t, math.Inf(1), none.Tokens())
 }
 
 func TestBudgetsHostKey(t *testing.T) {
 	t.Parallel()
-	long := strings.Repeat("a", maxInlineHost) + ".example.com"
 	tests := []struct {
 		name       string
 		a, b       string
 		wantShared bool
 	}{
-		{"case folds", "API.Example.com:443", "api.example.com:443", true},
 		{"port kept", "api.example.com:443", "api.example.com:8443", false},
 		{"port or none", "api.example.com", "api.example.com:443", false},
-		{"non-ASCII folds", "ÄPI.example.com", "äpi.example.com", true},
-		{"long folds", strings.ToUpper(long), long, true},
 		{"different hosts", "a.example.com", "b.example.com", false},
+		{"same host", "a.example.com", "a.example.com", true},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			t.Parallel()
-			b := newBudgets(&policy.Throttle{MaxTokens: 10, TokenRatio: 0.1}, 0)
+			b := newHostTable(&policy.Throttle{MaxTokens: 10, TokenRatio: 0.1}, 0)
 			ka := b.For(tt.a)
 			ka.Failure()
 			kb := b.For(tt.b)
@@ -120,9 +117,9 @@ func TestBudgetsHostKey(t *testing.T) {
 func TestBudgetsDefaultBound(t *testing.T) {
 	t.Parallel()
 	th := &policy.Throttle{MaxTokens: 10, TokenRatio: 0.1}
-	assert.Equal(t, defaultMaxBudgetHosts, newBudgets(th, 0).maxHosts)
-	assert.Equal(t, defaultMaxBudgetHosts, newBudgets(th, -1).maxHosts)
-	assert.Equal(t, 7, newBudgets(th, 7).maxHosts)
+	assert.Equal(t, defaultMaxHosts, newHostTable(th, 0).maxHosts)
+	assert.Equal(t, defaultMaxHosts, newHostTable(th, -1).maxHosts)
+	assert.Equal(t, 7, newHostTable(th, 7).maxHosts)
 }
 
 // TestBucketConcurrentExact checks that no update is lost under contention:
@@ -131,7 +128,7 @@ func TestBudgetsDefaultBound(t *testing.T) {
 func TestBucketConcurrentExact(t *testing.T) {
 	t.Parallel()
 	const goroutines, iterations, failEvery = 8, 20_000, 500
-	b := newBudgets(&policy.Throttle{MaxTokens: 1000, TokenRatio: 0.001}, 0)
+	b := newHostTable(&policy.Throttle{MaxTokens: 1000, TokenRatio: 0.001}, 0)
 	k := b.For("h")
 	applyOps(k, strings.Repeat("F", 500))
 	// From 500 tokens, all 320 failures first leave 180 and all 160
@@ -163,7 +160,7 @@ func TestBucketConcurrentExact(t *testing.T) {
 func TestBucketConcurrentFloorCap(t *testing.T) {
 	t.Parallel()
 	const goroutines, n = 8, 200
-	k := newBudgets(&policy.Throttle{MaxTokens: 10, TokenRatio: 0.1}, 0).For("h")
+	k := newHostTable(&policy.Throttle{MaxTokens: 10, TokenRatio: 0.1}, 0).For("h")
 	var wg sync.WaitGroup
 	for range goroutines {
 		wg.Go(func() { applyOps(k, strings.Repeat("F", n)) })
@@ -179,18 +176,28 @@ func TestBucketConcurrentFloorCap(t *testing.T) {
 	assert.True(t, k.Allow())
 }
 
-// holds reports whether b holds a bucket for host (lowercase), without
-// counting as a lookup.
-func (b *budgets) holds(host string) bool {
+// has reports whether b keeps host (lowercase), without counting as a
+// lookup.
+func (b *hostTable) has(host string) bool {
 	b.mu.RLock()
 	defer b.mu.RUnlock()
 	return b.hosts[host] != nil
 }
 
+// For returns the bucket of host, a lowercase URL host.
+func (b *hostTable) For(host string) *bucket { return &b.get(host).bucket }
+
+// len reports how many hosts b keeps.
+func (b *hostTable) len() int {
+	b.mu.RLock()
+	defer b.mu.RUnlock()
+	return len(b.hosts)
+}
+
 func TestBudgetsBound(t *testing.T) {
 	t.Parallel()
 	const bound, hosts = 1000, 100_000
-	b := newBudgets(&policy.Throttle{MaxTokens: 10, TokenRatio: 0.1}, bound)
+	b := newHostTable(&policy.Throttle{MaxTokens: 10, TokenRatio: 0.1}, bound)
 	for i := range hosts {
 		k := b.For(fmt.Sprintf("h%d.example.com", i))
 		if i%7 == 0 {
@@ -206,7 +213,7 @@ func TestBudgetsBound(t *testing.T) {
 func TestBudgetsDebtSurvives(t *testing.T) {
 	t.Parallel()
 	const bound = 64
-	b := newBudgets(&policy.Throttle{MaxTokens: 10, TokenRatio: 0.1}, bound)
+	b := newHostTable(&policy.Throttle{MaxTokens: 10, TokenRatio: 0.1}, bound)
 	debt := make([]*bucket, bound/2)
 	for i := range debt {
 		debt[i] = b.For(fmt.Sprintf("debt%d", i))
@@ -217,7 +224,7 @@ func TestBudgetsDebtSurvives(t *testing.T) {
 	}
 	for i, k := range debt {
 		host := fmt.Sprintf("debt%d", i)
-		require.True(t, b.holds(host), "%s evicted", host)
+		require.True(t, b.has(host), "%s evicted", host)
 		assert.Same(t, k, b.For(host))
 		assert.Equal(t, 4.0, k.Tokens())
 		assert.False(t, k.Allow())
@@ -228,42 +235,42 @@ func TestBudgetsDebtSurvives(t *testing.T) {
 // bucket goes even though a bucket in debt was looked up less recently.
 func TestBudgetsEvictFullFirst(t *testing.T) {
 	t.Parallel()
-	b := newBudgets(&policy.Throttle{MaxTokens: 10, TokenRatio: 0.1}, 3)
+	b := newHostTable(&policy.Throttle{MaxTokens: 10, TokenRatio: 0.1}, 3)
 	b.For("old-debt").Failure()
 	b.For("full")
 	b.For("new-debt").Failure()
 	b.For("new")
-	assert.False(t, b.holds("full"))
-	assert.True(t, b.holds("old-debt"))
-	assert.True(t, b.holds("new-debt"))
-	assert.True(t, b.holds("new"))
+	assert.False(t, b.has("full"))
+	assert.True(t, b.has("old-debt"))
+	assert.True(t, b.has("new-debt"))
+	assert.True(t, b.has("new"))
 }
 
 // TestBudgetsEvictLRU checks that with no full bucket the least recently
 // looked-up one goes, and among equally recent ones the one closest to full.
 func TestBudgetsEvictLRU(t *testing.T) {
 	t.Parallel()
-	b := newBudgets(&policy.Throttle{MaxTokens: 10, TokenRatio: 0.1}, 4)
+	b := newHostTable(&policy.Throttle{MaxTokens: 10, TokenRatio: 0.1}, 4)
 	for _, h := range []string{"a", "b", "c", "d"} {
 		b.For(h).Failure()
 	}
 	b.For("a") // now b is the least recently looked up
 	b.For("e").Failure()
-	assert.False(t, b.holds("b"), "b evicted")
+	assert.False(t, b.has("b"), "b evicted")
 	b.For("f").Failure()
-	assert.False(t, b.holds("c"), "c evicted")
+	assert.False(t, b.has("c"), "c evicted")
 	for _, h := range []string{"a", "d", "e", "f"} {
-		assert.True(t, b.holds(h), "%s kept", h)
+		assert.True(t, b.has(h), "%s kept", h)
 	}
 
-	b = newBudgets(&policy.Throttle{MaxTokens: 10, TokenRatio: 0.1}, 2)
+	b = newHostTable(&policy.Throttle{MaxTokens: 10, TokenRatio: 0.1}, 2)
 	applyOps(b.For("deep"), "FF")
 	applyOps(b.For("shallow"), "F")
 	b.For("deep")
 	b.For("shallow") // both looked up since the last insertion
 	b.For("new")
-	assert.False(t, b.holds("shallow"), "the smaller debt is forgotten")
-	assert.True(t, b.holds("deep"))
+	assert.False(t, b.has("shallow"), "the smaller debt is forgotten")
+	assert.True(t, b.has("deep"))
 }
 
 // TestBudgetsEvictIdleFull checks that one eviction drops every full bucket
@@ -271,13 +278,13 @@ func TestBudgetsEvictLRU(t *testing.T) {
 // were, when those suffice.
 func TestBudgetsEvictIdleFull(t *testing.T) {
 	t.Parallel()
-	b := newBudgets(&policy.Throttle{MaxTokens: 10, TokenRatio: 0.1}, 16)
+	b := newHostTable(&policy.Throttle{MaxTokens: 10, TokenRatio: 0.1}, 16)
 	for i := range 16 {
 		b.For(fmt.Sprintf("h%d", i))
 	}
 	b.For("x") // first eviction: nothing idle yet, so the two oldest go
-	require.False(t, b.holds("h0"))
-	require.False(t, b.holds("h1"))
+	require.False(t, b.has("h0"))
+	require.False(t, b.has("h1"))
 	for i := 2; i <= 5; i++ {
 		b.For(fmt.Sprintf("h%d", i))
 	}
@@ -285,10 +292,10 @@ func TestBudgetsEvictIdleFull(t *testing.T) {
 	require.Equal(t, 16, b.len())
 	b.For("z") // second eviction: h6..h14 are idle; h15 came with the first
 	for i := 2; i <= 5; i++ {
-		assert.True(t, b.holds(fmt.Sprintf("h%d", i)), "h%d looked up, kept", i)
+		assert.True(t, b.has(fmt.Sprintf("h%d", i)), "h%d looked up, kept", i)
 	}
 	for i := 6; i <= 14; i++ {
-		assert.False(t, b.holds(fmt.Sprintf("h%d", i)), "h%d idle, evicted", i)
+		assert.False(t, b.has(fmt.Sprintf("h%d", i)), "h%d idle, evicted", i)
 	}
 	assert.Equal(t, 8, b.len()) // h2..h5, h15, x, y, z
 }
@@ -297,10 +304,10 @@ func TestBudgetsEvictIdleFull(t *testing.T) {
 // evicted bucket does not disturb the host's new bucket.
 func TestBudgetsEvictedBucketHarmless(t *testing.T) {
 	t.Parallel()
-	b := newBudgets(&policy.Throttle{MaxTokens: 10, TokenRatio: 0.1}, 1)
+	b := newHostTable(&policy.Throttle{MaxTokens: 10, TokenRatio: 0.1}, 1)
 	old := b.For("a")
 	b.For("b")
-	require.False(t, b.holds("a"))
+	require.False(t, b.has("a"))
 	applyOps(old, "FFFFFF")
 	assert.Equal(t, 4.0, old.Tokens())
 	fresh := b.For("a")
@@ -309,7 +316,7 @@ func TestBudgetsEvictedBucketHarmless(t *testing.T) {
 }
 
 func TestBudgetsKnownHostDoesNotAllocate(t *testing.T) {
-	b := newBudgets(&policy.Throttle{MaxTokens: 10, TokenRatio: 0.1}, 0)
+	b := newHostTable(&policy.Throttle{MaxTokens: 10, TokenRatio: 0.1}, 0)
 	for _, host := range []string{"api.example.com:443", "API.Example.com:443"} {
 		b.For(host)
 		allocs := testing.AllocsPerRun(100, func() {
@@ -331,14 +338,14 @@ func BenchmarkBudgetAllowRecord(b *testing.B) {
 	for i := range hosts {
 		hosts[i] = fmt.Sprintf("host%d.example.com:443", i)
 	}
-	newB := func() *budgets {
-		bs := newBudgets(&policy.Throttle{MaxTokens: 10, TokenRatio: 0.1}, 0)
+	newB := func() *hostTable {
+		bs := newHostTable(&policy.Throttle{MaxTokens: 10, TokenRatio: 0.1}, 0)
 		for _, h := range hosts {
 			bs.For(h)
 		}
 		return bs
 	}
-	step := func(bs *budgets, i int) {
+	step := func(bs *hostTable, i int) {
 		k := bs.For(hosts[i%len(hosts)])
 		_ = k.Allow()
 		if i%10 == 0 {
@@ -374,7 +381,7 @@ func BenchmarkBudgetAllowRecord(b *testing.B) {
 // capacity, and a throttle removed stops gating without forgetting.
 func TestBudgetsKeepTheirTokensWhenTheThrottleChanges(t *testing.T) {
 	t.Parallel()
-	b := newBudgets(&policy.Throttle{MaxTokens: 10, TokenRatio: 0.5}, 0)
+	b := newHostTable(&policy.Throttle{MaxTokens: 10, TokenRatio: 0.5}, 0)
 	k := b.For("h")
 	applyOps(k, "FFF")
 	assert.Equal(t, 7.0, k.Tokens())
@@ -392,7 +399,7 @@ func TestBudgetsKeepTheirTokensWhenTheThrottleChanges(t *testing.T) {
 	assert.Equal(t, 3.0, k.Tokens(), "a failure counts from the capacity")
 
 	b.set(nil)
-	assert.Nil(t, b.For("h"), "no throttle: no bucket")
+	assert.True(t, b.For("h").Allow(), "no throttle: nothing gated")
 	assert.True(t, k.Allow(), "a bucket held stops gating")
 	applyOps(k, "FFFF")
 	b.set(&policy.Throttle{MaxTokens: 4, TokenRatio: 1})
@@ -405,7 +412,7 @@ func TestBudgetsKeepTheirTokensWhenTheThrottleChanges(t *testing.T) {
 // finds it full too, as it finds a bucket never used.
 func TestBudgetsFullStaysFullWhenCapacityRises(t *testing.T) {
 	t.Parallel()
-	b := newBudgets(&policy.Throttle{MaxTokens: 10, TokenRatio: 1}, 0)
+	b := newHostTable(&policy.Throttle{MaxTokens: 10, TokenRatio: 1}, 0)
 	k := b.For("h")
 	applyOps(k, "FS")
 	assert.Equal(t, 10.0, k.Tokens())

@@ -2,9 +2,6 @@ package retryhttp
 
 import (
 	"context"
-	"errors"
-	"fmt"
-	"math/rand/v2"
 	"net/http"
 	"net/http/httptrace"
 	"strconv"
@@ -15,32 +12,52 @@ import (
 )
 
 // call is one RoundTrip: the caller's request, the plan chosen for it
-// once, and what decides whether another attempt may follow. The loops
-// (retry.go, hedging.go) drive it; it never calls them.
+// once, and the state both loops share. The loops (retry.go, hedging.go)
+// drive it and carry out what it decides (decide.go); it never calls
+// them.
 //
 // Calls are pooled by their state: nothing may keep a *call once
 // RoundTrip has returned, and nothing does, as every attempt of a request
-// has ended by then and what outlives it (a body still being sent) keeps
-// its own state.
+// has ended by then (or been handed, with a channel of its own, to a
+// goroutine that only closes what it gets) and what outlives it (a body
+// still being sent) keeps its own state.
 type call struct {
 	observer
-	st  *state
-	pol *active
-	req *http.Request   // the caller's; never modified
-	ctx context.Context // req.Context(), ended also by req.Cancel when set
-	// stop ends ctx when it watches req.Cancel (see watchCancel); nil
+	st         *state
+	pol        *active
+	classifier func(int, *http.Response, error) Verdict
+	req        *http.Request   // the caller's; never modified
+	ctx        context.Context // req.Context(), ended also by req.Cancel when set
+	// unwatch ends ctx when it watches req.Cancel (see watchCancel); nil
 	// otherwise.
-	stop context.CancelCauseFunc
-	host string // req.URL.Host, lowercased once here
-	plan plan
-	opts *options // nil: none set
+	unwatch context.CancelCauseFunc
+	host    *host  // the request's host: req.URL.Host, lowercased once here
+	rule    string // the Config rule matched, the key of its holds with the host
+	plan    plan
+	opts    *options // nil: none set
 
-	body   *replayableBody // &own, or a body of its own when streamed
-	own    replayableBody
-	bucket *bucket
-	hedger hedger // the hedge loop's state, kept with the call
-	// panicked is what the caller's classifier panicked with, if it did.
-	panicked any
+	body *replayableBody // &own, or a body of its own when streamed
+	own  replayableBody
+
+	// What the loops share. sent is the number of the latest attempt
+	// started; tried counts the attempts handed to the base, transparent
+	// resends not; backoff is the retry policy's counter, which a
+	// pushback restarts; spare says the transparent resend is unused.
+	sent, tried int
+	backoff     int
+	spare       bool
+	// last is the latest outcome, kept for the caller until a later one
+	// replaces it or the next attempt goes; lost is why an attempt could
+	// not be sent, for a request that has nothing else to hand back;
+	// resent is the outcome whose transparent resend is under way.
+	last, resent result
+	lost         error
+	// failedAddrs are the addresses whose attempts failed (a network
+	// error, a 5xx), which later attempts avoid when the host has
+	// others; a few are enough to remember.
+	failedAddrs [4]string
+	failedAt    int
+	hedger      hedger // the hedge loop's state, kept with the call
 }
 
 // planKind is what is done with a request: decided once, when it starts.
@@ -54,9 +71,10 @@ const (
 
 // plan is the rule chosen for a request, reduced to what the loops read.
 type plan struct {
-	kind  planKind
-	retry *policy.Retry // set for planRetry
-	hedge *policy.Hedge // set for planHedge
+	kind     planKind
+	attempts int           // the most attempts the plan makes
+	retry    *policy.Retry // set for planRetry
+	hedge    *policy.Hedge // set for planHedge
 	// listed are the statuses that are retried (or are non-fatal, under
 	// a hedging policy).
 	listed []int
@@ -65,6 +83,13 @@ type plan struct {
 	idem bool
 }
 
+// maxHedgeAttempts bounds the attempts of a hedged request, as gRPC bounds
+// maxAttempts: a policy's larger MaxAttempts counts as this many. Every
+// attempt of a hedged request may be in flight at once, so the bound keeps
+// one request from flooding its host and its memory from growing with a
+// policy's figure. Retries, one at a time, have no such bound.
+const maxHedgeAttempts = 5
+
 // newPlan reduces rule, matched for req, to a plan. A hedging rule hedges
 // only what may be sent more than once: any other request is sent once.
 func newPlan(rule *policy.Rule, req *http.Request) plan {
@@ -72,18 +97,19 @@ func newPlan(rule *policy.Rule, req *http.Request) plan {
 	switch {
 	case rule == nil:
 	case rule.Retry != nil:
-		return plan{kind: planRetry, retry: rule.Retry, listed: rule.Retry.RetryableStatusCodes,
-			idem: idem || rule.Retry.RetryNonIdempotent}
+		return plan{kind: planRetry, attempts: rule.Retry.MaxAttempts, retry: rule.Retry,
+			listed: rule.Retry.RetryableStatusCodes, idem: idem || rule.Retry.RetryNonIdempotent}
 	case rule.Hedge != nil && idem:
-		return plan{kind: planHedge, hedge: rule.Hedge, listed: rule.Hedge.NonFatalStatusCodes, idem: true}
+		return plan{kind: planHedge, attempts: min(rule.Hedge.MaxAttempts, maxHedgeAttempts), hedge: rule.Hedge,
+			listed: rule.Hedge.NonFatalStatusCodes, idem: true}
 	}
-	return plan{idem: idem}
+	return plan{attempts: 1, idem: idem}
 }
 
-// newCall prepares req's call: its plan, its body, its budget and its
-// counters. It fails, before anything is sent, for a per-call rule that
-// is invalid.
-func (st *state) newCall(req *http.Request) (*call, error) {
+// newCall prepares req's call: its plan, its body, its host and its
+// counters, with the Transport's hooks and classifier as they are now. It
+// fails, before anything is sent, for a per-call rule that is invalid.
+func (st *state) newCall(req *http.Request, hooks *Hooks, classifier func(int, *http.Response, error) Verdict) (*call, error) {
 	ctx := req.Context()
 	opts := optionsOf(ctx)
 	if opts != nil && opts.ruleErr != nil && !opts.noRetries { // WithoutRetries wins
@@ -96,15 +122,17 @@ func (st *state) newCall(req *http.Request) (*call, error) {
 	c := st.calls.Get().(*call)
 	//lint:ignore SA1019 a caller's Request.Cancel is still honoured, as net/http does.
 	if ch := req.Cancel; ch != nil {
-		ctx, c.stop = watchCancel(ctx, ch)
+		ctx, c.unwatch = watchCancel(ctx, ch)
 	}
-	c.st, c.pol, c.req, c.ctx, c.opts = st, pol, req, ctx, opts
-	c.host = strings.ToLower(req.URL.Host)
+	c.st, c.pol, c.classifier, c.req, c.ctx, c.opts = st, pol, classifier, req, ctx, opts
+	c.host = st.hosts.get(strings.ToLower(req.URL.Host))
+	c.spare = true
 
 	rule, i := pol.cfg.Match(req)
-	var hooks *Hooks
+	c.rule = pol.name(i) // a per-call rule keeps the holds of the rule matched
+	var own *Hooks
 	if opts != nil {
-		hooks = opts.hooks
+		own = opts.hooks
 		switch {
 		case opts.noRetries:
 			rule = nil
@@ -113,9 +141,8 @@ func (st *state) newCall(req *http.Request) (*call, error) {
 		}
 	}
 	c.plan = newPlan(rule, req)
-	c.observer = observer{req: req, rule: pol.name(i), counters: pair{pol.rule(i), st.hosts.get(c.host)}}
-	c.setHooks(st.hooks, hooks)
-	c.bucket = st.budgets.forLowered(c.host)
+	c.observer = observer{req: req, rule: pol.name(i), counters: pair{pol.rule(i), c.host.counters}}
+	c.setHooks(hooks, own)
 	c.body = &c.own
 	if streamed(req) {
 		c.body = new(replayableBody)
@@ -132,17 +159,18 @@ func (st *state) newCall(req *http.Request) (*call, error) {
 
 // end lets the body's buffer go and puts c back in the pool.
 //
-// A request cut short by a panic (of a hook, or of the base on the
-// caller's goroutine) may still have attempts in flight that hold c: its
-// call is then left to the garbage collector, never put back for another
-// request to share.
+// A request cut short by a panic (of a hook, the caller's classifier or
+// GetBody, or the base) is left to the garbage collector instead, never
+// put back for another request to share: the loop that panicked may not
+// have put its state in order.
 func (c *call) end(completed bool) {
 	c.body.release()
 	if !completed {
+		c.last.abort(errPanicked)
 		return
 	}
-	st := c.st
-	*c = call{}
+	st, h := c.st, c.hedger.keepable()
+	*c = call{hedger: h}
 	st.calls.Put(c)
 }
 
@@ -154,9 +182,10 @@ func (c *call) end(completed bool) {
 // context: no copy, nothing to cancel. It fails, matching
 // errBodyCommitted, when the body cannot be sent again.
 func (c *call) newAttempt(n int, hedge, resend bool, avoid []string) (attempt, error) {
-	a := attempt{n: n, hedge: hedge, resend: resend, base: c.st.base, ctx: c.ctx}
+	a := attempt{n: n, hedge: hedge, resend: resend, base: c.st.base, ctx: c.ctx,
+		reading: reading{caller: c.ctx, listed: c.plan.listed, delays: c.pol.delayHeaders}}
 	if s := c.st.spread; s != nil {
-		if rt, addr := s.route(c.ctx, c.req, c.host, avoid); rt != nil {
+		if rt, addr := s.route(c.ctx, c.req, c.host.name, avoid); rt != nil {
 			a.base, a.addr = rt, addr
 		}
 	}
@@ -167,7 +196,7 @@ func (c *call) newAttempt(n int, hedge, resend bool, avoid []string) (attempt, e
 	if err != nil {
 		return a, err
 	}
-	if n == 1 && !resend && !hedge && a.timeout == 0 && c.body.mode != streamMode && c.stop == nil {
+	if n == 1 && !resend && !hedge && a.timeout == 0 && c.body.mode != streamMode && c.unwatch == nil {
 		a.req = c.req
 		return a, nil
 	}
@@ -192,160 +221,22 @@ func (c *call) newAttempt(n int, hedge, resend bool, avoid []string) (attempt, e
 	return a, nil
 }
 
-// classify maps an attempt's result to its outcome: the caller's
-// classifier first, for an outcome that reached or may have reached the
-// server while the caller still waits, then the plan's lists. A
-// classifier that panics decides the request: the panic is kept, to be
-// raised again on the caller's goroutine once the request has let go of
-// everything, and the outcome is fatal.
-func (c *call) classify(r *result) outcome {
-	callerDone := c.ctx.Err() != nil
-	out := classify(r, c.plan.listed, callerDone)
-	f := c.st.classifier
-	if f == nil || callerDone || out == outNeverSent || ownError(r.err) {
-		return out
-	}
-	v, ok := c.verdict(f, r)
-	if !ok {
-		return outPanicked
-	}
-	return judged(v, r, out)
-}
-
-// verdict asks f about r, recovering a panic into c.panicked.
-func (c *call) verdict(f func(int, *http.Response, error) Verdict, r *result) (v Verdict, ok bool) {
-	defer func() {
-		if p := recover(); p != nil {
-			c.panicked, ok = p, false
-		}
-	}()
-	return f(r.n, r.resp, r.err), true
-}
-
-// account records the final outcome of an attempt in the host's budget,
-// where failures drain it and successes refill it, and counts a retry
-// attempt that failed. It is called once per attempt: an outcome followed
-// by a transparent resend is not counted, as it never reached the server.
-func (c *call) account(r *result, out outcome) {
-	if r.n > 1 && out != outDone {
-		c.failed()
-	}
-	switch {
-	case out == outNeverSent && errors.Is(r.err, ErrDialBackoff):
-		// Refused by the dialer's backoff window, it says nothing new
-		// of the host: the failure that opened the window was counted.
-	case out == outRetryStatus, out == outNetwork, out == outNeverSent:
-		c.bucket.Failure()
-	case out == outDone:
-		if r.resp.StatusCode >= 400 && r.delay.Kind == delayStop {
-			c.bucket.Failure()
-			return
-		}
-		c.bucket.Success()
-	}
-}
-
-// readDelay reads what a response asks of the next attempt, once its
-// outcome is known. A success asks nothing, and its headers are not read.
-func (c *call) readDelay(r *result, out outcome) {
-	if r.resp != nil && (out != outDone || r.resp.StatusCode >= 400) {
-		r.delay = parseServerDelay(r.resp.Header, time.Now(), c.pol.delayHeaders)
-	}
-}
-
-// mayResend reports whether an attempt whose outcome is out may be resent
-// at once, transparently, without spending an attempt: one that never
-// reached the server, or, under a retry or hedging rule, an idempotent one
-// whose connection another request's cancellation closed (see lostError),
-// as net/http itself resends such a request on a connection it reused. Not when the caller's
-// context has ended, nor when the dialer refused it for its address's
-// backoff window, which an immediate resend would only meet again, nor
-// when the body can no longer be replayed.
-func (c *call) mayResend(r *result, out outcome) bool {
-	var lost *lostError
-	switch {
-	case out == outNeverSent:
-	case out == outNetwork && c.plan.kind != planNone && c.plan.idem && errors.As(r.err, &lost):
-	default:
-		return false
-	}
-	return c.ctx.Err() == nil && !errors.Is(r.err, ErrDialBackoff) && c.body.replayable()
-}
-
-// resendError is the error of a transparent resend that could not get its
-// body (GetBody failed): it keeps the error that made the first try
-// unsendable, which is what the caller most needs to know. Any other
-// outcome of the resend stands alone.
-func resendError(first, resend error) error {
-	if first == nil || !errors.Is(resend, errBodyCommitted) {
-		return resend
-	}
-	return fmt.Errorf("%w; its transparent resend: %w", first, resend)
-}
-
-// mayRepeat applies the idempotency rules: a request that is not
-// idempotent is sent again only when the server surely did not act on it
-// (never sent, 429) or explicitly asked for a retry (pushback).
-func (c *call) mayRepeat(out outcome, r *result) bool {
-	switch {
-	case c.plan.idem || out == outNeverSent || r.unprocessed:
-		return true
-	case out == outRetryStatus:
-		return r.resp.StatusCode == http.StatusTooManyRequests || r.delay.Kind == delayPushback
-	}
-	return false
-}
-
-// gate decides whether a further attempt may start at all: the host's
-// budget and the body must allow it. When they do not, why says which.
-func (c *call) gate() (why RefusalReason, ok bool) {
-	switch {
-	case !c.body.replayable():
-		return RefusedBuffer, false
-	case !c.bucket.Allow():
-		return RefusedBudget, false
-	}
-	return "", true
-}
-
-// serverWait is the wait a server's delay signal asks for, with a little
-// positive jitter. ok is false when it asks for longer than the policy
-// allows, or for a delay too large to represent.
-func (c *call) serverWait(sd serverDelay) (wait time.Duration, why WaitReason, ok bool) {
-	if sd.Wait >= tooLong || sd.Wait > c.pol.cfg.ServerDelayLimit() {
-		return 0, "", false
-	}
-	switch sd.Kind {
-	case delayPushback:
-		why = WaitPushback
-	case delayHeader:
-		why = WaitServerDelay
-	default:
-		why = WaitRetryAfter
-	}
-	return jitterServerDelay(sd.Wait, rand.Float64()), why, true
-}
-
-// fits reports whether a wait of d ends before the caller's deadline. A
-// wait that would end at or past it is not started: the last outcome is
-// worth more to the caller than an error at the deadline.
-func (c *call) fits(d time.Duration) bool {
-	dl, ok := c.ctx.Deadline()
-	return !ok || time.Now().Add(d).Before(dl)
+// unsent is the result of attempt n, which could not get its body.
+func (c *call) unsent(n int, resend bool, err error) result {
+	return result{n: n, hedge: c.plan.kind == planHedge && n > 1, resend: resend, err: err, ctx: c.ctx, class: outNoBody}
 }
 
 // deliver hands attempt n's response to the caller: its Request is the
 // caller's, and its attempts header says how many went before it, and
 // nothing else: one the server sent on the first attempt is not kept.
+// The response is the caller's from then on: r no longer holds it.
 func (c *call) deliver(r *result) *http.Response {
 	resp := r.resp
+	r.resp = nil
 	resp.Request = c.req
 	switch {
 	case c.st.omitHeader:
 	case r.n > 1:
-		if resp.Header == nil {
-			resp.Header = make(http.Header)
-		}
 		resp.Header.Set(AttemptsHeader, strconv.Itoa(r.n-1))
 	case resp.Header[AttemptsHeader] != nil:
 		resp.Header.Del(AttemptsHeader)
@@ -353,33 +244,47 @@ func (c *call) deliver(r *result) *http.Response {
 	return resp
 }
 
-// giveUp ends the request with an attempt's outcome: its response if it
-// had one (with a nil error, whatever its status), else its error.
-func (c *call) giveUp(r *result, attempts int) (*http.Response, error) {
-	if r.resp != nil {
-		return c.deliver(r), nil
+// answer ends the request with what it kept: the latest outcome's
+// response, with a nil error whatever its status; else its error; else
+// why no attempt could be sent: lost, or why.
+func (c *call) answer(why error) (*http.Response, error) {
+	if c.last.resp != nil {
+		return c.deliver(&c.last), nil
 	}
-	return nil, c.fail(r.err, attempts)
+	err := c.last.err
+	switch {
+	case err != nil:
+	case c.lost != nil:
+		err = c.lost
+	default:
+		err = why
+	}
+	return nil, c.fail(err)
 }
 
-// fail builds the error for a request that got no response after
-// attempts attempts, err being the last one's error.
-func (c *call) fail(err error, attempts int) error {
+// avoid returns the addresses later attempts avoid.
+func (c *call) avoid() []string { return c.failedAddrs[:c.failedAt] }
+
+// fail builds the error for a request that got no response, err being
+// the last attempt's error.
+func (c *call) fail(err error) error {
 	if cerr := c.body.callerErr(); cerr != nil {
 		err = cerr
 	} else if cause := context.Cause(c.ctx); cause != nil {
 		err = cause
 	}
-	return &Error{Attempts: attempts, Err: err}
+	return &Error{Attempts: c.tried, Err: err}
 }
 
-// sleep waits for d or until the caller's context ends, whichever is
-// first, and then returns the context's cause.
-func (c *call) sleep(d time.Duration) error {
-	if d <= 0 {
+// pause waits out s, a wait before attempt s.attempt, reporting it first;
+// idle says no attempt is in flight meanwhile. It returns the caller's
+// context's cause if that ends first.
+func (c *call) pause(s step, idle bool) error {
+	c.waiting(s.attempt, s.wait, s.reason, idle)
+	if s.wait <= 0 {
 		return context.Cause(c.ctx)
 	}
-	t := time.NewTimer(d)
+	t := time.NewTimer(s.wait)
 	defer t.Stop()
 	select {
 	case <-t.C:
@@ -389,15 +294,10 @@ func (c *call) sleep(d time.Duration) error {
 	}
 }
 
-// waitForReady reports whether the request waits out a dial backoff
+// waitsForReady reports whether the request waits out a dial backoff
 // window instead of failing fast.
-func (c *call) waitForReady() bool {
+func (c *call) waitsForReady() bool {
 	return c.opts != nil && c.opts.waitForReady
-}
-
-// latency returns the latency sketch of the request's host.
-func (c *call) latency() *latencyRing {
-	return c.st.latencies.get(c.host)
 }
 
 // idempotent reports whether req may be sent more than once by the rules

@@ -9,7 +9,6 @@ import (
 	"net"
 	"os"
 	"slices"
-	"strconv"
 	"strings"
 	"syscall"
 )
@@ -32,75 +31,19 @@ const (
 	outFatal
 	// outCancelled: a hedge cancelled because another attempt won.
 	outCancelled
-	// outPanicked: the caller's classifier panicked on it, which ends the
-	// request.
-	outPanicked
+	// outNoBody: the attempt got no body to send, or lost it: the body
+	// outgrew its buffer under another attempt, or GetBody failed. It was
+	// never sent whole, and no further attempt can be.
+	outNoBody
 )
-
-// Verdict is what a [Transport.Classify] function says of one attempt's
-// outcome.
-type Verdict int
-
-// The verdicts. A value not listed here means UsePolicy.
-const (
-	// UsePolicy leaves the outcome to the rule's lists: its retryable
-	// (or non-fatal) status codes, and the network errors it retries.
-	// It is the zero Verdict.
-	UsePolicy Verdict = iota
-	// Retryable makes the outcome one the rule retries, or, under a
-	// hedging rule, one that sends the next hedge at once. The
-	// idempotency rules still apply: a request that is not idempotent is
-	// not sent again after a response or an error that may show the
-	// server acted on it.
-	Retryable
-	// RetryableUnprocessed is Retryable for an outcome the server did
-	// not act on, such as a rate-limit refusal: it is retried whatever
-	// the method, as a 429 is.
-	RetryableUnprocessed
-	// Final hands the response (or the error) back at once, whatever the
-	// rule lists.
-	Final
-)
-
-// String returns the verdict's name.
-func (v Verdict) String() string {
-	switch v {
-	case UsePolicy:
-		return "UsePolicy"
-	case Retryable:
-		return "Retryable"
-	case RetryableUnprocessed:
-		return "RetryableUnprocessed"
-	case Final:
-		return "Final"
-	}
-	return "Verdict(" + strconv.Itoa(int(v)) + ")"
-}
-
-// judged applies a caller's verdict v to r, whose outcome by the rule's
-// lists is out: the outcome it becomes. RetryableUnprocessed marks r as
-// repeatable whatever its method.
-func judged(v Verdict, r *result, out outcome) outcome {
-	switch v {
-	case Retryable, RetryableUnprocessed:
-		r.unprocessed = v == RetryableUnprocessed
-		if r.err != nil {
-			return outNetwork
-		}
-		return outRetryStatus
-	case Final:
-		if r.err != nil {
-			return outFatal
-		}
-		return outDone
-	}
-	return out
-}
 
 // ownError reports whether err is this package's or the caller's own
 // failure, not an outcome of the server: a body that cannot be sent
 // (again), or the caller's body failing.
 func ownError(err error) bool {
+	if err == nil {
+		return false // the common case, without the allocation of errors.As
+	}
 	var cbe *callerBodyError
 	return errors.Is(err, errBodyCommitted) || errors.As(err, &cbe)
 }

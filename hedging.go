@@ -2,52 +2,33 @@ package retryhttp
 
 import (
 	"context"
-	"errors"
-	"fmt"
+	"math/rand/v2"
 	"net/http"
 	"time"
-
-	"github.com/retryhttp/retryhttp/policy"
 )
 
-// errHedgeLost cancels the attempts that lost to another.
-var errHedgeLost = errors.New("retryhttp: another hedge won")
-
-// errHedgeCut cancels the attempts that cannot send a body which outgrew
-// its buffer under another attempt. It matches errBodyCommitted, yet is
-// distinct from a body reader's own errBodyCommitted: net/http may hand it
-// to another request (see lostError), which must take it for a lost
-// connection, not for the end of its own body.
-var errHedgeCut = fmt.Errorf("%w: another attempt is sending it", errBodyCommitted)
-
-// maxHedgeAttempts bounds the attempts of a hedged request, as gRPC bounds
-// maxAttempts: a policy's larger MaxAttempts counts as this many. Every
-// attempt of a hedged request may be in flight at once, so the bound keeps
-// one request from flooding its host and its memory from growing with a
-// policy's figure. Retries, one at a time, have no such bound.
-const maxHedgeAttempts = 5
-
-// hedger is the state of one hedged request. Only the goroutine that runs
-// the hedge loop touches it: the caller's, or the one the hedging delay
-// starts while the caller's goroutine is still sending attempt 1.
-// Attempts report through results, which has room for every attempt so
-// that none ever blocks on it.
+// hedger is the state of one hedged request's loop. The loop runs on the
+// caller's goroutine from the first attempt to the end; each attempt is
+// sent on a goroutine of its own, which only sends it and hands its result
+// (or its base's panic) to results, where there is room for every attempt,
+// so that none ever blocks. The hedger is kept with its call, and a call
+// that ended cleanly keeps its channel and timer for the next request.
 type hedger struct {
-	c       *call
-	p       *policy.Hedge
-	max     int // attempts allowed: MaxAttempts, up to maxHedgeAttempts
 	results chan result
+	timer   *time.Timer // when the next hedge is due, while armed
+	armed   bool
 	flights [maxHedgeAttempts + 1]flight // by attempt number
 	flying  int                          // attempts in flight
-	sent    int                          // attempts started, transparent resends not counted
-	tried   int                          // of them, those that went to the base
-	last    *result                      // the latest non-fatal outcome, kept for the caller
-	stopped bool                         // no further hedge may start
-	spare   bool                         // the transparent resend is still unused
-	resent  result                       // the outcome that used it, never sent
-	lost    error                        // why an attempt got no body, for giveUp
-	// notBefore is when the server's pushback lets the next hedge go; a
-	// non-fatal status without pushback does not send it any earlier.
+	// closed says no further hedge starts: a limit, the server or the
+	// policy refused one, or the body can no longer be sent whole.
+	closed bool
+	// outgrew says the body outgrew its buffer and the attempts that
+	// could not send it were cut off.
+	outgrew bool
+	// resend is the attempt whose transparent resend is due; 0: none.
+	resend int
+	// notBefore is when the server's delay, or a dial window, lets the
+	// next hedge go; a non-fatal answer does not send it any earlier.
 	notBefore time.Time
 }
 
@@ -59,377 +40,304 @@ type flight struct {
 	addr    string // the backend it was routed to, if any
 }
 
-// hedge runs a hedged request: attempt 1 at once, each next one after the
-// hedging delay (at once after a non-fatal status), until one succeeds or
-// fails fatally; then every other attempt is cancelled and closed. It
-// returns only when no attempt is running any more.
-//
-// Attempt 1 is sent on the caller's goroutine. The hedging machinery (the
-// loop's goroutine, its channels and timer) starts only if the delay ends
-// first; a request answered within it costs none of that.
+// hedge runs a hedged request: attempt 1 at once, each next one when the
+// hedging delay ends (at once after a non-fatal status, later when the
+// server asks), until one succeeds or fails fatally; then every other
+// attempt is cancelled and closed. It is a state machine on three named
+// predicates: another hedge may go (mayLaunch), one is due (the armed
+// timer), and the request is over (over). Each event (a hedge due, a
+// result, the body outgrowing its buffer, the caller gone) is handled by
+// one method, which carries out what the call decides.
 func (c *call) hedge() (*http.Response, error) {
 	h := &c.hedger
-	h.c, h.p, h.spare = c, c.plan.hedge, true
-	h.max = min(h.p.MaxAttempts, maxHedgeAttempts)
-	d := h.delay()
-	if d <= 0 {
-		return h.run(nil, 0, 0) // every attempt at once
-	}
-	a, err := h.prepare(1, false)
-	if err != nil {
-		r := h.unsent(1, false, err)
-		return h.run(&r, c.classify(&r), d)
-	}
-	h.wait(d)
-	ho := &handoff{h: h}
-	start := time.Now()
-	timer := time.AfterFunc(d, ho.takeOver)
-	r := a.send()
-	if ho.answer() {
-		timer.Stop()
-		out := c.classify(&r)
-		if out == outDone || out == outFatal || out == outPanicked {
-			// Decided: the loop, its channel and its timer are not
-			// needed.
-			if resp, done, err := h.handle(r, out, nil); done {
-				return resp, err
-			}
-			return h.giveUp()
-		}
-		// The delay has not ended: what is left of it still holds the
-		// next hedge back, unless attempt 1's outcome sends it sooner.
-		return h.run(&r, out, d-time.Since(start))
-	}
-	h.results <- r
-	f := <-ho.final
-	return f.resp, f.err
-}
-
-// run is the hedge loop. first, when set, is attempt 1's answer, which
-// came before the loop started, and out its outcome; due is the wait
-// before the next hedge.
-func (h *hedger) run(first *result, out outcome, due time.Duration) (*http.Response, error) {
-	c := h.c
-	if h.results == nil {
-		h.results = make(chan result, h.max+1)
-	}
-	if h.sent == 0 {
-		h.launch(1, false)
-		due = h.delay()
-		h.wait(due)
-	}
-	outgrown := c.body.outgrown()
-	timer := time.NewTimer(due)
-	defer timer.Stop()
-	if first != nil {
-		if resp, done, err := h.handle(*first, out, timer); done {
-			return resp, err
-		}
-	}
+	h.start()
+	defer h.finish(c)
+	h.due(c) // attempt 1 is due at once
 	for {
-		var next <-chan time.Time
-		if !h.stopped && h.sent < h.max {
-			next = timer.C
-		}
-		if h.flying == 0 && next == nil {
-			return h.giveUp()
+		if h.over(c) {
+			return c.answer(errBodyCommitted)
 		}
 		select {
-		case <-next:
-			// The timer and the caller's end may be ready together:
-			// no hedge starts for a caller that has gone.
-			if c.ctx.Err() == nil && h.gate() {
-				h.launch(h.sent+1, false)
-				d := h.delay()
-				h.wait(d)
-				timer.Reset(d)
-			}
-		case <-outgrown:
-			outgrown = nil
-			if resp, done, err := h.bodyOutgrown(timer); done {
+		case <-h.timerC(c):
+			h.armed = false
+			h.due(c)
+		case <-h.outgrownC(c):
+			if resp, err, done := h.outgrown(c); done {
 				return resp, err
 			}
 		case r := <-h.results:
-			if resp, done, err := h.handle(r, c.classify(&r), timer); done {
+			if resp, err, done := h.landed(c, r); done {
 				return resp, err
 			}
 		case <-c.ctx.Done():
-			cause := context.Cause(c.ctx)
-			h.cancelAll(cause)
-			return nil, &Error{Attempts: h.tried, Err: cause}
+			h.cancelAll(c, context.Cause(c.ctx))
+			c.last.abort(context.Cause(c.ctx))
+			return nil, c.fail(nil)
 		}
 	}
 }
 
-// prepare makes attempt n ready and records it in flight: routed to a
-// backend no other attempt in flight uses, when the Transport owns its
-// dials. It fails when the body cannot be sent again.
-func (h *hedger) prepare(n int, resend bool) (attempt, error) {
-	c := h.c
-	h.sent = max(h.sent, n)
-	c.attemptStarted(n, n > 1, resend)
-	var busy [maxHedgeAttempts + 1]string
-	list := busy[:0]
-	for _, f := range h.flights {
-		if f.live && f.addr != "" {
-			list = append(list, f.addr)
-		}
+// mayLaunch reports whether another hedge may still go.
+func (h *hedger) mayLaunch(c *call) bool { return !h.closed && c.sent < c.plan.attempts }
+
+// over reports whether nothing is in flight and nothing may follow.
+func (h *hedger) over(c *call) bool { return h.flying == 0 && !h.mayLaunch(c) }
+
+// timerC is the timer's channel while a next hedge may be due, nil (never
+// ready) otherwise.
+func (h *hedger) timerC(c *call) <-chan time.Time {
+	if h.armed && h.mayLaunch(c) {
+		return h.timer.C
 	}
-	a, err := c.newAttempt(n, true, resend, list)
-	if err != nil {
-		return a, err
-	}
-	if !resend {
-		h.tried++
-	}
-	h.flights[n] = flight{live: true, cancel: a.cancel, started: time.Now(), addr: a.addr}
-	h.flying++
-	return a, nil
+	return nil
 }
 
-// launch sends attempt n on its own goroutine, which ends when the
-// attempt has its response headers or its error. resend says it sends
-// attempt n again, transparently. An attempt that cannot get its body
-// reports that at once, as its result.
-func (h *hedger) launch(n int, resend bool) {
-	a, err := h.prepare(n, resend)
-	if err != nil {
-		h.results <- h.unsent(n, resend, err)
+// outgrownC is the channel closed when the body outgrows its buffer,
+// until that has been handled; nil (never ready) after.
+func (h *hedger) outgrownC(c *call) <-chan struct{} {
+	if h.outgrew {
+		return nil
+	}
+	return c.body.outgrown()
+}
+
+// start readies the hedger for a request, reusing the channel and timer
+// of the call's last request when it left them clean.
+func (h *hedger) start() {
+	if h.results == nil {
+		h.results = make(chan result, maxHedgeAttempts+1)
+	}
+	if h.timer == nil {
+		h.timer = time.NewTimer(time.Hour)
+		h.timer.Stop()
+	}
+}
+
+// arm makes the next hedge due after d, or at notBefore if that is later.
+func (h *hedger) arm(d time.Duration) {
+	h.timer.Reset(max(d, time.Until(h.notBefore)))
+	h.armed = true
+}
+
+// due sends what is due: an attempt's transparent resend, at once and
+// ungated, or the next hedge, if the gate lets it go now that the hedging
+// delay (or a hold) has ended. Every attempt starts here. A caller that
+// has gone gets none, even when the timer and the caller's end were
+// ready together.
+func (h *hedger) due(c *call) {
+	if n := h.resend; n > 0 {
+		h.resend = 0
+		h.launch(c, n, true)
 		return
 	}
-	go func() { h.results <- a.send() }()
+	if c.ctx.Err() != nil || !h.mayLaunch(c) {
+		return
+	}
+	n := c.sent + 1
+	s := c.gate(n, time.Now(), rand.Float64())
+	switch s.kind {
+	case stepWait:
+		c.waiting(n, s.wait, s.reason, h.flying == 0)
+		h.arm(s.wait)
+	case stepNoMore:
+		h.close(c, s)
+	default:
+		h.launch(c, n, false)
+		if d := c.hedgeDelay(); h.mayLaunch(c) {
+			c.waiting(n+1, d, WaitHedgeDelay, false)
+			h.arm(d)
+		}
+	}
 }
 
-// unsent is the result of attempt n, which could not get its body, kept in
-// flight until it is handled like any other.
-func (h *hedger) unsent(n int, resend bool, err error) result {
-	h.flights[n] = flight{live: true}
+// launch sends attempt n on its own goroutine; resend says it sends
+// attempt n again, transparently. It is routed to a backend no other
+// attempt in flight uses, nor one that failed, when the Transport owns
+// its dials. An attempt that cannot get its body reports that at once, as
+// its result.
+func (h *hedger) launch(c *call, n int, resend bool) {
+	c.sent = max(c.sent, n)
+	c.attemptStarted(n, n > 1, resend)
+	var busy [maxHedgeAttempts + 1 + len(call{}.failedAddrs)]string
+	avoid := append(busy[:0], c.avoid()...)
+	for _, f := range h.flights {
+		if f.live && f.addr != "" {
+			avoid = append(avoid, f.addr)
+		}
+	}
+	a, err := c.newAttempt(n, true, resend, avoid)
+	h.flights[n] = flight{live: true, cancel: a.cancel, started: time.Now(), addr: a.addr}
 	h.flying++
-	return result{n: n, hedge: n > 1, resend: resend, err: err, ctx: h.c.ctx}
-}
-
-// landed takes attempt n out of flight.
-func (h *hedger) landed(n int) flight {
-	f := h.flights[n]
-	if f.live {
-		h.flights[n] = flight{}
-		h.flying--
+	if err != nil {
+		h.results <- c.unsent(n, resend, err)
+		return
 	}
-	return f
-}
-
-// gate decides whether the next hedge may start: the host's budget and the
-// body must allow it.
-func (h *hedger) gate() bool {
-	if why, ok := h.c.gate(); !ok {
-		h.stop(why)
-		return false
+	if !resend {
+		c.tried++
 	}
-	return true
+	go a.fly(h.results)
 }
 
-// stop lets no further hedge start, and reports why if one could have.
-func (h *hedger) stop(why RefusalReason) {
-	if !h.stopped && h.sent < h.max {
-		h.c.refused(h.sent+1, why)
+// landed carries out what the call decides of an attempt's result. It
+// reports done with the response or error for the caller once the
+// request is decided. A panic of the base is raised again here, on the
+// caller's goroutine, once every attempt is cancelled and closed.
+func (h *hedger) landed(c *call, r result) (*http.Response, error, bool) {
+	h.flights[r.n] = flight{}
+	h.flying--
+	if r.panicked != nil {
+		h.cancelAll(c, errPanicked)
+		panic(r.panicked)
 	}
-	h.stopped = true
+	s := c.after(&r)
+	switch s.kind {
+	case stepDeliver, stepFail:
+		h.cancelAll(c, errHedgeLost)
+		if s.kind == stepDeliver && s.attempt > 1 {
+			c.hedgeWon()
+		}
+		return s.resp, s.err, true
+	case stepResend:
+		h.resend = s.attempt
+		h.due(c)
+	case stepNoMore:
+		h.close(c, s)
+	default: // stepNext
+		if s.wait > 0 {
+			c.waiting(s.attempt, s.wait, s.reason, h.flying == 0)
+			h.notBefore = later(h.notBefore, time.Now().Add(s.wait))
+		}
+		h.arm(0)
+	}
+	return nil, nil, false
 }
 
-// bodyOutgrown ends, at once, every attempt in flight but the one sending the
+// close lets no further hedge start, and reports why if one could have.
+func (h *hedger) close(c *call, s step) {
+	if h.mayLaunch(c) {
+		c.refused(c.sent+1, s.refusal)
+	}
+	h.closed = true
+}
+
+// outgrown ends, at once, every attempt in flight but the one sending the
 // body, which has outgrown its buffer: the others can never send it whole,
 // and waiting for them would hold back the sender's outcome. Attempts that
 // have answered already are not cut off: their results are handled first,
-// and may decide the request, as handle reports. No further hedge starts;
-// as no hedge may be due yet, none is reported refused.
-func (h *hedger) bodyOutgrown(timer *time.Timer) (*http.Response, bool, error) {
-	// Only the hedge loop receives, so a result counted here is there.
+// and may decide the request. No further hedge starts; as no hedge may be
+// due yet, none is reported refused.
+func (h *hedger) outgrown(c *call) (*http.Response, error, bool) {
+	h.outgrew = true
+	// Only the loop receives, so a result counted here is there.
 	for len(h.results) > 0 {
-		r := <-h.results
-		if resp, done, err := h.handle(r, h.c.classify(&r), timer); done {
-			return resp, true, err
+		if resp, err, done := h.landed(c, <-h.results); done {
+			return resp, err, true
 		}
 	}
-	h.stopped = true
-	sender := h.c.body.sender()
+	h.closed = true
+	sender := c.body.sender()
 	for n, f := range h.flights {
 		if f.live && n != sender && f.cancel != nil {
 			f.cancel(errHedgeCut)
 		}
 	}
-	return nil, false, nil
+	return nil, nil, false
 }
 
-// wait reports the delay before the next hedge, when a next hedge may
-// follow.
-func (h *hedger) wait(d time.Duration) {
-	if !h.stopped && h.sent < h.max {
-		h.c.waiting(h.sent+1, d, WaitHedgeDelay, false)
+// cancelAll cancels every attempt still in flight and closes what they
+// got. It waits for them within drainTimeout, so that
+// a base that ignores cancellation cannot hold the request up: attempts
+// still out then are counted as cancelled now, and a goroutine of their
+// own closes what they get, on the channel they report to, which the
+// request gives up.
+func (h *hedger) cancelAll(c *call, cause error) {
+	if h.flying == 0 {
+		return
+	}
+	for _, f := range h.flights {
+		if f.live && f.cancel != nil {
+			f.cancel(cause)
+		}
+	}
+	tail := c.hedgeDelay()
+	timeout := time.NewTimer(drainTimeout)
+	defer timeout.Stop()
+	for h.flying > 0 {
+		select {
+		case r := <-h.results:
+			h.cut(c, r.n, tail)
+			c.attemptDone(&r, outCancelled)
+			r.discard()
+		case <-timeout.C:
+			left := h.flying
+			for n, f := range h.flights {
+				if f.live {
+					h.cut(c, n, tail)
+					r := result{n: n, hedge: n > 1, err: cause}
+					c.attemptDone(&r, outCancelled)
+				}
+			}
+			go reap(h.results, left)
+			h.results = nil
+		}
 	}
 }
 
-// delay is the wait before the next hedge: the chosen quantile of recent
-// latencies to the host once enough are known, else hedgingDelay.
-func (h *hedger) delay() time.Duration {
-	if q := h.p.HedgingDelayQuantile; q > 0 {
-		if d, ok := h.c.latency().quantile(q); ok {
+// cut takes attempt n out of flight, cut off; past tail, the hedging
+// delay, its time so far counts as a latency of its host.
+func (h *hedger) cut(c *call, n int, tail time.Duration) {
+	f := h.flights[n]
+	h.flights[n] = flight{}
+	h.flying--
+	if took := time.Since(f.started); took >= tail {
+		// Cut off past the delay, it was as slow as the tail that
+		// hedges are sent for, and the time it took, a lower bound,
+		// counts there. One cut off sooner tells nothing of the tail:
+		// counted, it would drag the delay down and send more hedges.
+		c.host.latency().add(took)
+	}
+}
+
+// reap closes what the n attempts still to report on results get: they
+// were cancelled, and their request has ended.
+func reap(results <-chan result, n int) {
+	for range n {
+		r := <-results
+		r.abort(errHedgeLost)
+	}
+}
+
+// finish stops the timer and, when a panic cut the request short,
+// cancels and closes every attempt.
+func (h *hedger) finish(c *call) {
+	h.timer.Stop()
+	h.armed = false
+	if h.flying > 0 {
+		h.cancelAll(c, errPanicked)
+	}
+}
+
+// keepable is what a pooled call keeps of h for its next request: the
+// channel, when nothing can still report on it, and the timer.
+func (h *hedger) keepable() hedger {
+	return hedger{results: h.results, timer: h.timer}
+}
+
+// hedgeDelay is the wait before the next hedge: the chosen quantile of
+// recent latencies to the host once enough are known, else hedgingDelay.
+func (c *call) hedgeDelay() time.Duration {
+	if q := c.plan.hedge.HedgingDelayQuantile; q > 0 {
+		if d, ok := c.host.latency().quantile(q); ok {
 			return d
 		}
 	}
-	return h.p.HedgingDelay
+	return c.plan.hedge.HedgingDelay
 }
 
-// handle takes one attempt's result, whose outcome is out. It reports
-// done with the response or error for the caller once the request is
-// decided. timer holds the next hedge back; it is nil when out decides
-// the request.
-func (h *hedger) handle(r result, out outcome, timer *time.Timer) (*http.Response, bool, error) {
-	h.landed(r.n)
-	c := h.c
-	if h.spare && c.mayResend(&r, out) {
-		h.spare = false
-		c.attemptDone(&r, out)
-		c.transparentRetry()
-		h.resent = r
-		h.launch(r.n, true)
-		return nil, false, nil
+// later returns the later of a and b.
+func later(a, b time.Time) time.Time {
+	if b.After(a) {
+		return b
 	}
-	if errors.Is(r.err, errBodyCommitted) || errors.Is(context.Cause(r.ctx), errBodyCommitted) {
-		// This attempt got no body, or lost it: the body outgrew its
-		// buffer under another attempt, which goes on, or GetBody
-		// failed. It could never have been sent whole, and if it
-		// answered as bodyOutgrown cancelled it, its answer is aborted too.
-		// No further hedge starts; gate would refuse it anyway.
-		h.stopped = true
-		switch {
-		case r.n == h.resent.n && r.err != nil:
-			// The resend's failure says the most: why attempt n
-			// was not sent, then why it was not sent again.
-			h.lost = resendError(h.resent.err, r.err)
-		case h.lost == nil:
-			h.lost = r.err
-		}
-		c.attemptDone(&r, outCancelled)
-		r.abort(errBodyCommitted)
-		return nil, false, nil
-	}
-	c.attemptDone(&r, out)
-	c.readDelay(&r, out)
-	c.account(&r, out)
-	if r.resp != nil {
-		c.latency().add(r.latency)
-	}
-	switch out {
-	case outDone:
-		h.cancelAll(errHedgeLost)
-		if r.n > 1 {
-			c.hedgeWon()
-		}
-		return c.deliver(&r), true, nil
-	case outFatal:
-		h.cancelAll(errHedgeLost)
-		return nil, true, c.fail(r.err, h.tried)
-	case outPanicked:
-		r.abort(errClassifyPanicked)
-		h.cancelAll(errClassifyPanicked)
-		return nil, true, c.fail(errClassifyPanicked, h.tried)
-	}
-	h.keep(r)
-	h.nonFatal(&r, timer)
-	return nil, false, nil
-}
-
-// nonFatal sets when the next hedge goes after a non-fatal outcome: at
-// once, or when the server's pushback says, or never. When no hedge can
-// follow anyway, there is nothing to set or report.
-func (h *hedger) nonFatal(r *result, timer *time.Timer) {
-	if h.stopped || h.sent >= h.max {
-		return
-	}
-	sd := r.delay
-	switch sd.Kind {
-	case delayStop:
-		h.stop(RefusedServerDelay)
-	case delayPushback, delayRetryAfter, delayHeader:
-		// The deadline is checked against the wait with its jitter, as
-		// in the retry loop.
-		wait, why, ok := h.c.serverWait(sd)
-		switch {
-		case !ok:
-			h.stop(RefusedServerDelay)
-		case !h.c.fits(wait):
-			h.stop(RefusedDeadline)
-		default:
-			h.c.waiting(h.sent+1, wait, why, h.flying == 0)
-			h.notBefore = time.Now().Add(wait)
-			timer.Reset(wait)
-		}
-	default:
-		if w := dialWindow(r); w > 0 && h.c.waitForReady() {
-			// Refused by its address's dial backoff window: a request
-			// that waits for ready sends the next hedge once it ends.
-			if !h.c.fits(w) {
-				h.stop(RefusedDeadline)
-				return
-			}
-			h.c.waiting(h.sent+1, w, WaitDialBackoff, h.flying == 0)
-			h.notBefore = time.Now().Add(w)
-		}
-		timer.Reset(max(time.Until(h.notBefore), 0))
-	}
-}
-
-// keep makes r the outcome handed back if every attempt fails, closing
-// the one it replaces.
-func (h *hedger) keep(r result) {
-	if h.last != nil {
-		h.last.abort(errHedgeLost)
-	}
-	h.last = &r
-}
-
-// giveUp ends a request whose attempts all failed: the last non-fatal
-// outcome goes back, or, if none had a body to send, why.
-func (h *hedger) giveUp() (*http.Response, error) {
-	if h.last == nil {
-		lost := h.lost
-		if lost == nil {
-			lost = errBodyCommitted
-		}
-		return nil, h.c.fail(lost, h.tried)
-	}
-	return h.c.giveUp(h.last, h.tried)
-}
-
-// cancelAll cancels every attempt still in flight and waits for each to
-// end, closing what it got: after it returns, no attempt of the request is
-// running.
-func (h *hedger) cancelAll(cause error) {
-	if h.flying > 0 {
-		for _, f := range h.flights {
-			if f.live && f.cancel != nil {
-				f.cancel(cause)
-			}
-		}
-		tail := h.delay()
-		for h.flying > 0 {
-			r := <-h.results
-			f := h.landed(r.n)
-			if took := time.Since(f.started); took >= tail {
-				// Cut off past the delay, it was as slow as the
-				// tail that hedges are sent for, and the time it
-				// took, a lower bound, counts there. One cut off
-				// sooner tells nothing of the tail: counted, it
-				// would drag the delay down and send more hedges.
-				h.c.latency().add(took)
-			}
-			h.c.attemptDone(&r, outCancelled)
-			r.discard()
-		}
-	}
-	if h.last != nil {
-		// Superseded by the winner or by the caller's end.
-		h.last.abort(cause)
-		h.last = nil
-	}
+	return a
 }

@@ -15,6 +15,7 @@ import (
 	"github.com/retryhttp/retryhttp"
 	"github.com/retryhttp/retryhttp/policy"
 	rt "github.com/retryhttp/retryhttp/retryhttptest"
+	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 )
 
@@ -214,4 +215,14 @@ func readAll(t *testing.T, resp *http.Response) string {
 	require.NoError(t, err)
 	require.NoError(t, resp.Body.Close())
 	return string(b)
+}
+
+// wantRoomBack checks that the Transport's buffer gives its room back, as
+// its contract says: once RoundTrip has returned and no attempt reads the
+// body any more. An attempt's writer, on a socket, may still be sending
+// when RoundTrip returns (the server answered early), so the room comes
+// back soon after, not at once; it must come back within a few seconds.
+func wantRoomBack(t *testing.T, tr *retryhttp.Transport, msgAndArgs ...any) {
+	t.Helper()
+	assert.Eventually(t, func() bool { return tr.Stats().Buffer.Buffered == 0 }, 10*time.Second, time.Millisecond, msgAndArgs...)
 }

@@ -87,6 +87,8 @@ const (
 	WaitServerDelay WaitReason = "server-delay" // a server delay header the policy names
 	WaitDialBackoff WaitReason = "dial-backoff" // the address's connection backoff
 	WaitHedgeDelay  WaitReason = "hedge-delay"  // the hedging delay
+	WaitClassify    WaitReason = "classify"     // the wait the caller's Classify asked for (Verdict.After)
+	WaitRateLimited WaitReason = "rate-limited" // a 429 with no delay signal: at least a second
 )
 
 // Wait describes a wait before the next attempt.
@@ -106,6 +108,7 @@ const (
 	RefusedBuffer      RefusalReason = "buffer"       // the body can no longer be replayed
 	RefusedDeadline    RefusalReason = "deadline"     // the wait would end past the deadline
 	RefusedServerDelay RefusalReason = "server-delay" // the server asked for too long a wait, or for none
+	RefusedFleet       RefusalReason = "fleet"        // the fleet's retry budget for the host is spent
 )
 
 // Refused describes an attempt that was not made.

@@ -27,7 +27,7 @@ var outcomeNames = [...]Outcome{
 	outNeverSent:   OutcomeNeverSent,
 	outFatal:       OutcomeFatal,
 	outCancelled:   OutcomeCancelled,
-	outPanicked:    OutcomeFatal,
+	outNoBody:      OutcomeFatal,
 }
 
 // setHooks keeps t, the Transport's hooks, and r, the request's, calling
@@ -119,9 +119,16 @@ func (o *observer) waiting(n int, d time.Duration, why WaitReason, idle bool) {
 	}
 }
 
+// refused reports that attempt n, which the policy would make, is not,
+// for why; an empty why (no attempt was due) reports nothing.
 func (o *observer) refused(n int, why RefusalReason) {
-	if why == RefusedBudget {
+	switch why {
+	case "":
+		return
+	case RefusedBudget:
 		o.counters.each(func(x *counters) { x.budgetRefusals.Add(1) })
+	case RefusedFleet:
+		o.counters.each(func(x *counters) { x.fleetRefusals.Add(1) })
 	}
 	for _, h := range o.hooks {
 		if h != nil && h.Refused != nil {

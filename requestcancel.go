@@ -2,13 +2,8 @@ package retryhttp
 
 import (
 	"context"
-	"errors"
 	"net/http"
 )
-
-// errRequestCanceled is the cause of a request whose caller closed its
-// Request.Cancel.
-var errRequestCanceled = errors.New("retryhttp: request canceled through Request.Cancel")
 
 // watchCancel returns a context derived from parent that also ends when
 // ch, a request's Request.Cancel, is closed, and the function that ends
@@ -41,18 +36,15 @@ func watchCancel(parent context.Context, ch <-chan struct{}) (context.Context, c
 	return ctx, cancel
 }
 
-// errCallDone ends the context of a request that is over.
-var errCallDone = errors.New("retryhttp: request done")
-
-// settleStop ends the context that watches Request.Cancel, if there is
+// settleWatch ends the context that watches Request.Cancel, if there is
 // one: at once when the request got no response, else when the response
 // body is read to its end or closed.
-func (c *call) settleStop(resp *http.Response) {
+func (c *call) settleWatch(resp *http.Response) {
 	switch {
-	case c.stop == nil:
+	case c.unwatch == nil:
 	case resp == nil:
-		c.stop(errCallDone)
+		c.unwatch(errCallDone)
 	default:
-		resp.Body = tie(resp.Body, c.stop)
+		resp.Body = tie(resp.Body, c.unwatch)
 	}
 }

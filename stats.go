@@ -39,6 +39,9 @@ type Counters struct {
 	HedgesCancelled uint64
 	// BudgetRefusals counts attempts the host's retry budget refused.
 	BudgetRefusals uint64
+	// FleetRefusals counts attempts the fleet's retry budget for the host
+	// refused (see [Transport.Fleet]).
+	FleetRefusals uint64
 	// CommittedForSize counts request bodies that could not be replayed
 	// because they outgrew their buffer or got no room in the total.
 	CommittedForSize uint64
@@ -76,7 +79,8 @@ const maxStatsHosts = 1024
 type counters struct {
 	requests, failed, transparent          atomic.Uint64
 	hedgesSent, hedgesWon, hedgesCancelled atomic.Uint64
-	budgetRefusals, committedForSize       atomic.Uint64
+	budgetRefusals, fleetRefusals          atomic.Uint64
+	committedForSize                       atomic.Uint64
 	histogram                              [8]atomic.Uint64
 }
 
@@ -95,6 +99,7 @@ func (c *counters) snapshot() Counters {
 	s.Requests = c.requests.Load()
 	s.TransparentRetries = c.transparent.Load()
 	s.BudgetRefusals = c.budgetRefusals.Load()
+	s.FleetRefusals = c.fleetRefusals.Load()
 	s.CommittedForSize = c.committedForSize.Load()
 	return s
 }
@@ -108,6 +113,7 @@ func (s *Counters) add(o Counters) {
 	s.HedgesWon += o.HedgesWon
 	s.HedgesCancelled += o.HedgesCancelled
 	s.BudgetRefusals += o.BudgetRefusals
+	s.FleetRefusals += o.FleetRefusals
 	s.CommittedForSize += o.CommittedForSize
 	for i := range s.RetryHistogram {
 		s.RetryHistogram[i] += o.RetryHistogram[i]

@@ -95,14 +95,10 @@ type state struct {
 	dialer     *Dialer // non-nil when the Transport built its own base
 	spread     *spread // likewise: attempts to distinct backends
 	omitHeader bool
-	classifier func(int, *http.Response, error) Verdict
-	hooks      *Hooks
+	fleet      Fleet
 	pol        atomic.Pointer[active] // the policy in force
-	budgets    *budgets
+	hosts      *hostTable             // budgets, holds, latencies and statistics per host
 	pool       *bufferPool
-	hosts      *hostMap[counters] // statistics per host
-	// latencies are the recent latencies per host, for adaptive hedging.
-	latencies *hostMap[latencyRing]
 	// calls keeps the state of finished requests for the next ones, so
 	// that a request costs no allocation of its own.
 	calls sync.Pool
@@ -123,9 +119,6 @@ type active struct {
 func newActive(cfg *policy.Config) *active {
 	return &active{cfg: cfg, ruleStats: newRuleStats(len(cfg.Rules)), delayHeaders: cfg.ServerDelayHeaders()}
 }
-
-// errClassifyPanicked ends a request whose classifier panicked.
-var errClassifyPanicked = errors.New("retryhttp: Classify panicked")
 
 // ErrGiveUp is matched by every [*Error]: a request that obtained no
 // response after all the attempts its policy allowed.
@@ -171,13 +164,9 @@ func (t *Transport) init() *state {
 		st := &state{
 			base:       t.Base,
 			omitHeader: t.OmitAttemptsHeader,
-			classifier: t.Classify,
-			hooks:      t.Hooks,
-			budgets:    newBudgets(nil, 0),
+			fleet:      t.Fleet,
+			hosts:      newHostTable(nil, 0),
 			pool:       newBufferPool(t.Buffer),
-			hosts:      newHostMap[counters](maxStatsHosts),
-			// As many hosts as the stats keep apart, for the same reason.
-			latencies: newHostMap[latencyRing](maxStatsHosts),
 		}
 		st.calls.New = func() any { return new(call) }
 		if st.base == nil {
@@ -219,7 +208,7 @@ func (st *state) setPolicy(cfg *policy.Config) error {
 	// policy's.
 	st.setting.Lock()
 	defer st.setting.Unlock()
-	st.budgets.set(cfg.Throttle)
+	st.hosts.set(cfg.Throttle)
 	st.pol.Store(newActive(cfg))
 	return nil
 }
@@ -258,7 +247,7 @@ func (t *Transport) RoundTrip(req *http.Request) (*http.Response, error) {
 	err := checkRequest(req)
 	var c *call
 	if err == nil {
-		c, err = st.newCall(req)
+		c, err = st.newCall(req, t.Hooks, t.Classify)
 	}
 	if err != nil {
 		if req != nil && req.Body != nil {
@@ -266,6 +255,10 @@ func (t *Transport) RoundTrip(req *http.Request) (*http.Response, error) {
 		}
 		return nil, err
 	}
+	// A panic of a hook, the caller's classifier or GetBody, or the base
+	// goes on up to the caller once the loop has cancelled and closed
+	// every attempt; the deferred end lets the body go, and keeps the
+	// call out of the pool.
 	completed := false
 	defer func() { c.end(completed) }()
 	c.started()
@@ -276,14 +269,8 @@ func (t *Transport) RoundTrip(req *http.Request) (*http.Response, error) {
 	default:
 		resp, err = c.retry()
 	}
-	c.settleStop(resp)
+	c.settleWatch(resp)
 	c.finished(resp, err)
-	if p := c.panicked; p != nil {
-		// Every attempt has ended: the call may go back to the pool,
-		// and c.end, deferred, lets the body go first.
-		completed = true
-		panic(p)
-	}
 	completed = true
 	return resp, err
 }
@@ -307,7 +294,7 @@ func checkRequest(req *http.Request) error {
 // that requests wait on.
 func (t *Transport) Stats() Stats {
 	st := t.init()
-	s := snapshot(st.pol.Load().ruleStats, st.hosts)
+	s := snapshot(st.pol.Load().ruleStats, st.hosts.stats)
 	s.Buffer = st.pool.stats()
 	return s
 }

@@ -1,0 +1,176 @@
+package retryhttp
+
+import (
+	"math"
+	"net/http"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// Verdict is what a [Transport.Classify] function says of one attempt's
+// outcome: one of the four verdicts below, which may carry the wait the
+// next attempt must keep ([Verdict.After]). Verdicts are comparable with
+// ==; a verdict with a wait equals only the same verdict with the same
+// wait, to the microsecond.
+type Verdict int64
+
+// The verdicts. A value not listed here, with or without a wait, means
+// UsePolicy.
+const (
+	// UsePolicy leaves the outcome to the rule's lists: its retryable
+	// (or non-fatal) status codes, and the network errors it retries.
+	// It is the zero Verdict.
+	UsePolicy Verdict = iota
+	// Retryable makes the outcome one the rule retries, or, under a
+	// hedging rule, one that sends the next hedge at once. The
+	// idempotency rules still apply: a request that is not idempotent is
+	// not sent again after a response or an error that may show the
+	// server acted on it.
+	Retryable
+	// RetryableUnprocessed is Retryable for an outcome the server did
+	// not act on, such as a rate-limit refusal: it is retried whatever
+	// the method, as a 429 is.
+	RetryableUnprocessed
+	// Final hands the response (or the error) back at once, whatever the
+	// rule lists.
+	Final
+)
+
+// A Verdict's bits: its kind in the low eight (so that a small value that
+// is no verdict stays one), then whether it carries a wait, then the wait
+// in microseconds.
+const (
+	verdictKind      = 0xff
+	verdictTimed     = 1 << 8
+	verdictWaitShift = 9
+	maxVerdictWait   = (1 << (63 - verdictWaitShift)) - 1 // microseconds: over 500 years
+)
+
+// After returns v asking for d before the next attempt, in place of the
+// server's delay headers and the rule's backoff, as an API's own rule may
+// (GitHub asks for a minute, longer each time, after a secondary rate
+// limit): RetryableUnprocessed.After(time.Minute << (attempt - 1)).
+//
+// The wait is treated as a server delay: jittered up only (by at most a
+// tenth, at most a second), and not waited for when it is longer than the
+// policy's maxServerDelay or would end past the request's deadline: the
+// response then goes back at once. A d of 0 or less means at once (a
+// reset that has passed already). Under a hedging rule it holds the next
+// hedge back as a pushback does. RetryableUnprocessed with a wait also
+// holds the host's other requests of the same rule, when the policy has
+// holds (see [policy.Config.Hold]). Final and an outcome that is not
+// retried ignore it. The wait is kept to the microsecond, rounded up.
+func (v Verdict) After(d time.Duration) Verdict {
+	var us int64
+	if d > 0 {
+		us = min(int64((d+time.Microsecond-1)/time.Microsecond), maxVerdictWait)
+		if d > time.Duration(math.MaxInt64)-time.Microsecond {
+			us = maxVerdictWait
+		}
+	}
+	return v.kind() | verdictTimed | Verdict(us<<verdictWaitShift)
+}
+
+// kind returns v without its wait, and UsePolicy for a value that is no
+// verdict.
+func (v Verdict) kind() Verdict {
+	if k := v & verdictKind; v >= 0 && k <= Final {
+		return k
+	}
+	return UsePolicy
+}
+
+// wait returns the wait v asks for, if it asks for one.
+func (v Verdict) wait() (time.Duration, bool) {
+	if v < 0 || v&verdictTimed == 0 {
+		return 0, false
+	}
+	us := int64(v >> verdictWaitShift)
+	if us > int64(tooLong/time.Microsecond) {
+		return tooLong, true
+	}
+	return time.Duration(us) * time.Microsecond, true
+}
+
+// String returns the verdict's name, and its wait when it has one:
+// "RetryableUnprocessed.After(1m0s)"; a value that is no verdict is
+// "Verdict(n)".
+func (v Verdict) String() string {
+	var name string
+	switch k := v & verdictKind; {
+	case v < 0 || k > Final:
+		return "Verdict(" + strconv.FormatInt(int64(v), 10) + ")"
+	case k == UsePolicy:
+		name = "UsePolicy"
+	case k == Retryable:
+		name = "Retryable"
+	case k == RetryableUnprocessed:
+		name = "RetryableUnprocessed"
+	default:
+		name = "Final"
+	}
+	if d, ok := v.wait(); ok {
+		return name + ".After(" + d.String() + ")"
+	}
+	return name
+}
+
+// serverVerdict is the verdict a response's X-Should-Retry gives, as the
+// OpenAI and Anthropic APIs send it on their errors: "true" is
+// RetryableUnprocessed (the server says it may be sent again, whatever
+// the method), "false" is Final. It is read on statuses 400 and above
+// only; any other value, or none, is UsePolicy.
+func serverVerdict(resp *http.Response) Verdict {
+	if resp.StatusCode < 400 {
+		return UsePolicy
+	}
+	v, ok := firstValue(resp.Header, headerShouldRetry)
+	switch {
+	case !ok:
+	case strings.EqualFold(trimOWS(v), "true"):
+		return RetryableUnprocessed
+	case strings.EqualFold(trimOWS(v), "false"):
+		return Final
+	}
+	return UsePolicy
+}
+
+// or returns v, a caller's verdict, or, when that leaves the outcome to
+// the policy, server, the server's own, asking for v's wait if it has one.
+func (v Verdict) or(server Verdict) Verdict {
+	if v.kind() != UsePolicy || server == UsePolicy {
+		return v
+	}
+	if d, ok := v.wait(); ok {
+		return server.After(d)
+	}
+	return server
+}
+
+// headerShouldRetry is the server's own verdict on whether its answer may
+// be retried.
+const headerShouldRetry = "X-Should-Retry"
+
+// judged applies v, the caller's verdict (or the server's), to r, whose
+// outcome by the rule's lists is out: the outcome it becomes.
+func judged(v Verdict, r *result, out outcome) outcome {
+	r.verdict = v
+	switch v.kind() {
+	case Retryable, RetryableUnprocessed:
+		if r.err != nil {
+			return outNetwork
+		}
+		return outRetryStatus
+	case Final:
+		if r.err != nil {
+			return outFatal
+		}
+		return outDone
+	}
+	return out
+}
+
+// unprocessed reports whether the verdict on r says the server did not act
+// on it, so that it may be sent again whatever its method.
+func (r *result) unprocessed() bool { return r.verdict.kind() == RetryableUnprocessed }
