@@ -64,6 +64,14 @@ var (
 	errPanicked = &ownCause{msg: "retryhttp: request ended by a panic"}
 )
 
+// how says how an attempt goes: under a hedging policy (beside others,
+// with a context of its own to be cut off by), and as the resend of the
+// attempt under its number rather than a new one.
+type how struct{ hedged, resend bool }
+
+// hedge reports whether attempt n, going how says, counts as a hedge.
+func (w how) hedge(n int) bool { return w.hedged && n > 1 }
+
 // attempt is one attempt of a request, ready to go.
 type attempt struct {
 	n      int
@@ -103,9 +111,9 @@ type result struct {
 	// of error, before any verdict; server is the server's own verdict
 	// (X-Should-Retry), and delay what the response's headers ask of the
 	// next attempt. The attempt reads them itself, on its goroutine.
-	class  outcome
-	server Verdict
-	delay  serverDelay
+	class       outcome
+	server      Verdict
+	serverDelay serverDelay
 	// verdict is what the caller's classifier, or the server, said of it:
 	// its kind and any wait it asks for.
 	verdict Verdict
@@ -215,7 +223,7 @@ func (a *attempt) send() result {
 func (r *result) read(rd reading) {
 	r.class = classify(r, rd.listed, rd.caller.Err() != nil)
 	if r.resp != nil && (r.class != outDone || r.resp.StatusCode >= 400) {
-		r.delay = parseServerDelay(r.resp.Header, time.Now(), rd.delays)
+		r.serverDelay = parseServerDelay(r.resp.Header, time.Now(), rd.delays)
 		r.server = serverVerdict(r.resp)
 	}
 }

@@ -174,15 +174,15 @@ func (c *call) end(completed bool) {
 	st.calls.Put(c)
 }
 
-// newAttempt prepares attempt n, with its own body reader. hedge says it
-// runs beside others and so needs a context of its own to be cancelled
-// by. With the Transport's own base it goes to an address of the host
+// newAttempt prepares attempt n, going as w says, with its own body
+// reader. A hedged attempt runs beside others and so gets a context of its
+// own to be cancelled by. With the Transport's own base it goes to an address of the host
 // that is not in avoid, when the host has several. The first attempt of a
 // plain request goes as the caller's own request, under the caller's
 // context: no copy, nothing to cancel. It fails, matching
 // errBodyCommitted, when the body cannot be sent again.
-func (c *call) newAttempt(n int, hedge, resend bool, avoid []string) (attempt, error) {
-	a := attempt{n: n, hedge: hedge, resend: resend, base: c.st.base, ctx: c.ctx,
+func (c *call) newAttempt(n int, w how, avoid []string) (attempt, error) {
+	a := attempt{n: n, hedge: w.hedge(n), resend: w.resend, base: c.st.base, ctx: c.ctx,
 		reading: reading{caller: c.ctx, listed: c.plan.listed, delays: c.pol.delayHeaders}}
 	if s := c.st.spread; s != nil {
 		if rt, addr := s.route(c.ctx, c.req, c.host.name, avoid); rt != nil {
@@ -196,11 +196,11 @@ func (c *call) newAttempt(n int, hedge, resend bool, avoid []string) (attempt, e
 	if err != nil {
 		return a, err
 	}
-	if n == 1 && !resend && !hedge && a.timeout == 0 && c.body.mode != streamMode && c.unwatch == nil {
+	if n == 1 && w == (how{}) && a.timeout == 0 && c.body.mode != streamMode && c.unwatch == nil {
 		a.req = c.req
 		return a, nil
 	}
-	if hedge || a.timeout > 0 {
+	if w.hedged || a.timeout > 0 {
 		a.ctx, a.cancel = context.WithCancelCause(a.ctx)
 	}
 	if c.body.mode == streamMode {
@@ -221,9 +221,10 @@ func (c *call) newAttempt(n int, hedge, resend bool, avoid []string) (attempt, e
 	return a, nil
 }
 
-// unsent is the result of attempt n, which could not get its body.
-func (c *call) unsent(n int, resend bool, err error) result {
-	return result{n: n, hedge: c.plan.kind == planHedge && n > 1, resend: resend, err: err, ctx: c.ctx, class: outNoBody}
+// unsent is the result of attempt n, going as w says, which could not get
+// its body.
+func (c *call) unsent(n int, w how, err error) result {
+	return result{n: n, hedge: w.hedge(n), resend: w.resend, err: err, ctx: c.ctx, class: outNoBody}
 }
 
 // deliver hands attempt n's response to the caller: its Request is the
@@ -276,11 +277,11 @@ func (c *call) fail(err error) error {
 	return &Error{Attempts: c.tried, Err: err}
 }
 
-// pause waits out s, a wait before attempt s.attempt, reporting it first;
-// idle says no attempt is in flight meanwhile. It returns the caller's
-// context's cause if that ends first.
-func (c *call) pause(s step, idle bool) error {
-	c.waiting(s.attempt, s.wait, s.reason, idle)
+// pause waits out s, a wait before attempt s.attempt with no attempt in
+// flight, reporting it first. It returns the caller's context's cause if
+// that ends first.
+func (c *call) pause(s step) error {
+	c.waiting(s.attempt, s.wait, s.reason, true)
 	if s.wait <= 0 {
 		return context.Cause(c.ctx)
 	}

@@ -184,7 +184,7 @@ func (c *call) account(r *result, out outcome) FleetBudget {
 		// Refused by the dialer's backoff window, it says nothing new
 		// of the host: the failure that opened the window was counted.
 	case out == outRetryStatus, out == outNetwork, out == outNeverSent,
-		out == outDone && r.resp.StatusCode >= 400 && r.delay.Kind == delayStop:
+		out == outDone && r.resp.StatusCode >= 400 && r.serverDelay.Kind == delayStop:
 		c.host.bucket.Failure()
 		return FleetFailure
 	case out == outDone:
@@ -213,7 +213,7 @@ func (c *call) decide(r *result, out outcome, now time.Time, rnd float64) step {
 	switch {
 	case c.sent >= c.plan.attempts || !c.repeatable(r, out):
 		return step{kind: stepNoMore, attempt: next}
-	case r.delay.Kind == delayStop:
+	case r.serverDelay.Kind == delayStop:
 		return noMore(next, RefusedServerDelay)
 	}
 	if why, ok := c.allowed(); !ok {
@@ -295,13 +295,13 @@ func (c *call) waitFor(r *result, out outcome, rnd float64) step {
 	if d, ok := r.verdict.wait(); ok {
 		return c.serverWait(d, WaitClassify, c.backoff+1, rnd)
 	}
-	switch r.delay.Kind {
+	switch r.serverDelay.Kind {
 	case delayPushback:
-		return c.serverWait(r.delay.Wait, WaitPushback, 0, rnd) // A6: backoff restarts after a pushback
+		return c.serverWait(r.serverDelay.Wait, WaitPushback, 0, rnd) // A6: backoff restarts after a pushback
 	case delayRetryAfter:
-		return c.serverWait(r.delay.Wait, WaitRetryAfter, c.backoff+1, rnd)
+		return c.serverWait(r.serverDelay.Wait, WaitRetryAfter, c.backoff+1, rnd)
 	case delayHeader:
-		return c.serverWait(r.delay.Wait, WaitServerDelay, c.backoff+1, rnd)
+		return c.serverWait(r.serverDelay.Wait, WaitServerDelay, c.backoff+1, rnd)
 	}
 	w := r.dialWindow()
 	if c.plan.kind == planHedge {
@@ -371,7 +371,7 @@ func (c *call) repeatable(r *result, out outcome) bool {
 	case c.plan.idem || out == outNeverSent || r.unprocessed():
 		return true
 	case out == outRetryStatus:
-		return r.resp.StatusCode == http.StatusTooManyRequests || r.delay.Kind == delayPushback
+		return r.resp.StatusCode == http.StatusTooManyRequests || r.serverDelay.Kind == delayPushback
 	}
 	return false
 }

@@ -127,7 +127,7 @@ func (h *hedger) arm(d time.Duration) {
 func (h *hedger) due(c *call) {
 	if n := h.resend; n > 0 {
 		h.resend = 0
-		h.launch(c, n, true)
+		h.launch(c, n, how{hedged: true, resend: true})
 		return
 	}
 	if c.ctx.Err() != nil || !h.mayLaunch(c) {
@@ -142,22 +142,22 @@ func (h *hedger) due(c *call) {
 	case stepNoMore:
 		h.close(c, s)
 	default:
-		h.launch(c, n, false)
+		h.launch(c, n, how{hedged: true})
 		if d := c.hedgeDelay(); h.mayLaunch(c) {
-			c.waiting(n+1, d, WaitHedgeDelay, false)
+			c.waiting(n+1, d, WaitHedgeDelay, h.flying == 0)
 			h.arm(d)
 		}
 	}
 }
 
-// launch sends attempt n on its own goroutine; resend says it sends
-// attempt n again, transparently. It is routed to a backend no other
+// launch sends attempt n, going as w says, on its own goroutine: a new
+// hedge, or the transparent resend of attempt n. It is routed to a backend no other
 // attempt in flight uses, nor one that failed, when the Transport owns
 // its dials. An attempt that cannot get its body reports that at once, as
 // its result.
-func (h *hedger) launch(c *call, n int, resend bool) {
+func (h *hedger) launch(c *call, n int, w how) {
 	c.sent = max(c.sent, n)
-	c.attemptStarted(n, n > 1, resend)
+	c.attemptStarted(n, w)
 	var busy [maxHedgeAttempts + 1 + len(call{}.failedAddrs)]string
 	avoid := append(busy[:0], c.avoid()...)
 	for _, f := range h.flights {
@@ -165,14 +165,14 @@ func (h *hedger) launch(c *call, n int, resend bool) {
 			avoid = append(avoid, f.addr)
 		}
 	}
-	a, err := c.newAttempt(n, true, resend, avoid)
+	a, err := c.newAttempt(n, w, avoid)
 	h.flights[n] = flight{live: true, cancel: a.cancel, started: time.Now(), addr: a.addr}
 	h.flying++
 	if err != nil {
-		h.results <- c.unsent(n, resend, err)
+		h.results <- c.unsent(n, w, err)
 		return
 	}
-	if !resend {
+	if !w.resend {
 		c.tried++
 	}
 	go a.fly(h.results)

@@ -57,11 +57,11 @@ type hold struct {
 // length is how long the hold was set for.
 func (h hold) length() time.Duration { return h.until.Sub(h.since) }
 
-// release is when a request that waited out h goes: at its own point of
+// resume is when a request that waited out h goes: at its own point of
 // [until, until + min(length/10, 1 s)], r in [0, 1) choosing it, so that
 // the requests a hold gathered do not all reach the host in one instant.
 // The hold itself ends exactly when its answer said.
-func (h hold) release(r float64) time.Time {
+func (h hold) resume(r float64) time.Time {
 	spread := min(h.length()/10, time.Second)
 	return h.until.Add(time.Duration(min(max(r, 0), 1) * float64(spread)))
 }

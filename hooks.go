@@ -66,7 +66,7 @@ type AttemptDone struct {
 	Rule       string
 	Attempt    int
 	Hedge      bool
-	Resend     bool // the attempt was a transparent resend
+	Resend     bool // the attempt was sent again under its number, as AttemptStart says
 	Outcome    Outcome
 	StatusCode int // 0 when there was no response
 	// Header is the response's header, nil when there was no response.

@@ -17,7 +17,7 @@ type observer struct {
 
 	// The request's figures, for the Done hook.
 	attempts, hedges, transparent int
-	delay                         time.Duration // waited with no attempt in flight
+	waited                        time.Duration // with no attempt in flight
 }
 
 var outcomeNames = [...]Outcome{
@@ -47,9 +47,10 @@ func (o *observer) started() {
 // or after a dial backoff window for a request that waits for ready)
 // starts attempt n again: the hooks see it, the counters do not, as it is
 // no further attempt.
-func (o *observer) attemptStarted(n int, hedge, resend bool) {
+func (o *observer) attemptStarted(n int, w how) {
+	hedge := w.hedge(n)
 	switch {
-	case resend:
+	case w.resend:
 	case n > 1:
 		b := histogramBucket(n - 1)
 		o.counters.each(func(x *counters) {
@@ -65,7 +66,7 @@ func (o *observer) attemptStarted(n int, hedge, resend bool) {
 	o.attempts = max(o.attempts, n)
 	for _, h := range o.hooks {
 		if h != nil && h.AttemptStart != nil {
-			h.AttemptStart(AttemptStart{Request: o.req, Rule: o.rule, Attempt: n, Hedge: hedge, Resend: resend})
+			h.AttemptStart(AttemptStart{Request: o.req, Rule: o.rule, Attempt: n, Hedge: hedge, Resend: w.resend})
 		}
 	}
 }
@@ -110,7 +111,7 @@ func (o *observer) transparentRetry() {
 // flight meanwhile, so that the wait counts as the request's retry delay.
 func (o *observer) waiting(n int, d time.Duration, why WaitReason, idle bool) {
 	if idle {
-		o.delay += d
+		o.waited += d
 	}
 	for _, h := range o.hooks {
 		if h != nil && h.Wait != nil {
@@ -146,7 +147,7 @@ func (o *observer) finished(resp *http.Response, err error) {
 	for _, h := range o.hooks {
 		if h != nil && h.Done != nil {
 			h.Done(Done{Request: o.req, Rule: o.rule, Attempts: o.attempts, Hedges: o.hedges,
-				TransparentRetries: o.transparent, RetryDelay: o.delay, StatusCode: status, Err: err})
+				TransparentRetries: o.transparent, RetryDelay: o.waited, StatusCode: status, Err: err})
 		}
 	}
 }

@@ -37,10 +37,10 @@ func (c *call) retry() (*http.Response, error) {
 		}
 		c.backoff = s.backoff
 		var err error
-		if ready, err = c.newAttempt(n+1, false, false, c.avoid()); err != nil {
+		if ready, err = c.newAttempt(n+1, how{}, c.avoid()); err != nil {
 			return c.noBody(n+1, err)
 		}
-		if err := c.pause(s, true); err != nil {
+		if err := c.pause(s); err != nil {
 			return nil, c.fail(err)
 		}
 	}
@@ -56,7 +56,7 @@ func (c *call) admit(n int) step {
 		if s.kind != stepWait {
 			return s
 		}
-		if c.pause(s, true) != nil {
+		if c.pause(s) != nil {
 			return step{kind: stepNoMore, attempt: n}
 		}
 	}
@@ -65,13 +65,13 @@ func (c *call) admit(n int) step {
 // send sends attempt n, made ready already or else now.
 func (c *call) send(n int, ready *attempt) result {
 	c.sent = n
-	c.attemptStarted(n, false, false)
+	c.attemptStarted(n, how{})
 	a := *ready
 	*ready = attempt{}
 	if a.req == nil {
 		var err error
-		if a, err = c.newAttempt(n, false, false, c.avoid()); err != nil {
-			return c.unsent(n, false, err)
+		if a, err = c.newAttempt(n, how{}, c.avoid()); err != nil {
+			return c.unsent(n, how{}, err)
 		}
 	}
 	c.tried++
@@ -84,15 +84,16 @@ func (c *call) send(n int, ready *attempt) result {
 func (c *call) sendAgain(s step) step {
 	first := c.resent.err
 	if s.kind == stepReady {
-		if err := c.pause(s, true); err != nil {
+		if err := c.pause(s); err != nil {
 			return step{kind: stepNoMore, attempt: s.attempt}
 		}
 		first = nil
 	}
-	c.attemptStarted(s.attempt, false, true)
+	again := how{resend: true}
+	c.attemptStarted(s.attempt, again)
 	var r result
-	if a, err := c.newAttempt(s.attempt, false, true, c.avoid()); err != nil {
-		r = c.unsent(s.attempt, true, err)
+	if a, err := c.newAttempt(s.attempt, again, c.avoid()); err != nil {
+		r = c.unsent(s.attempt, again, err)
 	} else {
 		r = a.send()
 	}
