@@ -155,7 +155,7 @@ const (
 // caller's request body. It is safe for concurrent use, since hedged
 // attempts read at the same time.
 type replayableBody struct {
-	// Set by newReplayableBody and never changed, so read without mu.
+	// Set by init and never changed, so read without mu.
 	req    *http.Request // the caller's request; never modified
 	pool   *bufferPool
 	mode   bodyMode
@@ -224,13 +224,6 @@ func (b *replayableBody) init(req *http.Request, pool *bufferPool) {
 	}
 	b.mode = streamMode
 	b.startBuffer()
-}
-
-// newReplayableBody returns the replayable body of req, as init makes it.
-func newReplayableBody(req *http.Request, pool *bufferPool) *replayableBody {
-	b := new(replayableBody)
-	b.init(req, pool)
-	return b
 }
 
 // startBuffer decides whether a stream body is buffered and takes the room

@@ -25,6 +25,14 @@ type sourceBody struct {
 
 var errReadAfterClose = errors.New("caller's body read after Close")
 
+// newReplayableBody returns the replayable body of req, as a call's init
+// makes it.
+func newReplayableBody(req *http.Request, pool *bufferPool) *replayableBody {
+	b := new(replayableBody)
+	b.init(req, pool)
+	return b
+}
+
 func (s *sourceBody) Read(p []byte) (int, error) {
 	if s.closes.Load() > 0 {
 		return 0, errReadAfterClose

@@ -165,7 +165,10 @@ func TestDialClientAndServerStartTogether(t *testing.T) {
 		require.NoError(t, try(t.Context(), d, "tcp", "api:443"))
 		assert.InDelta(t, 1, time.Since(start).Seconds(), 0.2, "first retry")
 		assert.Equal(t, 2, f.count())
-		assert.Empty(t, d.addrs, "a connection must end the backoff")
+		// A connection ends the backoff: the next failure waits the
+		// first step again (1 s, ±20%).
+		f.set(refuse)
+		assert.InDelta(t, 1, failAndWindow(t, d, f, "api:443").Seconds(), 0.2, "a connection must end the backoff")
 	})
 }
 
@@ -238,7 +241,7 @@ func TestDialCallerContext(t *testing.T) {
 		ctx, cancel := context.WithTimeout(t.Context(), 5*time.Second)
 		defer cancel()
 		assert.ErrorIs(t, try(ctx, d, "tcp", "slow:80"), context.DeadlineExceeded)
-		assert.Empty(t, d.addrs, "the caller's deadline says nothing about the server")
+		assert.False(t, d.backingOff("tcp", "slow:80"), "the caller's deadline says nothing about the server")
 
 		f.set(refuse)
 		require.Equal(t, time.Second, failAndWindow(t, d, f, "slow:80"))
@@ -299,7 +302,7 @@ func TestDialParallelAttempts(t *testing.T) {
 		synctest.Wait()
 		outcomes <- errDialRefused
 		wg.Wait()
-		require.NotContains(t, d.addrs, dialKey{"tcp", "h:2"})
+		require.False(t, d.backingOff("tcp", "h:2"), "the stale failure opened no window")
 
 		// So is an abandon: it must not drop the state of a later round.
 		ctx, cancel := context.WithCancel(t.Context())
@@ -358,7 +361,7 @@ func TestDialTLS(t *testing.T) {
 		require.NoError(t, err)
 		assert.True(t, c.(*tls.Conn).ConnectionState().HandshakeComplete)
 		c.Close()
-		assert.Empty(t, trustful.addrs, "a handshake must end the backoff")
+		assert.False(t, trustful.backingOff("tcp", addr), "a handshake must end the backoff")
 	})
 }
 
@@ -390,10 +393,11 @@ func TestDialEvictsOldestIdle(t *testing.T) {
 		time.Sleep(time.Second)
 		failAndWindow(t, d, f, "new:1")
 		try(t.Context(), d, "tcp", "newest:1")
-		assert.NotContains(t, d.addrs, dialKey{"tcp", "old:1"})
-		assert.Contains(t, d.addrs, dialKey{"tcp", "busy:1"})
-		assert.Contains(t, d.addrs, dialKey{"tcp", "new:1"})
-		outcomes <- errDialRefused
+		assert.False(t, d.backingOff("tcp", "old:1"), "the oldest idle address is forgotten")
+		assert.True(t, d.backingOff("tcp", "new:1"), "a younger window is kept")
+		outcomes <- errDialRefused // busy:1's dial, in flight, still counts
 		synctest.Wait()
+		assert.Equal(t, 2*time.Second, failAndWindow(t, d, f, "busy:1"),
+			"an address with a dial in flight is kept: its failure counted, the next waits step 1")
 	})
 }
