@@ -259,3 +259,47 @@ func TestUnsentHedgeIsNotCounted(t *testing.T) {
 		assert.Equal(t, 1, base.count())
 	})
 }
+
+// A hedge that wins goes back to the caller within the drain bound,
+// whatever the base does with the attempts that lost: one whose base
+// ignores its cancellation and answers late is counted as cancelled at
+// once, and its answer is closed when it comes.
+func TestHedgeWinnerIsNotHeldByALoser(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		var closed atomic.Int64
+		deaf := func(req *http.Request) (*http.Response, error) {
+			time.Sleep(600 * time.Millisecond) // ignores its context
+			body := &closeCounter{ReadCloser: io.NopCloser(strings.NewReader("late")), n: &closed}
+			return &http.Response{StatusCode: 200, Header: http.Header{}, Body: body, Request: req}, nil
+		}
+		srv := script(rt.Step{Delay: 10 * time.Millisecond, Body: "fast"})
+		tr, _ := newCalls(hedgeConfig(2, 10*time.Millisecond, 503), deaf, srv.RoundTrip)
+		start := time.Now()
+		resp, err := tr.RoundTrip(newRequest(t, t.Context(), "GET", ""))
+		took := time.Since(start)
+		require.NoError(t, err)
+		assert.Equal(t, "fast", readAll(t, resp))
+		assert.LessOrEqual(t, took, 20*time.Millisecond+100*time.Millisecond, "the winner came back after %v", took)
+		st := tr.Stats().Total
+		assert.Equal(t, uint64(1), st.HedgesWon)
+		assert.Equal(t, uint64(1), st.HedgesCancelled, "the loser is counted")
+		time.Sleep(time.Second) // the loser answers at 600 ms
+		synctest.Wait()
+		assert.Equal(t, int64(1), closed.Load(), "the loser's late answer is closed")
+	})
+}
+
+// A base's odd response, with no Header and no Body, reaches the caller
+// with both, on the first attempt as on any other.
+func TestBaseResponseWithoutHeaderOrBody(t *testing.T) {
+	for _, cfg := range []*policy.Config{nil, policy.None(), hedgeConfig(2, time.Second, 503)} {
+		tr, _ := newCalls(cfg, func(req *http.Request) (*http.Response, error) {
+			return &http.Response{StatusCode: 200}, nil
+		})
+		resp, err := tr.RoundTrip(newRequest(t, t.Context(), "GET", ""))
+		require.NoError(t, err)
+		require.NotNil(t, resp.Header, "the header")
+		require.NotNil(t, resp.Body, "the body")
+		assert.Empty(t, readAll(t, resp))
+	}
+}
