@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"reflect"
 	"sync"
 	"sync/atomic"
 
@@ -18,7 +19,13 @@ import (
 //
 // The zero value is ready to use: set it as an [http.Client]'s Transport.
 // A Transport is safe for concurrent use. Its fields must not change after
-// its first use: it reads them once, on the first request.
+// its first use, which is its first request (or [Transport.SetPolicy]):
+// it reads them then, once. Hooks and Classify are the exceptions, read
+// by each request as it starts. A Base, Policy, Buffer, Fleet or
+// OmitAttemptsHeader changed later is not taken: requests then fail with
+// an error that names the field, rather than go on as if it were
+// unchanged. Stats, PublishExpvar, CloseIdleConnections and ResetBackoff
+// are no first use.
 //
 // Every response it discards (one retried, a hedge that lost) is drained
 // so that its connection can be reused, within bounds whatever the base
@@ -86,11 +93,12 @@ type Transport struct {
 	OmitAttemptsHeader bool
 
 	once sync.Once
-	st   *state
+	st   atomic.Pointer[state] // nil until first use
 }
 
 // state is what a Transport builds from its fields on first use.
 type state struct {
+	fields     fields // as they were then
 	base       http.RoundTripper
 	dialer     *Dialer // non-nil when the Transport built its own base
 	spread     *spread // likewise: attempts to distinct backends
@@ -177,9 +185,55 @@ func (t *Transport) init() *state {
 		if err := st.setPolicy(t.Policy); err != nil {
 			st.pol.Store(&active{err: err})
 		}
-		t.st = st
+		st.fields = fieldsOf(t)
+		t.st.Store(st)
 	})
-	return t.st
+	return t.st.Load()
+}
+
+// fields are the Transport's fields that it reads once, on first use, as
+// they were then, so that one set later is known for what it is.
+type fields struct {
+	base         http.RoundTripper
+	policy       *policy.Config
+	buffer       BufferLimits
+	fleet        Fleet
+	omit         bool
+	compareBase  bool // base and fleet have types that == may compare
+	compareFleet bool
+}
+
+func fieldsOf(t *Transport) fields {
+	return fields{base: t.Base, policy: t.Policy, buffer: t.Buffer, fleet: t.Fleet, omit: t.OmitAttemptsHeader,
+		compareBase: canCompare(t.Base), compareFleet: canCompare(t.Fleet)}
+}
+
+// canCompare reports whether v's dynamic type can be compared with ==,
+// which panics for a func or a struct holding a slice, say.
+func canCompare(v any) bool { return v == nil || reflect.TypeOf(v).Comparable() }
+
+// changed returns an error naming a field of t set since its first use,
+// or nil. A Base or Fleet whose type cannot be compared is not checked.
+func (f *fields) changed(t *Transport) error {
+	var field, hint string
+	switch {
+	case t.Policy != f.policy:
+		field, hint = "Policy", "use SetPolicy to change the policy of a Transport in use"
+	case t.Buffer != f.buffer:
+		field = "Buffer"
+	case t.OmitAttemptsHeader != f.omit:
+		field = "OmitAttemptsHeader"
+	case f.compareBase && t.Base != f.base:
+		field = "Base"
+	case f.compareFleet && t.Fleet != f.fleet:
+		field = "Fleet"
+	default:
+		return nil
+	}
+	if hint == "" {
+		hint = "set it before the first request, or use a new Transport"
+	}
+	return fmt.Errorf("retryhttp: Transport.%s changed after the Transport's first use, which does not take it: %s", field, hint)
 }
 
 // SetPolicy checks cfg and, if it is valid, makes it the Transport's
@@ -245,6 +299,9 @@ func NewBase() (*http.Transport, *Dialer) {
 func (t *Transport) RoundTrip(req *http.Request) (*http.Response, error) {
 	st := t.init()
 	err := checkRequest(req)
+	if err == nil {
+		err = st.fields.changed(t)
+	}
 	var c *call
 	if err == nil {
 		c, err = st.newCall(req, t.Hooks, t.Classify)
@@ -293,7 +350,10 @@ func checkRequest(req *http.Request) error {
 // cheap enough to call often: it reads atomic counters and takes no lock
 // that requests wait on.
 func (t *Transport) Stats() Stats {
-	st := t.init()
+	st := t.st.Load()
+	if st == nil { // no request yet, and no first use
+		return Stats{Rules: map[string]Counters{}, Hosts: map[string]Counters{}}
+	}
 	s := snapshot(st.pol.Load().ruleStats, st.hosts.stats)
 	s.Buffer = st.pool.stats()
 	return s
@@ -302,7 +362,13 @@ func (t *Transport) Stats() Stats {
 // CloseIdleConnections closes the idle connections of the base transport,
 // if it has such a method.
 func (t *Transport) CloseIdleConnections() {
-	st := t.init()
+	st := t.st.Load()
+	if st == nil { // no first use yet: only a Base of the caller's has connections
+		if c, ok := t.Base.(interface{ CloseIdleConnections() }); ok {
+			c.CloseIdleConnections()
+		}
+		return
+	}
 	if c, ok := st.base.(interface{ CloseIdleConnections() }); ok {
 		c.CloseIdleConnections()
 	}
@@ -316,7 +382,7 @@ func (t *Transport) CloseIdleConnections() {
 // back. It has an effect only when the Transport built its own base (Base
 // is nil); otherwise it does nothing.
 func (t *Transport) ResetBackoff(addr string) {
-	if st := t.init(); st.dialer != nil {
+	if st := t.st.Load(); st != nil && st.dialer != nil {
 		st.dialer.Reset(addr)
 	}
 }

@@ -3,12 +3,15 @@ package retryhttp_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"net/http"
+	"strings"
 	"testing"
 	"testing/synctest"
 	"time"
 
 	"github.com/retryhttp/retryhttp"
+	"github.com/retryhttp/retryhttp/policy"
 	rt "github.com/retryhttp/retryhttp/retryhttptest"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -185,4 +188,56 @@ func TestCallerDeadlineBoundsTheChain(t *testing.T) {
 		assert.Equal(t, 3*time.Second, time.Since(start))
 		srv.WantAttempts(t, 2)
 	})
+}
+
+// The README's Observability order, Stats and PublishExpvar first and the
+// hooks set after, loses no hook: neither is a first use.
+func TestHooksSetAfterStatsAreCalled(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		tr, _ := newScripted(retryConfig(2, 503), rt.Step{Status: 503}, rt.Step{})
+		assert.Empty(t, tr.Stats().Hosts)
+		require.NoError(t, tr.PublishExpvar(fmt.Sprintf("retryhttp-hooks-after-stats-%p", tr)))
+		tr.CloseIdleConnections()
+		tr.ResetBackoff("api.test:443")
+		var log hookLog
+		tr.Hooks = log.hooks("")
+		resp, err := tr.RoundTrip(newRequest(t, t.Context(), "GET", ""))
+		require.NoError(t, err)
+		readAll(t, resp)
+		assert.Len(t, log.lines("start"), 2, "the hooks set after Stats are called")
+		assert.Len(t, log.waits(), 1)
+	})
+}
+
+// A field that the Transport reads once, set after its first request, is
+// not silently ignored: requests fail with an error naming it, and the
+// request's body is closed.
+func TestFieldSetAfterFirstUseIsNamed(t *testing.T) {
+	for _, tc := range []struct {
+		field string
+		set   func(*retryhttp.Transport)
+	}{
+		{"Policy", func(tr *retryhttp.Transport) { tr.Policy = policy.None() }},
+		{"Buffer", func(tr *retryhttp.Transport) { tr.Buffer.PerRequest = 1 }},
+		{"OmitAttemptsHeader", func(tr *retryhttp.Transport) { tr.OmitAttemptsHeader = true }},
+		{"Base", func(tr *retryhttp.Transport) { tr.Base = script(rt.Step{}) }},
+	} {
+		t.Run(tc.field, func(t *testing.T) {
+			tr, _ := newScripted(nil, rt.Step{})
+			resp, err := tr.RoundTrip(newRequest(t, t.Context(), "GET", ""))
+			require.NoError(t, err)
+			readAll(t, resp)
+			tc.set(tr)
+			req := newRequest(t, t.Context(), "PUT", "payload")
+			body := &trackedBody{Reader: strings.NewReader("payload")}
+			req.Body = body
+			_, err = tr.RoundTrip(req)
+			require.Error(t, err)
+			assert.Contains(t, err.Error(), "Transport."+tc.field+" changed after")
+			assert.Equal(t, int64(1), body.closes.Load(), "the body is closed")
+			if tc.field == "Policy" {
+				assert.Contains(t, err.Error(), "SetPolicy")
+			}
+		})
+	}
 }
