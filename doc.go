@@ -1,0 +1,76 @@
+// Package retryhttp is an [http.RoundTripper] that makes any [http.Client]
+// survive flaky, overloaded and slow servers without making their trouble
+// worse: it retries or hedges requests by policy, replays request bodies
+// from a bounded buffer, obeys the server's Retry-After, pushback and
+// rate-limit headers, and gates every extra attempt through a per-host
+// token budget, so that an outage never becomes a retry storm. It follows
+// gRPC's retry design (retry and hedging policies, throttling, pushback,
+// transparent retries), for HTTP.
+//
+// # Start here
+//
+// The zero [Transport] is ready to use:
+//
+//	client := &http.Client{
+//		Transport: &retryhttp.Transport{},
+//		Timeout:   30 * time.Second, // bounds the whole chain of attempts
+//	}
+//	resp, err := client.Get("https://api.example.com/v3/items")
+//
+// By default ([policy.Default]) a request gets up to 3 attempts when the
+// answer is a 429, 502, 503 or 504, or the connection fails, waiting
+// 100 ms then 200 ms (±20%), or what the server's Retry-After says, up to a
+// minute. Only requests that are safe to send twice are retried after
+// they may have reached the server: GET, HEAD, OPTIONS, TRACE, PUT,
+// DELETE, and any request carrying an Idempotency-Key header. A plain POST
+// or PATCH is sent once, unless the server says it did not act on it (a
+// 429, X-Retry-Pushback-Ms, X-Should-Retry: true) or the attempt provably
+// never reached it (a refused connection), or the rule says
+// retryNonIdempotent. A per-host budget stops retries to a host that fails
+// more than it answers; a host that is down is dialled with gRPC's
+// connection backoff, and calls to it fail as fast as the policy allows.
+//
+// # Configuration
+//
+// A [policy.Config], built in Go or read from gRPC's service-config JSON
+// with [policy.ParseConfig], says which requests are retried or hedged and
+// how; set it as [Transport.Policy], or swap it at run time with
+// [Transport.SetPolicy]. Errors name the field and the value.
+//
+// # The caller steers
+//
+// An SDK that wraps a REST API knows what no status list says:
+// [Transport.Classify] gives a [Verdict] on each attempt's outcome
+// (Retryable, RetryableUnprocessed, Final, or UsePolicy), and may ask for
+// its own wait with [Verdict.After]; [PeekBody] reads a response's body
+// without consuming it. [WithPolicy], [WithoutRetries] and
+// [WithWaitForReady] steer one request through its context.
+//
+// # Errors
+//
+// RoundTrip honours the [http.RoundTripper] contract: a final response,
+// whatever its status, comes back with a nil error. When no response was
+// obtained the error is an [*Error] that carries the number of attempts
+// and wraps the last cause (errors.Is and errors.As see through it);
+// [ErrDialBackoff] marks a dial refused inside its address's backoff
+// window.
+//
+// # Testing
+//
+// The package retryhttptest scripts a faulty server, in memory as a
+// Transport's Base or on loopback, and records every attempt. Run tests
+// in testing/synctest, where a Retry-After of 30 s passes in virtual time.
+// A rule that names a host matches a request by its URL's host: against
+// an httptest server, whose URL is 127.0.0.1:port, name that host and
+// port, or use a rule without a host; the in-memory Server answers any
+// host, so a test can send to the real API's host name through it.
+//
+// # Observability
+//
+// [Transport.Stats] gives counters per rule and per host; [Hooks] report
+// each attempt, wait and refusal ([LogHooks] logs them with log/slog,
+// [JoinHooks] combines several); [Transport.PublishExpvar] serves the
+// counters at /debug/vars. The nested module
+// github.com/retryhttp/retryhttp/otel turns the hooks into OpenTelemetry
+// metrics and spans.
+package retryhttp
