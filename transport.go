@@ -267,6 +267,10 @@ func (st *state) setPolicy(cfg *policy.Config) error {
 	return nil
 }
 
+// minIdlePerHost is the fewest idle connections per host that NewBase's
+// transport keeps: enough for 16 concurrent callers of one host.
+const minIdlePerHost = 16
+
 // NewBase returns the base transport the zero Transport builds for itself
 // and the Dialer it dials through: go-cleanhttp's pooled transport, its
 // dials (plain and TLS) going through a [Dialer] that keeps gRPC's
@@ -275,11 +279,18 @@ func (st *state) setPolicy(cfg *policy.Config) error {
 // [Transport.ResetBackoff] then does nothing, and the Dialer's Reset is
 // the way to cut a window short. Each call builds a new pair.
 //
+// It keeps at least 16 idle connections per host (go-cleanhttp keeps
+// GOMAXPROCS+1): with http.Client.Timeout set, net/http wakes a timer's
+// goroutine between a response's last byte and the caller's next request,
+// and with a pool of 3, concurrent callers on a small machine close and
+// dial connections they could have reused.
+//
 // HTTPS dials go through [Dialer.DialTLSContext], so that only a completed
 // handshake ends an address's backoff; cleanhttp already sets
 // ForceAttemptHTTP2, which keeps HTTP/2 working with a custom TLS dial.
 func NewBase() (*http.Transport, *Dialer) {
 	base := cleanhttp.DefaultPooledTransport()
+	base.MaxIdleConnsPerHost = max(base.MaxIdleConnsPerHost, minIdlePerHost)
 	d := &Dialer{}
 	base.DialContext = d.DialContext
 	base.DialTLSContext = d.DialTLSContext
