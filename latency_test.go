@@ -2,6 +2,7 @@ package retryhttp
 
 import (
 	"math/rand/v2"
+	"slices"
 	"sync"
 	"testing"
 	"time"
@@ -132,4 +133,65 @@ func BenchmarkLatencyRing(b *testing.B) {
 			}
 		})
 	})
+}
+
+// The delay that spends a hedge budget sits at the start of the host's
+// tail: at quantile 1-f where the latencies grow smoothly, and before a
+// gap, never inside the slow mode beyond it, however many slow answers
+// there are.
+func TestTailStart(t *testing.T) {
+	ms := func(vs ...int64) []int64 {
+		for i := range vs {
+			vs[i] *= int64(time.Millisecond)
+		}
+		return vs
+	}
+	// fastSlow is n answers, fast of them in 10 or 11 ms and the rest
+	// at 200 ms, sorted.
+	fastSlow := func(n, fast int) []int64 {
+		s := make([]int64, n)
+		for i := range s {
+			s[i] = 200
+			if i < fast {
+				s[i] = 10 + int64(i)*2/int64(fast)
+			}
+		}
+		return ms(s...)
+	}
+	smooth := make([]int64, 100)
+	for i := range smooth {
+		smooth[i] = int64(i + 1) // 1..100 ms
+	}
+	for _, tc := range []struct {
+		name string
+		s    []int64
+		f    float64
+		want time.Duration
+	}{
+		{"smooth: quantile 1-f", ms(slices.Clone(smooth)...), 0.05, 95 * time.Millisecond},
+		{"smooth, 2%", ms(slices.Clone(smooth)...), 0.02, 98 * time.Millisecond},
+		{"2% slow, budget 2%: the top of the fast mode", fastSlow(100, 98), 0.02, 11 * time.Millisecond},
+		{"1% slow, budget 2%: still before the tail", fastSlow(100, 99), 0.02, 11 * time.Millisecond},
+		{"10% slow, budget 2%: before the gap, not in the slow mode", fastSlow(100, 90), 0.02, 11 * time.Millisecond},
+		{"no slow answer: quantile 1-f", fastSlow(100, 100), 0.02, 11 * time.Millisecond},
+		{"everything slow: quantile 1-f", fastSlow(100, 0), 0.02, 200 * time.Millisecond},
+		{"a gap below the median is no tail", ms(1, 1, 1, 10, 10, 10, 10, 10, 10, 11), 0.1, 10 * time.Millisecond},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			assert.Equal(t, tc.want, time.Duration(tailStart(tc.s, tc.f)))
+		})
+	}
+}
+
+func TestBudgetDelayNeedsEnoughSamples(t *testing.T) {
+	var r latencyRing
+	for i := range minLatencySamples - 1 {
+		r.add(time.Duration(i+1) * time.Millisecond)
+	}
+	_, ok := r.budgetDelay(0.02)
+	require.False(t, ok)
+	r.add(time.Second)
+	got, ok := r.budgetDelay(0.02)
+	require.True(t, ok)
+	assert.Equal(t, 19*time.Millisecond, got, "the answer before the gap to 1 s")
 }
