@@ -12,6 +12,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/retryhttp/retryhttp/internal/hostport"
 	"golang.org/x/sync/singleflight"
 )
 
@@ -136,11 +137,14 @@ func (s *spread) entry(ctx context.Context, u *url.URL, host string) *hostEntry 
 	return v.(*hostEntry)
 }
 
-// lookup resolves u's host into a fresh entry.
+// lookup resolves u's host into a fresh entry. A URL whose port is
+// neither written nor implied by its scheme (one net/http does not send)
+// gets an entry without addresses: there is nothing to dial, and the base
+// reports the scheme itself.
 func (s *spread) lookup(ctx context.Context, u *url.URL) *hostEntry {
 	host, port := u.Hostname(), u.Port()
 	if port == "" {
-		port = defaultPort(u)
+		port = hostport.Default(u.Scheme)
 	}
 	e := &hostEntry{until: time.Now().Add(resolveTTL), target: net.JoinHostPort(host, port)}
 	p, err := strconv.ParseUint(port, 10, 16)
@@ -164,14 +168,6 @@ func (s *spread) lookup(ctx context.Context, u *url.URL) *hostEntry {
 		e.keys = append(e.keys, e.target+"@"+ap)
 	}
 	return e
-}
-
-// defaultPort is the port net/http dials for u when it names none.
-func defaultPort(u *url.URL) string {
-	if strings.EqualFold(u.Scheme, "https") {
-		return "443"
-	}
-	return "80"
 }
 
 // transport returns the transport that dials address i of e, creating it
