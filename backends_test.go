@@ -313,3 +313,26 @@ func TestRouteLeavesUnknownSchemesToTheBase(t *testing.T) {
 		assert.Equal(t, tc.want, addr, "%s: got %q, want %q", tc.url, addr, tc.want)
 	}
 }
+
+// http://h/ and https://h/ are one name but two ports: what is known of
+// one does not route the other to the wrong port.
+func TestRouteKeepsSchemesOfOneHostApart(t *testing.T) {
+	s := newSpread(&http.Transport{}, &Dialer{})
+	lookups := 0
+	s.resolve = func(context.Context, string) ([]netip.Addr, error) {
+		lookups++
+		return []netip.Addr{netip.MustParseAddr("10.0.0.1"), netip.MustParseAddr("10.0.0.2")}, nil
+	}
+	for _, tc := range []struct{ url, want string }{
+		{"http://two.test/", "10.0.0.1:80"},
+		{"https://two.test/", "10.0.0.1:443"},
+		{"HTTP://two.test/", "10.0.0.1:80"},
+		{"https://two.test:8443/", "10.0.0.1:8443"},
+	} {
+		req, err := http.NewRequest("GET", tc.url, nil)
+		require.NoError(t, err)
+		_, addr := s.route(req.Context(), req, strings.ToLower(req.URL.Host), nil)
+		assert.Equal(t, tc.want, addr, "%s: got %q, want %q", tc.url, addr, tc.want)
+	}
+	assert.Equal(t, 3, lookups, "got %d lookups, want one per port", lookups)
+}
