@@ -108,7 +108,9 @@ type Retry struct {
 	BackoffMultiplier float64
 	Jitter            float64
 	// RetryableStatusCodes are the response statuses that are retried,
-	// each in 100..599.
+	// each in 100..599. A status below 400 may be listed but is never
+	// retried: a redirect or an informational answer is the server's
+	// answer, not its failure (see [Retry.Retryable]).
 	RetryableStatusCodes []int
 	// PerAttemptTimeout bounds each attempt until its response headers
 	// arrive. Zero means no bound beyond the caller's own deadline.
@@ -133,7 +135,8 @@ type Hedge struct {
 	// Zero means a fixed delay.
 	HedgingDelayQuantile float64
 	// NonFatalStatusCodes are statuses that send the next hedge at once
-	// instead of ending the request, each in 100..599.
+	// instead of ending the request, each in 100..599. A status below 400
+	// may be listed but is always fatal (see [Hedge.NonFatal]).
 	NonFatalStatusCodes []int
 }
 
