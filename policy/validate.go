@@ -2,7 +2,6 @@ package policy
 
 import (
 	"fmt"
-	"math"
 	"strconv"
 	"strings"
 	"time"
@@ -133,23 +132,12 @@ func (r *Retry) validate(path string) error {
 }
 
 // validateNumeric checks the four fields that describe r's Exponential
-// when Backoff is nil.
+// when Backoff is nil, as the package's backoffs are checked, under their
+// own names: with no "0 means no cap", which gRPC's maxBackoff lacks.
 func (r *Retry) validateNumeric(path string) error {
-	if r.InitialBackoff <= 0 {
-		return &FieldError{Field: join(path, "initialBackoff"), Value: r.InitialBackoff.String(), Reason: "must be greater than 0"}
-	}
-	if r.MaxBackoff < r.InitialBackoff {
-		return &FieldError{Field: join(path, "maxBackoff"), Value: r.MaxBackoff.String(),
-			Reason: "must be at least initialBackoff (" + r.InitialBackoff.String() + ")"}
-	}
-	// Written as !(x >= 1) so that NaN fails too.
-	if m := r.BackoffMultiplier; !(m >= 1) || math.IsInf(m, 1) {
-		return &FieldError{Field: join(path, "backoffMultiplier"), Value: formatFloat(m), Reason: "must be at least 1 and finite"}
-	}
-	if j := r.Jitter; !(j >= 0 && j <= 1) {
-		return &FieldError{Field: join(path, "jitter"), Value: formatFloat(j), Reason: "must be in [0, 1]"}
-	}
-	return nil
+	return growth{r.InitialBackoff, r.MaxBackoff, r.BackoffMultiplier, r.Jitter}.validate(path, growthFields{
+		initial: "initialBackoff", max: "maxBackoff", multiplier: "backoffMultiplier", jitter: "jitter",
+	})
 }
 
 func (h *Hedge) validate(path string) error {
