@@ -9,8 +9,9 @@ import (
 )
 
 // DelayFormat names how the value of a server delay header is written:
-// one of [DelaySeconds], [DelayMilliseconds], [DelayUnixSeconds] and
-// [DelayHTTPDate], spelled as in JSON. The zero DelayFormat is not valid.
+// one of [DelaySeconds], [DelayMilliseconds], [DelayUnixSeconds],
+// [DelayHTTPDate], [DelayDuration] and [DelayRFC3339], spelled as in
+// JSON. The zero DelayFormat is not valid.
 type DelayFormat string
 
 // The formats of a [DelayHeader]'s value. A value that is not valid in its
@@ -30,6 +31,16 @@ const (
 	// Retry-After: "Wed, 01 Jan 2025 00:00:00 GMT". It is read against the
 	// response's Date header when there is one.
 	DelayHTTPDate DelayFormat = "httpDate"
+	// DelayDuration is a delay written as a Go duration, as OpenAI's API
+	// sends its x-ratelimit-reset-requests: "1s", "6m0s", "20ms",
+	// "1m30.5s". A negative duration is not valid; one too long to
+	// represent is read as the longest, which is never waited for.
+	DelayDuration DelayFormat = "duration"
+	// DelayRFC3339 is the time to retry at as an RFC 3339 timestamp, as
+	// Anthropic's API sends its anthropic-ratelimit-requests-reset:
+	// "2026-11-25T10:00:00Z". It is read against the response's Date
+	// header when there is one; a time already past means at once.
+	DelayRFC3339 DelayFormat = "rfc3339"
 )
 
 // maxDelayHeaders bounds Config.DelayHeaders: every retryable response may
@@ -99,11 +110,11 @@ func (h DelayHeader) validate(path string) error {
 		return &FieldError{Field: name, Value: strconv.Quote(h.Name), Reason: "is always read, before the listed headers; leave it out"}
 	}
 	switch h.Format {
-	case DelaySeconds, DelayMilliseconds, DelayUnixSeconds, DelayHTTPDate:
+	case DelaySeconds, DelayMilliseconds, DelayUnixSeconds, DelayHTTPDate, DelayDuration, DelayRFC3339:
 		return nil
 	}
 	return &FieldError{Field: join(path, "format"), Value: strconv.Quote(string(h.Format)),
-		Reason: `must be one of "seconds", "milliseconds", "unixSeconds" and "httpDate"`}
+		Reason: `must be one of "seconds", "milliseconds", "unixSeconds", "httpDate", "duration" and "rfc3339"`}
 }
 
 type delayHeaderJSON struct {

@@ -3,6 +3,7 @@ package policy
 import (
 	"fmt"
 	"net/http"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -99,7 +100,7 @@ func TestValidateDelayHeadersMessages(t *testing.T) {
 		{[]DelayHeader{{"Retry-After", DelaySeconds}},
 			`policy: serverDelayHeaders[0].name: "Retry-After": is always read, before the listed headers; leave it out`},
 		{[]DelayHeader{{"A", "s"}},
-			`policy: serverDelayHeaders[0].format: "s": must be one of "seconds", "milliseconds", "unixSeconds" and "httpDate"`},
+			`policy: serverDelayHeaders[0].format: "s": must be one of "seconds", "milliseconds", "unixSeconds", "httpDate", "duration" and "rfc3339"`},
 		{headers(20), "policy: serverDelayHeaders: 20 headers: must list at most 16 headers"},
 	}
 	for _, tt := range tests {
@@ -218,4 +219,29 @@ func TestServerDelayHeadersIsACopy(t *testing.T) {
 	got[0].Name = "X-B"
 	assert.Equal(t, "X-A", c.DelayHeaders[0].Name, "got %q after changing the result, want X-A", c.DelayHeaders[0].Name)
 	assert.Equal(t, "X-A", c.ServerDelayHeaders()[0].Name, "got %q on the next call, want X-A", c.ServerDelayHeaders()[0].Name)
+}
+
+// The formats of OpenAI's and Anthropic's reset headers, from JSON and Go,
+// spelled exactly.
+func TestDelayFormatsDurationAndRFC3339(t *testing.T) {
+	t.Parallel()
+	c, err := ParseConfig([]byte(`{"serverDelayHeaders": [
+		{"name": "x-ratelimit-reset-requests", "format": "duration"},
+		{"name": "anthropic-ratelimit-requests-reset", "format": "rfc3339"}
+	]}`))
+	require.NoError(t, err, "got %v, want nil", err)
+	want := []DelayHeader{
+		{Name: "x-ratelimit-reset-requests", Format: DelayDuration},
+		{Name: "anthropic-ratelimit-requests-reset", Format: DelayRFC3339},
+	}
+	assert.Equal(t, want, c.DelayHeaders, "got %+v, want %+v", c.DelayHeaders, want)
+
+	for _, f := range []DelayFormat{"Duration", "RFC3339", "rfc3339nano", "goDuration"} {
+		t.Run(string(f), func(t *testing.T) {
+			t.Parallel()
+			c := validConfig()
+			c.DelayHeaders = []DelayHeader{{Name: "X-Reset", Format: f}}
+			requireFieldError(t, c.Validate(), "serverDelayHeaders[0].format", strconv.Quote(string(f)))
+		})
+	}
 }

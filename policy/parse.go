@@ -38,8 +38,9 @@ import (
 //   - "table", a [Table]: {"steps": ["1s", "2s", "5s"]}.
 //
 // "serverDelayHeaders" lists [Config.DelayHeaders] as
-// [{"name": "X-RateLimit-Reset", "format": "seconds"}, ...], format one of
-// "seconds", "milliseconds", "unixSeconds" and "httpDate".
+// [{"name": "RateLimit-Reset", "format": "seconds"}, ...], format one
+// of "seconds", "milliseconds", "unixSeconds", "httpDate", "duration" and
+// "rfc3339" (see [DelayFormat]).
 //
 // Every error matches [ErrInvalid] through [errors.Is]; an error about one
 // field is a *[FieldError] naming it, and a syntax error wraps the
