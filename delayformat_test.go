@@ -4,6 +4,7 @@ import (
 	"math/big"
 	"net/http"
 	"regexp"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -178,4 +179,48 @@ func TestDelayHeaderDurationAndRFC3339(t *testing.T) {
 		})
 	}
 	assert.True(t, strings.HasSuffix(at(0), "Z"), "got %q, want the test's times in UTC", at(0))
+}
+
+// An entry with a Remaining header counts only when that header reads
+// exactly 0, as GitHub sends its reset time on every response.
+func TestDelayHeaderRemaining(t *testing.T) {
+	t.Parallel()
+	extra := []policy.DelayHeader{
+		{Name: "X-Ratelimit-Reset", Format: policy.DelayUnixSeconds, Remaining: "X-Ratelimit-Remaining"},
+		{Name: "Ratelimit-Reset", Format: policy.DelaySeconds},
+	}
+	reset := strconv.FormatInt(fixedNow.Add(time.Minute).Unix(), 10)
+	tests := []struct {
+		name      string
+		remaining []string // nil: absent
+		want      serverDelay
+	}{
+		{"zero", []string{"0"}, serverDelay{delayHeader, time.Minute}},
+		{"zero with whitespace", []string{" 0\t"}, serverDelay{delayHeader, time.Minute}},
+		{"first of several", []string{"0", "5"}, serverDelay{delayHeader, time.Minute}},
+		{"absent", nil, serverDelay{delayHeader, 7 * time.Second}},
+		{"some left", []string{"5"}, serverDelay{delayHeader, 7 * time.Second}},
+		{"not first of several", []string{"5", "0"}, serverDelay{delayHeader, 7 * time.Second}},
+		{"leading zero", []string{"00"}, serverDelay{delayHeader, 7 * time.Second}},
+		{"negative zero", []string{"-0"}, serverDelay{delayHeader, 7 * time.Second}},
+		{"empty", []string{""}, serverDelay{delayHeader, 7 * time.Second}},
+		{"garbage", []string{"none"}, serverDelay{delayHeader, 7 * time.Second}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			h := http.Header{"X-Ratelimit-Reset": {reset}, "Ratelimit-Reset": {"7"}}
+			if tt.remaining != nil {
+				h["X-Ratelimit-Remaining"] = tt.remaining
+			}
+			got := parseServerDelay(h, fixedNow, extra)
+			assert.Equal(t, tt.want, got, "got %+v, want %+v", got, tt.want)
+		})
+	}
+	t.Run("zero without its delay", func(t *testing.T) {
+		t.Parallel()
+		h := http.Header{"X-Ratelimit-Remaining": {"0"}, "X-Ratelimit-Reset": {"soon"}}
+		got := parseServerDelay(h, fixedNow, extra)
+		assert.Equal(t, serverDelay{}, got, "got %+v, want none", got)
+	})
 }

@@ -82,7 +82,9 @@ type serverDelay struct {
 // The first signal present and valid wins, in this order:
 // X-Retry-Pushback-Ms (the more precise signal, and the only one that can
 // forbid retrying, so any value of it is valid), Retry-After, then extra in
-// its order. Of a header sent several times only the first value counts.
+// its order; an entry of extra with a Remaining header counts only when
+// that header reads 0. Of a header sent several times only the first value
+// counts.
 func parseServerDelay(h http.Header, now time.Time, extra []policy.DelayHeader) serverDelay {
 	if v, ok := firstValue(h, headerPushback); ok {
 		return parsePushback(v)
@@ -93,13 +95,34 @@ func parseServerDelay(h http.Header, now time.Time, extra []policy.DelayHeader) 
 		}
 	}
 	for _, d := range extra {
-		if v, ok := firstValue(h, d.Name); ok {
-			if wait, ok := parseDelayValue(trimOWS(v), d.Format, h, now); ok {
-				return serverDelay{Kind: delayHeader, Wait: wait}
-			}
+		if wait, ok := extraDelay(h, now, d); ok {
+			return serverDelay{Kind: delayHeader, Wait: wait}
 		}
 	}
 	return serverDelay{}
+}
+
+// extraDelay reads the policy's delay header d in h: its wait, and whether
+// it is present, valid in its format and, when d names a count of
+// requests left, that count reads 0.
+func extraDelay(h http.Header, now time.Time, d policy.DelayHeader) (time.Duration, bool) {
+	if d.Remaining != "" && !noneLeft(h, d.Remaining) {
+		return 0, false
+	}
+	v, ok := firstValue(h, d.Name)
+	if !ok {
+		return 0, false
+	}
+	return parseDelayValue(trimOWS(v), d.Format, h, now)
+}
+
+// noneLeft reports whether the header remaining (canonical), a count of
+// requests left in a quota, reads exactly 0. Nothing else counts, not even
+// "00": a server that sends the reset time on every response, spent or
+// not, would otherwise hold its host on a typo.
+func noneLeft(h http.Header, remaining string) bool {
+	v, ok := firstValue(h, remaining)
+	return ok && trimOWS(v) == "0"
 }
 
 // dateOf is the time a response was generated, by its Date header when

@@ -60,7 +60,10 @@
 //	  }],
 //	  "retryThrottling": {"maxTokens": 10, "tokenRatio": 0.1},
 //	  "maxServerDelay": "60s",
-//	  "serverDelayHeaders": [{"name": "X-RateLimit-Reset", "format": "seconds"}]
+//	  "serverDelayHeaders": [{
+//	    "name": "X-RateLimit-Reset", "format": "unixSeconds",
+//	    "remaining": "X-RateLimit-Remaining"
+//	  }]
 //	}
 //
 // The first rule is the schedule Google's APIs ask of their clients: five
@@ -69,7 +72,10 @@
 // (see [ParseConfig]), or as the four numeric fields, never both.
 // "serverDelayHeaders" names headers in which the server gives its own
 // delay, read after X-Retry-Pushback-Ms and Retry-After; see
-// [Config.DelayHeaders].
+// [Config.DelayHeaders]. The one shown is GitHub's: its X-RateLimit-Reset
+// is a Unix time (read as "seconds", it would ask for a wait of decades),
+// and it is sent on every response, so it counts only when
+// X-RateLimit-Remaining reads 0.
 //
 // [Config.Validate] checks a Config however it was built, and
 // [Config.Match] picks the rule for a request: the first rule with a

@@ -38,9 +38,11 @@ import (
 //   - "table", a [Table]: {"steps": ["1s", "2s", "5s"]}.
 //
 // "serverDelayHeaders" lists [Config.DelayHeaders] as
-// [{"name": "RateLimit-Reset", "format": "seconds"}, ...], format one
-// of "seconds", "milliseconds", "unixSeconds", "httpDate", "duration" and
-// "rfc3339" (see [DelayFormat]).
+// [{"name": "X-RateLimit-Reset", "format": "unixSeconds", "remaining":
+// "X-RateLimit-Remaining"}, ...], "format" one of "seconds",
+// "milliseconds", "unixSeconds", "httpDate", "duration" and "rfc3339" (see
+// [DelayFormat]), "remaining" optional: the header that must read 0 for
+// the entry to count (see [DelayHeader]).
 //
 // Every error matches [ErrInvalid] through [errors.Is]; an error about one
 // field is a *[FieldError] naming it, and a syntax error wraps the

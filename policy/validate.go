@@ -31,7 +31,9 @@ import (
 //
 // DelayHeaders may list at most 16 headers, each Name an HTTP field name,
 // neither X-Retry-Pushback-Ms nor Retry-After (always read first) and not
-// repeated regardless of case, each Format one of the Delay constants.
+// repeated regardless of case, each Format one of the Delay constants,
+// each Remaining empty or an HTTP field name other than its Name,
+// X-Retry-Pushback-Ms and Retry-After.
 func (c *Config) Validate() error {
 	return clipped(c.validate())
 }
