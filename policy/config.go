@@ -33,7 +33,35 @@ type Config struct {
 	// At most 16, names unique regardless of case; nil means none. JSON:
 	// "serverDelayHeaders".
 	DelayHeaders []DelayHeader
+	// Hold turns holds on: while a response says that its host will
+	// refuse requests for a while, the host's other requests of the same
+	// rule wait, or fail at once, instead of each meeting the refusal
+	// (see [Hold]). Nil means no holds. JSON: "hold", as {}.
+	Hold *Hold
 }
+
+// Hold is the switch, set in [Config.Hold], that turns holds on. A rate
+// limit or an outage belongs to the host, not to the request that met it:
+// a request that has just been refused tells the host's other requests
+// that they would be refused too.
+//
+// A hold is set on a host (its URL host lowercased, port included) for
+// the requests of the Config rule that the response's request matched, by
+// a 429 or 503 with a server delay, by a RetryableUnprocessed verdict
+// that carries a wait, or by rate-limit fields that say a quota is spent,
+// on any status, a 200 included: the IETF RateLimit field with an item at
+// r=0, or a [DelayHeader] whose Remaining reads 0. It lasts until the
+// instant its response named; a later hold extends it, an earlier one
+// never shortens it. While it lasts no attempt under it is sent: a
+// request's first attempt, and any retry, waits until it ends if that is
+// within the request's deadline and [Config.MaxServerDelay], and
+// otherwise fails at once, nothing sent, with the Transport's held error.
+// Requests that waited go out spread over up to a tenth of the hold, at
+// most 1s, not in one instant.
+//
+// Hold has no fields: the zero Hold, {} in JSON, is the switch, and a
+// struct leaves room for settings of holds to come without another one.
+type Hold struct{}
 
 // DefaultMaxServerDelay is the longest server-directed delay waited for when
 // [Config.MaxServerDelay] is zero.

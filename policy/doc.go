@@ -59,6 +59,7 @@
 //	    }
 //	  }],
 //	  "retryThrottling": {"maxTokens": 10, "tokenRatio": 0.1},
+//	  "hold": {},
 //	  "maxServerDelay": "60s",
 //	  "serverDelayHeaders": [{
 //	    "name": "X-RateLimit-Reset", "format": "unixSeconds",
@@ -85,8 +86,13 @@
 // error they return is a *[FieldError] naming the field by its JSON path,
 // with the bad value cut to a readable length.
 //
-// [Default] is the configuration a Transport uses when it is given none.
-// [None] is a configuration with no rules, the switch that turns retries
-// and hedging off for a whole Transport: each request is sent once, and
-// only an attempt that provably never reached the server is sent again.
+// "hold": {} turns holds on ([Hold]): while a response says its host
+// will refuse requests for a while, the requests that would meet the
+// refusal wait for its end, or fail at once, instead of being sent.
+//
+// [Default] is the configuration a Transport uses when it is given none;
+// it has a throttle and holds. [None] is a configuration with no rules,
+// the switch that turns retries and hedging off for a whole Transport:
+// each request is sent once, and only an attempt that provably never
+// reached the server is sent again.
 package policy

@@ -28,6 +28,8 @@ func FuzzParseConfig(f *testing.F) {
 		`{"serverDelayHeaders": [{"name": "Retry-After", "format": "httpDate"}]}`,
 		`{"serverDelayHeaders": [{"name": "A", "format": "seconds"}, {"name": "a", "format": "milliseconds"}]}`,
 		`{"maxServerDelay": "-1s"}`,
+		`{"hold": {}}`,
+		`{"hold": {"maxWait": "1s"}}`,
 		`{"retryThrottling": {"maxTokens": 1001, "tokenRatio": 0}}`,
 		`{"a": 1, "a": 2}`,
 		`{} {}`,

@@ -44,6 +44,9 @@ import (
 // [DelayFormat]), "remaining" optional: the header that must read 0 for
 // the entry to count (see [DelayHeader]).
 //
+// "hold": {} turns holds on ([Config.Hold]); it has no keys yet, so any
+// key in it is an error naming it, as everywhere else.
+//
 // Every error matches [ErrInvalid] through [errors.Is]; an error about one
 // field is a *[FieldError] naming it, and a syntax error wraps the
 // *[json.SyntaxError]. On error the returned Config is nil.
@@ -92,6 +95,7 @@ type configJSON struct {
 	RetryThrottling    json.RawMessage   `json:"retryThrottling"`
 	MaxServerDelay     *durationJSON     `json:"maxServerDelay"`
 	ServerDelayHeaders []json.RawMessage `json:"serverDelayHeaders"`
+	Hold               json.RawMessage   `json:"hold"`
 }
 
 type ruleJSON struct {
@@ -128,6 +132,9 @@ type hedgeJSON struct {
 	NonFatalStatusCodes  []int         `json:"nonFatalStatusCodes"`
 }
 
+// holdJSON has no keys, so that any key in "hold" is refused by name.
+type holdJSON struct{}
+
 type throttleJSON struct {
 	MaxTokens  float64 `json:"maxTokens"`
 	TokenRatio float64 `json:"tokenRatio"`
@@ -159,6 +166,12 @@ func (m *configJSON) config() (*Config, error) {
 	}
 	if c.DelayHeaders, err = parseDelayHeaders("serverDelayHeaders", m.ServerDelayHeaders); err != nil {
 		return nil, err
+	}
+	if !isNull(m.Hold) {
+		if err := decodeObject("hold", m.Hold, &holdJSON{}); err != nil {
+			return nil, err
+		}
+		c.Hold = &Hold{}
 	}
 	return c, nil
 }
