@@ -156,7 +156,7 @@ type Hedge struct {
 	// flight at once.
 	MaxAttempts int
 	// HedgingDelay is the wait before each next hedge. Zero sends all
-	// attempts at once.
+	// attempts at once, unless MaxExtraLoad is set (see there).
 	HedgingDelay time.Duration
 	// HedgingDelayQuantile, when in (0, 1), replaces HedgingDelay by that
 	// quantile of the recent latencies to the host, once enough are known.
@@ -166,6 +166,23 @@ type Hedge struct {
 	// instead of ending the request, each in 100..599. A status below 400
 	// may be listed but is always fatal (see [Hedge.NonFatal]).
 	NonFatalStatusCodes []int
+	// MaxExtraLoad caps the hedges a host is sent at this fraction of the
+	// requests sent to it, such as 0.02 for 2% more load, so that a delay
+	// set too short (under the host's median, or a quantile the load has
+	// shifted) cannot double its load. Each first attempt earns
+	// MaxExtraLoad of a hedge and a hedge earns nothing: over any n
+	// consecutive requests the host is sent at most MaxExtraLoad*n + 10
+	// hedges, whatever sets the delay and with or without a [Throttle]. A
+	// hedge the cap withholds is not sent, and is reported as refused.
+	//
+	// With a cap, a zero HedgingDelay and a zero HedgingDelayQuantile,
+	// the delay follows the host's latency at the quantile that spends
+	// the budget: at the start of the host's tail, so that when more
+	// requests are slow than the budget pays for, the budget decides
+	// which get a hedge.
+	//
+	// In [0, 1]; zero means no cap. JSON: "maxExtraLoad".
+	MaxExtraLoad float64
 }
 
 // Throttle is gRPC's retry throttling, kept per host: a bucket starts with

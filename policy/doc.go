@@ -55,7 +55,8 @@
 //	    "name": [{"method": "GET"}],
 //	    "hedgingPolicy": {
 //	      "maxAttempts": 3, "hedgingDelay": "0.05s",
-//	      "hedgingDelayQuantile": 0.95, "nonFatalStatusCodes": [502, 503, 504]
+//	      "hedgingDelayQuantile": 0.95, "nonFatalStatusCodes": [502, 503, 504],
+//	      "maxExtraLoad": 0.02
 //	    }
 //	  }],
 //	  "retryThrottling": {"maxTokens": 10, "tokenRatio": 0.1},
@@ -85,6 +86,10 @@
 // such as one given for a single request, which needs no names. Every
 // error they return is a *[FieldError] naming the field by its JSON path,
 // with the bad value cut to a readable length.
+//
+// A hedgingPolicy's "maxExtraLoad" caps the hedges a host is sent at a
+// fraction of its requests, here 2%, whatever sets the delay; see
+// [Hedge.MaxExtraLoad].
 //
 // "hold": {} turns holds on ([Hold]): while a response says its host
 // will refuse requests for a while, the requests that would meet the

@@ -29,6 +29,8 @@ func FuzzParseConfig(f *testing.F) {
 		`{"serverDelayHeaders": [{"name": "A", "format": "seconds"}, {"name": "a", "format": "milliseconds"}]}`,
 		`{"maxServerDelay": "-1s"}`,
 		`{"hold": {}}`,
+		`{"methodConfig": [{"name": [{}], "hedgingPolicy": {"maxAttempts": 3, "maxExtraLoad": 0.02}}]}`,
+		`{"methodConfig": [{"name": [{}], "hedgingPolicy": {"maxAttempts": 3, "maxExtraLoad": 1.5}}]}`,
 		`{"hold": {"maxWait": "1s"}}`,
 		`{"retryThrottling": {"maxTokens": 1001, "tokenRatio": 0}}`,
 		`{"a": 1, "a": 2}`,

@@ -130,6 +130,7 @@ type hedgeJSON struct {
 	HedgingDelay         *durationJSON `json:"hedgingDelay"`
 	HedgingDelayQuantile float64       `json:"hedgingDelayQuantile"`
 	NonFatalStatusCodes  []int         `json:"nonFatalStatusCodes"`
+	MaxExtraLoad         float64       `json:"maxExtraLoad"`
 }
 
 // holdJSON has no keys, so that any key in "hold" is refused by name.
@@ -293,6 +294,7 @@ func parseHedge(path string, raw json.RawMessage) (*Hedge, error) {
 		MaxAttempts:          m.MaxAttempts,
 		HedgingDelayQuantile: m.HedgingDelayQuantile,
 		NonFatalStatusCodes:  m.NonFatalStatusCodes,
+		MaxExtraLoad:         m.MaxExtraLoad,
 	}
 	var err error
 	if h.HedgingDelay, err = parseDuration(path+".hedgingDelay", m.HedgingDelay); err != nil {

@@ -313,6 +313,7 @@ func TestPackageDocExample(t *testing.T) {
 	want.Rules = append(google.Rules, want.Rules...)
 	want.MaxServerDelay = 60 * time.Second
 	want.Hold = &Hold{}
+	want.Rules[2].Hedge.MaxExtraLoad = 0.02
 	want.DelayHeaders = []DelayHeader{{Name: "X-RateLimit-Reset", Format: DelayUnixSeconds, Remaining: "X-RateLimit-Remaining"}}
 	assert.Equal(t, want, got, "got %+v, want %+v", got, want)
 }

@@ -16,7 +16,8 @@ import (
 // InitialBackoff above 0, MaxBackoff at least InitialBackoff,
 // BackoffMultiplier at least 1 and finite, Jitter in [0, 1], status codes
 // in 100..599, no negative durations, HedgingDelayQuantile in [0, 1),
-// MaxTokens in (0, 1000], TokenRatio in (0, 1]. A Rule must list at least
+// MaxTokens in (0, 1000], TokenRatio in (0, 1]; and MaxExtraLoad, a
+// hedging policy's load budget, in [0, 1]. A Rule must list at least
 // one Name (Name{} matches every request) and may not set both Retry and
 // Hedge. A Name's Method, if set, must be an HTTP token and its Path, if
 // set, must start with "/".
@@ -152,7 +153,13 @@ func (h *Hedge) validate(path string) error {
 	if q := h.HedgingDelayQuantile; !(q >= 0 && q < 1) {
 		return &FieldError{Field: join(path, "hedgingDelayQuantile"), Value: formatFloat(q), Reason: "must be in [0, 1)"}
 	}
-	return statusCodes(join(path, "nonFatalStatusCodes"), h.NonFatalStatusCodes)
+	if err := statusCodes(join(path, "nonFatalStatusCodes"), h.NonFatalStatusCodes); err != nil {
+		return err
+	}
+	if x := h.MaxExtraLoad; !(x >= 0 && x <= 1) { // NaN fails too
+		return &FieldError{Field: join(path, "maxExtraLoad"), Value: formatFloat(x), Reason: "must be in [0, 1] (0 for no cap)"}
+	}
+	return nil
 }
 
 func (t *Throttle) validate(path string) error {
