@@ -15,6 +15,10 @@ const (
 	// carried over HTTP: a delay in milliseconds before the next retry, or
 	// a negative or unparsable value to forbid retrying.
 	headerPushback = "X-Retry-Pushback-Ms"
+	// headerRetryAfterMs is Retry-After in milliseconds, as the LLM APIs
+	// (OpenAI's, Anthropic's) send it beside Retry-After: the same
+	// signal, finer.
+	headerRetryAfterMs = "Retry-After-Ms"
 	// headerRetryAfter is RFC 9110 section 10.2.3: delay-seconds or an
 	// HTTP-date.
 	headerRetryAfter = "Retry-After"
@@ -36,7 +40,8 @@ const (
 	// not parse, which RFC 9110 says to ignore); the policy's backoff
 	// applies.
 	delayNone delayKind = iota
-	// delayRetryAfter: Retry-After asked for Wait before the next retry.
+	// delayRetryAfter: Retry-After, or Retry-After-Ms, asked for Wait
+	// before the next retry.
 	delayRetryAfter
 	// delayPushback: X-Retry-Pushback-Ms asked for exactly Wait before the
 	// next retry, and the policy's backoff starts again at its first step,
@@ -81,13 +86,19 @@ type serverDelay struct {
 //
 // The first signal present and valid wins, in this order:
 // X-Retry-Pushback-Ms (the more precise signal, and the only one that can
-// forbid retrying, so any value of it is valid), Retry-After, then extra in
-// its order; an entry of extra with a Remaining header counts only when
-// that header reads 0. Of a header sent several times only the first value
-// counts.
+// forbid retrying, so any value of it is valid), Retry-After-Ms (a
+// decimal number of milliseconds, the finer Retry-After), Retry-After,
+// then extra in its order; an entry of extra with a Remaining header
+// counts only when that header reads 0. Of a header sent several times
+// only the first value counts.
 func parseServerDelay(h http.Header, now time.Time, extra []policy.DelayHeader) serverDelay {
 	if v, ok := firstValue(h, headerPushback); ok {
 		return parsePushback(v)
+	}
+	if v, ok := firstValue(h, headerRetryAfterMs); ok {
+		if wait, ok := parseDecimal(trimOWS(v), time.Millisecond); ok {
+			return serverDelay{Kind: delayRetryAfter, Wait: wait}
+		}
 	}
 	if v, ok := firstValue(h, headerRetryAfter); ok {
 		if sd := parseRetryAfter(v, h, now); sd.Kind != delayNone {
