@@ -50,8 +50,9 @@ const (
 	// delayStop: X-Retry-Pushback-Ms was negative or unparsable, which
 	// gRPC's retry design reads as the server asking not to retry at all.
 	delayStop
-	// delayHeader: one of the policy's further delay headers asked for
-	// Wait before the next retry, read as Retry-After is.
+	// delayHeader: one of the policy's further delay headers, or the
+	// IETF RateLimit field's spent quota, asked for Wait before the next
+	// retry, read as Retry-After is.
 	delayHeader
 )
 
@@ -87,10 +88,12 @@ type serverDelay struct {
 // The first signal present and valid wins, in this order:
 // X-Retry-Pushback-Ms (the more precise signal, and the only one that can
 // forbid retrying, so any value of it is valid), Retry-After-Ms (a
-// decimal number of milliseconds, the finer Retry-After), Retry-After,
-// then extra in its order; an entry of extra with a Remaining header
-// counts only when that header reads 0. Of a header sent several times
-// only the first value counts.
+// decimal number of milliseconds, the finer Retry-After), Retry-After, the
+// IETF RateLimit field when it has a spent quota (see rateLimitSpent; one
+// without is no delay, and the next signal is read), then extra in its
+// order; an entry of extra with a Remaining header counts only when that
+// header reads 0. Of a header sent several times only the first value
+// counts, but for RateLimit, whose lines RFC 9651 reads as one.
 func parseServerDelay(h http.Header, now time.Time, extra []policy.DelayHeader) serverDelay {
 	if v, ok := firstValue(h, headerPushback); ok {
 		return parsePushback(v)
@@ -104,6 +107,9 @@ func parseServerDelay(h http.Header, now time.Time, extra []policy.DelayHeader) 
 		if sd := parseRetryAfter(v, h, now); sd.Kind != delayNone {
 			return sd
 		}
+	}
+	if wait, ok := rateLimitSpent(h); ok {
+		return serverDelay{Kind: delayHeader, Wait: wait}
 	}
 	for _, d := range extra {
 		if wait, ok := extraDelay(h, now, d); ok {

@@ -2,9 +2,12 @@ package retryhttp
 
 import (
 	"net/http"
+	"strings"
 	"testing"
 	"time"
 
+	"github.com/retryhttp/retryhttp/internal/sfv"
+	"github.com/retryhttp/retryhttp/policy"
 	"github.com/stretchr/testify/assert"
 )
 
@@ -45,4 +48,172 @@ func TestParseServerDelayRetryAfterMs(t *testing.T) {
 			assert.Equal(t, tt.want, got, "got %+v, want %+v", got, tt.want)
 		})
 	}
+}
+
+// The IETF RateLimit field, read after Retry-After and before the
+// policy's delay headers: a spent quota (r=0 with a t) is a delay of its
+// longest t; anything else is no delay, and the next signal is read.
+func TestParseServerDelayRateLimit(t *testing.T) {
+	t.Parallel()
+	rl := func(d time.Duration) serverDelay { return serverDelay{Kind: delayHeader, Wait: d} }
+	tests := []struct {
+		name  string
+		lines []string
+		want  serverDelay
+	}{
+		{"spent", []string{`"default";r=0;t=30`}, rl(30 * time.Second)},
+		{"not spent", []string{`"default";r=50;t=30`}, serverDelay{}},
+		{"one of two spent", []string{`"burst";r=50;t=10, "day";r=0;t=3600`}, rl(time.Hour)},
+		{"longest of two spent", []string{`"a";r=0;t=60, "b";r=0;t=10`}, rl(time.Minute)},
+		{"reset now", []string{`"default";r=0;t=0`}, rl(0)},
+		{"with a partition key", []string{`"default";r=0;t=5;pk=:dHJpYWwxMjEzMjM=:`}, rl(5 * time.Second)},
+		{"parameters in any order", []string{`"default";t=7;x="y";r=0`}, rl(7 * time.Second)},
+		{"a token for a name", []string{`default;r=0;t=5`}, rl(5 * time.Second)},
+		{"negative zero", []string{`"default";r=-0;t=5`}, rl(5 * time.Second)},
+		{"surrounding whitespace", []string{" \t\"default\";r=0;t=5\t "}, rl(5 * time.Second)},
+		{"t saturates", []string{`"default";r=0;t=999999999999999`}, rl(tooLong)},
+		{"two lines", []string{`"a";r=5;t=1`, `"b";r=0;t=9`}, rl(9 * time.Second)},
+		{"two lines joined as RFC 9651 asks", []string{`"a`, `b";r=0;t=5`}, rl(5 * time.Second)},
+		{"no t", []string{`"default";r=0`}, serverDelay{}},
+		{"no r", []string{`"default";t=30`}, serverDelay{}},
+		{"last r wins", []string{`"default";r=0;t=5;r=3`}, serverDelay{}},
+		{"last r wins, spent", []string{`"default";r=3;t=5;r=0`}, rl(5 * time.Second)},
+		{"negative t skipped", []string{`"a";r=0;t=-1, "b";r=0;t=2`}, rl(2 * time.Second)},
+		{"decimal t", []string{`"default";r=0;t=1.5`}, serverDelay{}},
+		{"string t", []string{`"default";r=0;t="5"`}, serverDelay{}},
+		{"decimal r", []string{`"default";r=0.0;t=5`}, serverDelay{}},
+		{"boolean r", []string{`"default";r=?0;t=5`}, serverDelay{}},
+		{"inner list", []string{`("default");r=0;t=5`}, serverDelay{}},
+		{"empty", []string{""}, serverDelay{}},
+		{"trailing comma", []string{`"default";r=0;t=30,`}, serverDelay{}},
+		{"uppercase keys", []string{`"default";R=0;T=30`}, serverDelay{}},
+		{"old draft's form", []string{`100, 100;w=60`}, serverDelay{}},
+		{"malformed second line", []string{`"a";r=0;t=5`, `"b`}, serverDelay{}},
+		{"empty second line", []string{`"a";r=0;t=5`, ``}, serverDelay{}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			got := parseServerDelay(http.Header{"Ratelimit": tt.lines}, fixedNow, nil)
+			assert.Equal(t, tt.want, got, "RateLimit %q: got %+v, want %+v", tt.lines, got, tt.want)
+		})
+	}
+}
+
+// The place of the RateLimit field in the read order.
+func TestParseServerDelayRateLimitOrder(t *testing.T) {
+	t.Parallel()
+	extra := []policy.DelayHeader{{Name: "Ratelimit-Reset", Format: policy.DelaySeconds}}
+	spent := `"default";r=0;t=30`
+	tests := []struct {
+		name string
+		h    http.Header
+		want serverDelay
+	}{
+		{"pushback first", http.Header{"X-Retry-Pushback-Ms": {"100"}, "Ratelimit": {spent}},
+			serverDelay{delayPushback, 100 * time.Millisecond}},
+		{"Retry-After-Ms first", http.Header{"Retry-After-Ms": {"100"}, "Ratelimit": {spent}},
+			serverDelay{delayRetryAfter, 100 * time.Millisecond}},
+		{"Retry-After first, as the draft asks", http.Header{"Retry-After": {"5"}, "Ratelimit": {spent}},
+			serverDelay{delayRetryAfter, 5 * time.Second}},
+		{"invalid Retry-After skipped", http.Header{"Retry-After": {"soon"}, "Ratelimit": {spent}},
+			serverDelay{delayHeader, 30 * time.Second}},
+		{"before the policy's headers", http.Header{"Ratelimit": {spent}, "Ratelimit-Reset": {"7"}},
+			serverDelay{delayHeader, 30 * time.Second}},
+		{"not spent: the policy's headers", http.Header{"Ratelimit": {`"default";r=1;t=30`}, "Ratelimit-Reset": {"7"}},
+			serverDelay{delayHeader, 7 * time.Second}},
+		{"malformed: the policy's headers", http.Header{"Ratelimit": {`"default";r=0;t=30,`}, "Ratelimit-Reset": {"7"}},
+			serverDelay{delayHeader, 7 * time.Second}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			got := parseServerDelay(tt.h, fixedNow, extra)
+			assert.Equal(t, tt.want, got, "got %+v, want %+v", got, tt.want)
+		})
+	}
+}
+
+// FuzzServerDelayOrder sends every signal at once, each present or not,
+// and checks that the first one that reads alone is the one read, in the
+// documented order.
+func FuzzServerDelayOrder(f *testing.F) {
+	f.Add("250", "20", "5", `"default";r=0;t=30`, "7", "0", uint8(0xff))
+	f.Add("", "-1", "soon", `"a";r=0;t=60, "b";r=0;t=10`, "7", "0", uint8(0xfe))
+	f.Add("", "1.5", "", `"default";r=1;t=30`, "1m30.5s", "5", uint8(0xfa))
+	f.Add("", "", "", `"default";r=0;t=30,`, "99999999999999999999", "0", uint8(0xf8))
+	f.Add("", "", "Sat, 22 Nov 2025 12:00:30 GMT", `("a");r=0;t=1`, "-1s", "0", uint8(0xf4))
+	extra := []policy.DelayHeader{
+		{Name: "X-Reset", Format: policy.DelaySeconds, Remaining: "X-Left"},
+		{Name: "X-Reset-In", Format: policy.DelayDuration},
+	}
+	f.Fuzz(func(t *testing.T, pushback, retryAfterMs, retryAfter, rateLimit, reset, left string, present uint8) {
+		signals := []struct {
+			bit    uint8
+			header http.Header
+		}{
+			{1, http.Header{"X-Retry-Pushback-Ms": {pushback}}},
+			{2, http.Header{"Retry-After-Ms": {retryAfterMs}}},
+			{4, http.Header{"Retry-After": {retryAfter}}},
+			{8, http.Header{"Ratelimit": {rateLimit}}},
+			{16, http.Header{"X-Reset": {reset}, "X-Left": {left}}},
+			{32, http.Header{"X-Reset-In": {reset}}},
+		}
+		h := http.Header{}
+		var want serverDelay
+		for _, s := range signals {
+			if present&s.bit == 0 {
+				continue
+			}
+			for k, v := range s.header {
+				h[k] = v
+			}
+			if alone := parseServerDelay(s.header, fixedNow, extra); want.Kind == delayNone {
+				want = alone
+			}
+		}
+		got := parseServerDelay(h, fixedNow, extra)
+		if got != want {
+			t.Fatalf("%v: got %+v, want %+v, the first signal that reads alone", h, got, want)
+		}
+		if got.Wait < 0 || (got.Kind == delayNone || got.Kind == delayStop) && got.Wait != 0 {
+			t.Fatalf("%v: got %+v", h, got)
+		}
+	})
+}
+
+// FuzzRateLimit reads any RateLimit field: a spent quota only from a
+// field that is a valid List, with a wait in range.
+func FuzzRateLimit(f *testing.F) {
+	for _, s := range []string{`"default";r=0;t=30`, `"burst";r=50;t=10, "day";r=0;t=3600`, `"default";r=0;t=999999999999999`,
+		`"a";r=0;t=-1, "b";r=0;t=2`, `("default");r=0;t=5`, `"default";r=0;t=30,`, `"default";r=0`, `default;r=-0;t=0`, ""} {
+		f.Add(s, "")
+		f.Add(s, `"second";r=0;t=7`)
+	}
+	f.Fuzz(func(t *testing.T, first, second string) {
+		lines := []string{first}
+		if second != "" {
+			lines = append(lines, second)
+		}
+		wait, ok := rateLimitSpent(http.Header{"Ratelimit": lines})
+		if !ok {
+			if wait != 0 {
+				t.Fatalf("%q: no spent quota, with a wait of %v", lines, wait)
+			}
+			return
+		}
+		if wait < 0 || wait > tooLong || wait%time.Second != 0 && wait != tooLong {
+			t.Fatalf("%q: got a wait of %v, want whole seconds in [0, tooLong]", lines, wait)
+		}
+		joined := strings.Trim(first, " \t")
+		if second != "" {
+			joined += ", " + strings.Trim(second, " \t")
+		}
+		if _, err := sfv.ParseList(joined); err != nil {
+			t.Fatalf("%q: spent quota from a malformed field: %v", lines, err)
+		}
+		if !strings.Contains(joined, "r=0") && !strings.Contains(joined, "r=-0") && !strings.Contains(joined, "r=00") {
+			t.Fatalf("%q: spent quota with no r of 0", lines)
+		}
+	})
 }

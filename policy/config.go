@@ -20,19 +20,21 @@ type Config struct {
 	// JSON: "retryThrottling".
 	Throttle *Throttle
 	// MaxServerDelay is the longest server-directed delay
-	// (X-Retry-Pushback-Ms, Retry-After-Ms, Retry-After, DelayHeaders)
-	// that is waited for; a longer one sends the response back to the
-	// caller at once. Zero means [DefaultMaxServerDelay]. JSON:
-	// "maxServerDelay".
+	// (X-Retry-Pushback-Ms, Retry-After-Ms, Retry-After, RateLimit,
+	// DelayHeaders) that is waited for; a longer one sends the response
+	// back to the caller at once. Zero means [DefaultMaxServerDelay].
+	// JSON: "maxServerDelay".
 	MaxServerDelay time.Duration
 	// DelayHeaders are further response headers in which a server gives
 	// its delay before a retry, each with the format of its value. They
 	// are read after the signals that are always read, in this order:
 	// X-Retry-Pushback-Ms, Retry-After-Ms (milliseconds, as the LLM APIs
-	// send it) and Retry-After; then DelayHeaders in the order listed. The
-	// first that is present and valid sets the wait, which is then
-	// treated as Retry-After's is: not waited for when longer than
-	// MaxServerDelay or past the request's deadline.
+	// send it), Retry-After, and the IETF RateLimit field when it says a
+	// quota is spent (an item with r=0 and a t: the longest such t, in
+	// seconds; a malformed field is ignored); then DelayHeaders in the
+	// order listed. The first that is present and valid sets the wait,
+	// which is then treated as Retry-After's is: not waited for when
+	// longer than MaxServerDelay or past the request's deadline.
 	// At most 16, names unique regardless of case; nil means none. JSON:
 	// "serverDelayHeaders".
 	DelayHeaders []DelayHeader

@@ -73,8 +73,8 @@
 // waits either as "backoff", in the form of one of the backoffs above
 // (see [ParseConfig]), or as the four numeric fields, never both.
 // "serverDelayHeaders" names headers in which the server gives its own
-// delay, read after X-Retry-Pushback-Ms, Retry-After-Ms and Retry-After;
-// see [Config.DelayHeaders]. The one shown is GitHub's: its X-RateLimit-Reset
+// delay, read after X-Retry-Pushback-Ms, Retry-After-Ms, Retry-After and
+// the IETF RateLimit field; see [Config.DelayHeaders]. The one shown is GitHub's: its X-RateLimit-Reset
 // is a Unix time (read as "seconds", it would ask for a wait of decades),
 // and it is sent on every response, so it counts only when
 // X-RateLimit-Remaining reads 0.
