@@ -2,6 +2,7 @@ package retryhttp
 
 import (
 	"net/http"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -134,9 +135,137 @@ func TestParseServerDelayRateLimitOrder(t *testing.T) {
 	}
 }
 
+// githubHeaders is what GitHub's API sends on every response: the
+// quota's limit, what is left of it and when it resets, as a Unix time.
+func githubHeaders(remaining string, reset time.Duration) http.Header {
+	return http.Header{
+		"Content-Type":          {"application/json; charset=utf-8"},
+		"Date":                  {fixedNow.Format(http.TimeFormat)},
+		"X-Ratelimit-Limit":     {"5000"},
+		"X-Ratelimit-Remaining": {remaining},
+		"X-Ratelimit-Reset":     {strconv.FormatInt(fixedNow.Add(reset).Unix(), 10)},
+		"X-Ratelimit-Used":      {"4999"},
+		"X-Ratelimit-Resource":  {"core"},
+	}
+}
+
+// githubPolicy reads GitHub's reset only when nothing is left, and
+// OpenAI's reset as a duration, likewise, with names canonical as
+// policy.Config.ServerDelayHeaders gives them.
+func githubPolicy() []policy.DelayHeader {
+	return []policy.DelayHeader{
+		{Name: "X-Ratelimit-Reset", Format: policy.DelayUnixSeconds, Remaining: "X-Ratelimit-Remaining"},
+		{Name: "X-Ratelimit-Reset-Requests", Format: policy.DelayDuration, Remaining: "X-Ratelimit-Remaining-Requests"},
+		{Name: "Ratelimit-Reset", Format: policy.DelaySeconds},
+	}
+}
+
+func TestQuotaSpent(t *testing.T) {
+	t.Parallel()
+	with := func(h http.Header, kv ...string) http.Header {
+		h = h.Clone()
+		for i := 0; i < len(kv); i += 2 {
+			h[kv[i]] = []string{kv[i+1]}
+		}
+		return h
+	}
+	plain := http.Header{"Content-Type": {"text/plain"}, "Date": {fixedNow.Format(http.TimeFormat)}}
+	tests := []struct {
+		name string
+		h    http.Header
+		wait time.Duration
+		ok   bool
+	}{
+		{"nothing", plain, 0, false},
+		{"nil header", nil, 0, false},
+		{"GitHub, some left", githubHeaders("4999", time.Hour), 0, false},
+		{"GitHub, spent", githubHeaders("0", time.Hour), time.Hour, true},
+		{"GitHub, spent, reset past", githubHeaders("0", -time.Minute), 0, true},
+		{"GitHub, spent, reset against Date", with(githubHeaders("0", time.Hour),
+			"Date", fixedNow.Add(30*time.Minute).Format(http.TimeFormat)), 30 * time.Minute, true},
+		{"GitHub, garbage left", githubHeaders("none", time.Hour), 0, false},
+		{"GitHub, spent, garbage reset", with(githubHeaders("0", time.Hour), "X-Ratelimit-Reset", "soon"), 0, false},
+		{"OpenAI, spent", with(plain, "X-Ratelimit-Remaining-Requests", "0", "X-Ratelimit-Reset-Requests", "6m0s"),
+			6 * time.Minute, true},
+		{"OpenAI, some left", with(plain, "X-Ratelimit-Remaining-Requests", "59", "X-Ratelimit-Reset-Requests", "1s"), 0, false},
+		{"first entry spent wins", with(githubHeaders("0", time.Hour),
+			"X-Ratelimit-Remaining-Requests", "0", "X-Ratelimit-Reset-Requests", "6m0s"), time.Hour, true},
+		{"first entry unread, second spent", with(githubHeaders("0", time.Hour), "X-Ratelimit-Reset", "soon",
+			"X-Ratelimit-Remaining-Requests", "0", "X-Ratelimit-Reset-Requests", "6m0s"), 6 * time.Minute, true},
+		{"an entry without Remaining says nothing", with(plain, "Ratelimit-Reset", "30"), 0, false},
+		{"Retry-After says nothing", with(plain, "Retry-After", "30"), 0, false},
+		{"pushback says nothing", with(plain, "X-Retry-Pushback-Ms", "30"), 0, false},
+		{"RateLimit, spent", with(plain, "Ratelimit", `"default";r=0;t=30`), 30 * time.Second, true},
+		{"RateLimit, some left", with(plain, "Ratelimit", `"default";r=3;t=30`), 0, false},
+		{"RateLimit, malformed", with(plain, "Ratelimit", `"default";r=0;t=30;`), 0, false},
+		{"RateLimit before the entries", with(githubHeaders("0", time.Hour), "Ratelimit", `"default";r=0;t=30`),
+			30 * time.Second, true},
+		{"RateLimit some left, an entry spent", with(githubHeaders("0", time.Hour), "Ratelimit", `"default";r=3;t=30`),
+			time.Hour, true},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			wait, ok := quotaSpent(tt.h, fixedNow, githubPolicy())
+			assert.Equal(t, tt.ok, ok, "got ok %v, want %v", ok, tt.ok)
+			assert.Equal(t, tt.wait, wait, "got wait %v, want %v", wait, tt.wait)
+		})
+	}
+}
+
+// Reading a response's rate-limit fields allocates nothing: not on the
+// success path, where there are none or nothing is spent, and not when a
+// quota is spent either.
+func TestQuotaSpentAllocatesNothing(t *testing.T) {
+	plain := http.Header{"Content-Type": {"text/plain"}, "Date": {fixedNow.Format(http.TimeFormat)}}
+	openAI := plain.Clone()
+	openAI["X-Ratelimit-Remaining-Requests"] = []string{"0"}
+	openAI["X-Ratelimit-Reset-Requests"] = []string{"1m30.5s"}
+	ietf := plain.Clone()
+	ietf["Ratelimit"] = []string{`"burst";r=50;t=10;pk=:dHJpYWwxMjEzMjM=:, "day";r=0;t=3600`}
+	malformed := plain.Clone()
+	malformed["Ratelimit"] = []string{`"burst";r=50;t=10,`}
+	extra := githubPolicy()
+	for name, h := range map[string]http.Header{
+		"no rate-limit fields":   plain,
+		"GitHub, some left":      githubHeaders("4999", time.Hour),
+		"GitHub, spent":          githubHeaders("0", time.Hour),
+		"OpenAI, spent":          openAI,
+		"RateLimit, spent":       ietf,
+		"RateLimit, malformed":   malformed,
+		"nil header, no entries": nil,
+	} {
+		allocs := testing.AllocsPerRun(100, func() {
+			quotaSpent(h, fixedNow, extra)
+		})
+		assert.Zero(t, allocs, "%s: got %v allocations, want 0", name, allocs)
+	}
+}
+
+func BenchmarkQuotaSpent(b *testing.B) {
+	extra := githubPolicy()
+	for _, bc := range []struct {
+		name string
+		h    http.Header
+	}{
+		{"none", http.Header{"Content-Type": {"text/plain"}, "Date": {fixedNow.Format(http.TimeFormat)}}},
+		{"GitHub some left", githubHeaders("4999", time.Hour)},
+		{"GitHub spent", githubHeaders("0", time.Hour)},
+		{"RateLimit spent", http.Header{"Ratelimit": {`"burst";r=50;t=10, "day";r=0;t=3600`}}},
+	} {
+		b.Run(bc.name, func(b *testing.B) {
+			b.ReportAllocs()
+			for b.Loop() {
+				quotaSpent(bc.h, fixedNow, extra)
+			}
+		})
+	}
+}
+
 // FuzzServerDelayOrder sends every signal at once, each present or not,
 // and checks that the first one that reads alone is the one read, in the
-// documented order.
+// documented order; and that a spent quota is the delay that the same
+// response gives once the retry signals are taken away.
 func FuzzServerDelayOrder(f *testing.F) {
 	f.Add("250", "20", "5", `"default";r=0;t=30`, "7", "0", uint8(0xff))
 	f.Add("", "-1", "soon", `"a";r=0;t=60, "b";r=0;t=10`, "7", "0", uint8(0xfe))
@@ -178,6 +307,21 @@ func FuzzServerDelayOrder(f *testing.F) {
 		}
 		if got.Wait < 0 || (got.Kind == delayNone || got.Kind == delayStop) && got.Wait != 0 {
 			t.Fatalf("%v: got %+v", h, got)
+		}
+
+		wait, ok := quotaSpent(h, fixedNow, extra)
+		quota := h.Clone()
+		delete(quota, "X-Retry-Pushback-Ms")
+		delete(quota, "Retry-After-Ms")
+		delete(quota, "Retry-After")
+		sd := parseServerDelay(quota, fixedNow, extra)
+		switch {
+		case ok && sd != (serverDelay{Kind: delayHeader, Wait: wait}):
+			t.Fatalf("%v: quota spent for %v, but its delay is %+v", h, wait, sd)
+		case !ok && sd.Kind != delayNone && sd != parseServerDelay(http.Header{"X-Reset-In": quota["X-Reset-In"]}, fixedNow, extra):
+			t.Fatalf("%v: no quota spent, but a delay of %+v not from the entry without Remaining", h, sd)
+		case !ok && wait != 0:
+			t.Fatalf("%v: no quota spent, with a wait of %v", h, wait)
 		}
 	})
 }
