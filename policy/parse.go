@@ -37,6 +37,9 @@ import (
 //     [DefaultGoogleAPIMax].
 //   - "table", a [Table]: {"steps": ["1s", "2s", "5s"]}.
 //
+// A hedgingPolicy's "maxExtraLoad" is [Hedge.MaxExtraLoad], a number in
+// [0, 1]; left out, it is 0, no cap.
+//
 // "serverDelayHeaders" lists [Config.DelayHeaders] as
 // [{"name": "X-RateLimit-Reset", "format": "unixSeconds", "remaining":
 // "X-RateLimit-Remaining"}, ...], "format" one of "seconds",

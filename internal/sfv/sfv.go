@@ -35,13 +35,26 @@ type Kind uint8
 
 // The types of bare items of RFC 9651, section 3.3.
 const (
+	// Integer is a whole number of at most 15 digits: 42, -7.
 	Integer Kind = iota + 1
+	// Decimal is a number with 1 to 3 digits after its point and at
+	// most 12 before: 4.5, -0.001.
 	Decimal
+	// String is quoted visible ASCII and spaces, with \" and \\
+	// escapes: "hello world".
 	String
+	// Token is a letter or '*' followed by RFC 9110 tchars, ':' and '/':
+	// foo123/456.
 	Token
+	// ByteSequence is base64 between colons: :aGk=:.
 	ByteSequence
+	// Boolean is ?1 or ?0.
 	Boolean
+	// Date is '@' and an Integer of seconds since the Unix epoch:
+	// @1659578233.
 	Date
+	// DisplayString is quoted text whose bytes outside visible ASCII, and
+	// '%' and '"', are percent-encoded UTF-8: %"f%c3%bc%c3%bc".
 	DisplayString
 )
 
