@@ -135,8 +135,9 @@ func extraDelay(h http.Header, now time.Time, d policy.DelayHeader) (time.Durati
 
 // noneLeft reports whether the header remaining (canonical), a count of
 // requests left in a quota, reads exactly 0. Nothing else counts, not even
-// "00": a server that sends the reset time on every response, spent or
-// not, would otherwise hold its host on a typo.
+// "00" or "-1": the reset beside it is sent on every response, and a hold
+// set from a count that only may mean "spent" would stop every request to
+// the host until the reset for nothing.
 func noneLeft(h http.Header, remaining string) bool {
 	v, ok := firstValue(h, remaining)
 	return ok && trimOWS(v) == "0"
