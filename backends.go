@@ -12,6 +12,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/retryhttp/retryhttp/internal/hostport"
 	"golang.org/x/sync/singleflight"
 )
 
@@ -55,8 +56,15 @@ type spread struct {
 	// mu guards the maps. It is held for map operations only: lookups
 	// and dials happen outside it.
 	mu     sync.Mutex
-	hosts  map[string]*hostEntry      // by URL host, lowercased
+	hosts  map[hostKey]*hostEntry
 	pinned map[string]*http.Transport // by host:port "@" ip:port
+}
+
+// hostKey names what spread knows of a URL host: the host as the URL
+// writes it, lowercased, and the port its scheme implies, since
+// http://h/ and https://h/ reach different ports of one name.
+type hostKey struct {
+	host, implied string
 }
 
 // hostEntry is what spread knows of one URL host until its time is up. It
@@ -74,7 +82,7 @@ func newSpread(base *http.Transport, d *Dialer) *spread {
 		resolve: func(ctx context.Context, host string) ([]netip.Addr, error) {
 			return net.DefaultResolver.LookupNetIP(ctx, "ip", host)
 		},
-		hosts:  make(map[string]*hostEntry),
+		hosts:  make(map[hostKey]*hostEntry),
 		pinned: make(map[string]*http.Transport),
 	}
 }
@@ -114,13 +122,14 @@ const maxAddrs = 8
 // the host up again and reports the failure itself.
 func (s *spread) entry(ctx context.Context, u *url.URL, host string) *hostEntry {
 	now := time.Now()
+	key := hostKey{host, hostport.Default(u.Scheme)}
 	s.mu.Lock()
-	e := s.hosts[host]
+	e := s.hosts[key]
 	s.mu.Unlock()
 	if e != nil && now.Before(e.until) {
 		return e
 	}
-	v, _, _ := s.lookups.Do(host, func() (any, error) {
+	v, _, _ := s.lookups.Do(key.implied+" "+host, func() (any, error) {
 		e := s.lookup(ctx, u)
 		if e.until.IsZero() {
 			return e, nil // not to be remembered
@@ -129,18 +138,21 @@ func (s *spread) entry(ctx context.Context, u *url.URL, host string) *hostEntry 
 		if len(s.hosts) >= maxResolved {
 			clear(s.hosts)
 		}
-		s.hosts[host] = e
+		s.hosts[key] = e
 		s.mu.Unlock()
 		return e, nil
 	})
 	return v.(*hostEntry)
 }
 
-// lookup resolves u's host into a fresh entry.
+// lookup resolves u's host into a fresh entry. A URL whose port is
+// neither written nor implied by its scheme (one net/http does not send)
+// gets an entry without addresses: there is nothing to dial, and the base
+// reports the scheme itself.
 func (s *spread) lookup(ctx context.Context, u *url.URL) *hostEntry {
 	host, port := u.Hostname(), u.Port()
 	if port == "" {
-		port = defaultPort(u)
+		port = hostport.Default(u.Scheme)
 	}
 	e := &hostEntry{until: time.Now().Add(resolveTTL), target: net.JoinHostPort(host, port)}
 	p, err := strconv.ParseUint(port, 10, 16)
@@ -164,14 +176,6 @@ func (s *spread) lookup(ctx context.Context, u *url.URL) *hostEntry {
 		e.keys = append(e.keys, e.target+"@"+ap)
 	}
 	return e
-}
-
-// defaultPort is the port net/http dials for u when it names none.
-func defaultPort(u *url.URL) string {
-	if strings.EqualFold(u.Scheme, "https") {
-		return "443"
-	}
-	return "80"
 }
 
 // transport returns the transport that dials address i of e, creating it

@@ -282,3 +282,56 @@ func TestAddressesKeepTheirTransports(t *testing.T) {
 		assert.Equal(t, int64(2), lookups.Load())
 	})
 }
+
+// A URL whose scheme implies no port is left to the base without a
+// lookup: there is no port to dial its addresses on, and the base reports
+// the scheme. http and https still imply theirs, in any case.
+func TestRouteLeavesUnknownSchemesToTheBase(t *testing.T) {
+	s := newSpread(&http.Transport{}, &Dialer{})
+	lookups := 0
+	s.resolve = func(context.Context, string) ([]netip.Addr, error) {
+		lookups++
+		return []netip.Addr{netip.MustParseAddr("10.0.0.1"), netip.MustParseAddr("10.0.0.2")}, nil
+	}
+	for _, u := range []string{"ftp://files.test/", "ws://socket.test/", "foo://other.test/"} {
+		req, err := http.NewRequest("GET", u, nil)
+		require.NoError(t, err)
+		rt, addr := s.route(req.Context(), req, strings.ToLower(req.URL.Host), nil)
+		assert.Nil(t, rt, "%s: got a transport, want the base's choice", u)
+		assert.Empty(t, addr, "%s: got address %q, want none", u, addr)
+	}
+	assert.Zero(t, lookups, "got %d lookups, want none for a scheme with no known port", lookups)
+	for _, tc := range []struct{ url, want string }{
+		{"HTTP://one.test/", "10.0.0.1:80"},
+		{"HTTPS://two.test/", "10.0.0.1:443"},
+		{"ftp://three.test:21/", "10.0.0.1:21"},
+	} {
+		req, err := http.NewRequest("GET", tc.url, nil)
+		require.NoError(t, err)
+		_, addr := s.route(req.Context(), req, strings.ToLower(req.URL.Host), nil)
+		assert.Equal(t, tc.want, addr, "%s: got %q, want %q", tc.url, addr, tc.want)
+	}
+}
+
+// http://h/ and https://h/ are one name but two ports: what is known of
+// one does not route the other to the wrong port.
+func TestRouteKeepsSchemesOfOneHostApart(t *testing.T) {
+	s := newSpread(&http.Transport{}, &Dialer{})
+	lookups := 0
+	s.resolve = func(context.Context, string) ([]netip.Addr, error) {
+		lookups++
+		return []netip.Addr{netip.MustParseAddr("10.0.0.1"), netip.MustParseAddr("10.0.0.2")}, nil
+	}
+	for _, tc := range []struct{ url, want string }{
+		{"http://two.test/", "10.0.0.1:80"},
+		{"https://two.test/", "10.0.0.1:443"},
+		{"HTTP://two.test/", "10.0.0.1:80"},
+		{"https://two.test:8443/", "10.0.0.1:8443"},
+	} {
+		req, err := http.NewRequest("GET", tc.url, nil)
+		require.NoError(t, err)
+		_, addr := s.route(req.Context(), req, strings.ToLower(req.URL.Host), nil)
+		assert.Equal(t, tc.want, addr, "%s: got %q, want %q", tc.url, addr, tc.want)
+	}
+	assert.Equal(t, 3, lookups, "got %d lookups, want one per port", lookups)
+}

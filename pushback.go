@@ -15,6 +15,10 @@ const (
 	// carried over HTTP: a delay in milliseconds before the next retry, or
 	// a negative or unparsable value to forbid retrying.
 	headerPushback = "X-Retry-Pushback-Ms"
+	// headerRetryAfterMs is Retry-After in milliseconds, as the LLM APIs
+	// (OpenAI's, Anthropic's) send it beside Retry-After: the same
+	// signal, finer.
+	headerRetryAfterMs = "Retry-After-Ms"
 	// headerRetryAfter is RFC 9110 section 10.2.3: delay-seconds or an
 	// HTTP-date.
 	headerRetryAfter = "Retry-After"
@@ -36,7 +40,8 @@ const (
 	// not parse, which RFC 9110 says to ignore); the policy's backoff
 	// applies.
 	delayNone delayKind = iota
-	// delayRetryAfter: Retry-After asked for Wait before the next retry.
+	// delayRetryAfter: Retry-After, or Retry-After-Ms, asked for Wait
+	// before the next retry.
 	delayRetryAfter
 	// delayPushback: X-Retry-Pushback-Ms asked for exactly Wait before the
 	// next retry, and the policy's backoff starts again at its first step,
@@ -45,8 +50,9 @@ const (
 	// delayStop: X-Retry-Pushback-Ms was negative or unparsable, which
 	// gRPC's retry design reads as the server asking not to retry at all.
 	delayStop
-	// delayHeader: one of the policy's further delay headers asked for
-	// Wait before the next retry, read as Retry-After is.
+	// delayHeader: one of the policy's further delay headers, or the
+	// IETF RateLimit field's spent quota, asked for Wait before the next
+	// retry, read as Retry-After is.
 	delayHeader
 )
 
@@ -81,86 +87,60 @@ type serverDelay struct {
 //
 // The first signal present and valid wins, in this order:
 // X-Retry-Pushback-Ms (the more precise signal, and the only one that can
-// forbid retrying, so any value of it is valid), Retry-After, then extra in
-// its order. Of a header sent several times only the first value counts.
+// forbid retrying, so any value of it is valid), Retry-After-Ms (a
+// decimal number of milliseconds, the finer Retry-After), Retry-After, the
+// IETF RateLimit field when it has a spent quota (see rateLimitSpent; one
+// without is no delay, and the next signal is read), then extra in its
+// order; an entry of extra with a Remaining header counts only when that
+// header reads 0. Of a header sent several times only the first value
+// counts, but for RateLimit, whose lines RFC 9651 reads as one.
 func parseServerDelay(h http.Header, now time.Time, extra []policy.DelayHeader) serverDelay {
 	if v, ok := firstValue(h, headerPushback); ok {
 		return parsePushback(v)
+	}
+	if v, ok := firstValue(h, headerRetryAfterMs); ok {
+		if wait, ok := parseDecimal(trimOWS(v), time.Millisecond); ok {
+			return serverDelay{Kind: delayRetryAfter, Wait: wait}
+		}
 	}
 	if v, ok := firstValue(h, headerRetryAfter); ok {
 		if sd := parseRetryAfter(v, h, now); sd.Kind != delayNone {
 			return sd
 		}
 	}
+	if wait, ok := rateLimitSpent(h); ok {
+		return serverDelay{Kind: delayHeader, Wait: wait}
+	}
 	for _, d := range extra {
-		if v, ok := firstValue(h, d.Name); ok {
-			if wait, ok := parseDelayValue(trimOWS(v), d.Format, h, now); ok {
-				return serverDelay{Kind: delayHeader, Wait: wait}
-			}
+		if wait, ok := extraDelay(h, now, d); ok {
+			return serverDelay{Kind: delayHeader, Wait: wait}
 		}
 	}
 	return serverDelay{}
 }
 
-// parseDelayValue reads v, the value of a delay header, in format f. A
-// time already past means retry at once; a value invalid in its format is
-// not a delay.
-func parseDelayValue(v string, f policy.DelayFormat, h http.Header, now time.Time) (time.Duration, bool) {
-	switch f {
-	case policy.DelaySeconds:
-		return parseDecimal(v, time.Second)
-	case policy.DelayMilliseconds:
-		return parseDecimal(v, time.Millisecond)
-	case policy.DelayUnixSeconds:
-		n, ok := parseDigits(v)
-		if !ok {
-			return 0, false
-		}
-		return untilUnix(n, dateOf(h, now)), true
-	case policy.DelayHTTPDate:
-		at, err := http.ParseTime(v)
-		if err != nil {
-			return 0, false
-		}
-		return max(at.Sub(dateOf(h, now)), 0), true
-	}
-	return 0, false
-}
-
-// parseDecimal reads a non-negative decimal number of units, with an
-// optional fraction ("1.5"), saturating at tooLong.
-func parseDecimal(v string, unit time.Duration) (time.Duration, bool) {
-	whole, frac, dot := strings.Cut(v, ".")
-	n, ok := parseDigits(whole)
-	if !ok || dot && frac == "" {
+// extraDelay reads the policy's delay header d in h: its wait, and whether
+// it is present, valid in its format and, when d names a count of
+// requests left, that count reads 0.
+func extraDelay(h http.Header, now time.Time, d policy.DelayHeader) (time.Duration, bool) {
+	if d.Remaining != "" && !noneLeft(h, d.Remaining) {
 		return 0, false
 	}
-	d := scale(n, unit)
-	var part time.Duration // the fraction, in units of unit/10^k
-	scaleDown := unit
-	for i := 0; i < len(frac); i++ {
-		c := frac[i]
-		if c < '0' || c > '9' {
-			return 0, false
-		}
-		if scaleDown >= 10 {
-			scaleDown /= 10
-			part += time.Duration(c-'0') * scaleDown
-		}
+	v, ok := firstValue(h, d.Name)
+	if !ok {
+		return 0, false
 	}
-	if d > tooLong-part {
-		return tooLong, true
-	}
-	return d + part, true
+	return parseDelayValue(trimOWS(v), d.Format, h, now)
 }
 
-// untilUnix is the wait until Unix second n, read from now, or 0 when it
-// is past; it saturates at tooLong.
-func untilUnix(n int64, now time.Time) time.Duration {
-	if n > now.Unix()+int64(tooLong/time.Second) {
-		return tooLong
-	}
-	return max(time.Unix(n, 0).Sub(now), 0)
+// noneLeft reports whether the header remaining (canonical), a count of
+// requests left in a quota, reads exactly 0. Nothing else counts, not even
+// "00" or "-1": the reset beside it is sent on every response, and a hold
+// set from a count that only may mean "spent" would stop every request to
+// the host until the reset for nothing.
+func noneLeft(h http.Header, remaining string) bool {
+	v, ok := firstValue(h, remaining)
+	return ok && trimOWS(v) == "0"
 }
 
 // dateOf is the time a response was generated, by its Date header when

@@ -302,13 +302,14 @@ func TestDelayHeaders(t *testing.T) {
 
 func FuzzParseDelayValue(f *testing.F) {
 	for _, v := range []string{"7", "1.25", "0.0000000019", "99999999999999999999", "99999999999999999999.9",
-		"-1", "1e3", "7.", ".5", "Sat, 22 Nov 2025 12:00:30 GMT", "1763812830", ""} {
-		for format := range 5 {
+		"-1", "1e3", "7.", ".5", "Sat, 22 Nov 2025 12:00:30 GMT", "1763812830", "",
+		"6m0s", "1m30.5s", "-1s", "2025-11-22T12:00:30Z", "9999-12-31T23:59:59Z"} {
+		for format := range 7 {
 			f.Add(v, uint8(format))
 		}
 	}
 	formats := []policy.DelayFormat{policy.DelaySeconds, policy.DelayMilliseconds,
-		policy.DelayUnixSeconds, policy.DelayHTTPDate, "unknown"}
+		policy.DelayUnixSeconds, policy.DelayHTTPDate, policy.DelayDuration, policy.DelayRFC3339, "unknown"}
 	f.Fuzz(func(t *testing.T, v string, format uint8) {
 		fm := formats[int(format)%len(formats)]
 		wait, ok := parseDelayValue(v, fm, http.Header{}, fixedNow)

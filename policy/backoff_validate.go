@@ -57,9 +57,9 @@ func validateBackoff(path string, b Backoff) error {
 	case *Exponential:
 		return b.validate(join(path, "exponential"))
 	case FullJitter:
-		return growth(join(path, "fullJitter"), b.Initial, b.Max, b.Multiplier)
+		return b.validate(join(path, "fullJitter"))
 	case *FullJitter:
-		return growth(join(path, "fullJitter"), b.Initial, b.Max, b.Multiplier)
+		return b.validate(join(path, "fullJitter"))
 	case GoogleAPI:
 		return b.validate(join(path, "googleApi"))
 	case *GoogleAPI:
@@ -89,28 +89,59 @@ func isNil(b Backoff) bool {
 }
 
 func (e Exponential) validate(path string) error {
-	if err := growth(path, e.Initial, e.Max, e.Multiplier); err != nil {
-		return err
-	}
-	if j := e.Jitter; !(j >= 0 && j <= 1) { // NaN fails too
-		return &FieldError{Field: join(path, "jitter"), Value: formatFloat(j), Reason: "must be in [0, 1]"}
-	}
-	return nil
+	return growth{e.Initial, e.Max, e.Multiplier, e.Jitter}.validate(path, growthFields{
+		initial: "initial", max: "max", multiplier: "multiplier", jitter: "jitter", noCap: true,
+	})
 }
 
-// growth checks the fields that Exponential and FullJitter share: the
-// limits of gRPC's retry policy, except that Max may be 0 for no cap, as
-// the types document.
-func growth(path string, initial, max time.Duration, mult float64) error {
-	if initial <= 0 {
-		return &FieldError{Field: join(path, "initial"), Value: initial.String(), Reason: "must be greater than 0"}
+func (f FullJitter) validate(path string) error {
+	return growth{f.Initial, f.Max, f.Multiplier, 0}.validate(path, growthFields{
+		initial: "initial", max: "max", multiplier: "multiplier", noCap: true,
+	})
+}
+
+// growth is a backoff that grows from initial by multiplier up to max,
+// jittered by jitter: an [Exponential], a [FullJitter], or the four
+// numeric fields of a [Retry]. Each names its fields its own way, so one
+// check serves them all with their names passed in.
+type growth struct {
+	initial, max       time.Duration
+	multiplier, jitter float64
+}
+
+// growthFields names a growth's fields in the JSON spelling of one form.
+type growthFields struct {
+	initial, max, multiplier string
+	// jitter names the jitter field; "" for a form without one, whose
+	// jitter is not checked.
+	jitter string
+	// noCap says that a max of 0 means no cap, as Exponential and
+	// FullJitter document; a Retry's maxBackoff has no such value, as in
+	// gRPC's retry policy.
+	noCap bool
+}
+
+// validate checks g, found at path with its fields named by f, against
+// the limits of gRPC's retry policy: initial above 0, max at least
+// initial (or 0 when f allows no cap), multiplier at least 1 and finite,
+// jitter in [0, 1]. The first bad field, in that order, is reported.
+func (g growth) validate(path string, f growthFields) error {
+	if g.initial <= 0 {
+		return &FieldError{Field: join(path, f.initial), Value: g.initial.String(), Reason: "must be greater than 0"}
 	}
-	if max != 0 && max < initial {
-		return &FieldError{Field: join(path, "max"), Value: max.String(),
-			Reason: "must be 0 (no cap) or at least initial (" + initial.String() + ")"}
+	if g.max < g.initial && !(f.noCap && g.max == 0) {
+		reason := "must be at least " + f.initial + " (" + g.initial.String() + ")"
+		if f.noCap {
+			reason = "must be 0 (no cap) or at least " + f.initial + " (" + g.initial.String() + ")"
+		}
+		return &FieldError{Field: join(path, f.max), Value: g.max.String(), Reason: reason}
 	}
-	if !(mult >= 1) || math.IsInf(mult, 1) { // NaN fails too
-		return &FieldError{Field: join(path, "multiplier"), Value: formatFloat(mult), Reason: "must be at least 1 and finite"}
+	// Written as !(x >= 1) so that NaN fails too.
+	if m := g.multiplier; !(m >= 1) || math.IsInf(m, 1) {
+		return &FieldError{Field: join(path, f.multiplier), Value: formatFloat(m), Reason: "must be at least 1 and finite"}
+	}
+	if j := g.jitter; f.jitter != "" && !(j >= 0 && j <= 1) { // NaN fails too
+		return &FieldError{Field: join(path, f.jitter), Value: formatFloat(j), Reason: "must be in [0, 1]"}
 	}
 	return nil
 }

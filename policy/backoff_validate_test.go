@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
 )
 
 // backoffFunc is a caller's own Backoff of a kind whose nil value would
@@ -135,6 +136,56 @@ func TestValidateBackoffWithNumericFields(t *testing.T) {
 			err := c.Validate()
 			requireFieldError(t, err, "methodConfig[0].retryPolicy.backoff", "")
 			assert.ErrorContains(t, err, tt.want, "got %v, want it to say %q", err, tt.want)
+		})
+	}
+}
+
+// TestGrowthMessages pins the whole message of each limit that a Retry's
+// numeric fields, an Exponential and a FullJitter share: one check serves
+// all three, each under its own field names, and only the package's
+// backoffs may have a max of 0 for no cap.
+func TestGrowthMessages(t *testing.T) {
+	t.Parallel()
+	const p = "policy: methodConfig[0].retryPolicy."
+	retry := func(initial, max time.Duration, mult, jitter float64) *Config {
+		c := validConfig()
+		r := c.Rules[0].Retry
+		r.InitialBackoff, r.MaxBackoff, r.BackoffMultiplier, r.Jitter = initial, max, mult, jitter
+		return c
+	}
+	s := time.Second
+	tests := []struct {
+		name string
+		c    *Config
+		want string
+	}{
+		{"retry initial", retry(0, s, 2, 0.2), p + "initialBackoff: 0s: must be greater than 0"},
+		{"retry max below initial", retry(s, s/2, 2, 0.2), p + "maxBackoff: 500ms: must be at least initialBackoff (1s)"},
+		{"retry max 0 is no cap only for backoffs", retry(s, 0, 2, 0.2), p + "maxBackoff: 0s: must be at least initialBackoff (1s)"},
+		{"retry multiplier", retry(s, s, 0.5, 0.2), p + "backoffMultiplier: 0.5: must be at least 1 and finite"},
+		{"retry multiplier infinite", retry(s, s, math.Inf(1), 0.2), p + "backoffMultiplier: +Inf: must be at least 1 and finite"},
+		{"retry jitter", retry(s, s, 1, 1.5), p + "jitter: 1.5: must be in [0, 1]"},
+		{"exponential initial", withBackoff(Exponential{Initial: -s, Multiplier: 2}),
+			p + "backoff.exponential.initial: -1s: must be greater than 0"},
+		{"exponential max", withBackoff(Exponential{Initial: s, Max: s / 2, Multiplier: 2}),
+			p + "backoff.exponential.max: 500ms: must be 0 (no cap) or at least initial (1s)"},
+		{"exponential multiplier", withBackoff(&Exponential{Initial: s, Multiplier: math.NaN()}),
+			p + "backoff.exponential.multiplier: NaN: must be at least 1 and finite"},
+		{"exponential jitter", withBackoff(Exponential{Initial: s, Multiplier: 1, Jitter: -0.1}),
+			p + "backoff.exponential.jitter: -0.1: must be in [0, 1]"},
+		{"fullJitter initial", withBackoff(FullJitter{Multiplier: 2}),
+			p + "backoff.fullJitter.initial: 0s: must be greater than 0"},
+		{"fullJitter max", withBackoff(&FullJitter{Initial: s, Max: s / 2, Multiplier: 2}),
+			p + "backoff.fullJitter.max: 500ms: must be 0 (no cap) or at least initial (1s)"},
+		{"fullJitter multiplier", withBackoff(FullJitter{Initial: s, Multiplier: 0.5}),
+			p + "backoff.fullJitter.multiplier: 0.5: must be at least 1 and finite"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			err := tt.c.Validate()
+			require.Error(t, err, "got nil, want %q", tt.want)
+			assert.Equal(t, tt.want, err.Error(), "got %q, want %q", err, tt.want)
 		})
 	}
 }

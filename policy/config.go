@@ -20,20 +20,53 @@ type Config struct {
 	// JSON: "retryThrottling".
 	Throttle *Throttle
 	// MaxServerDelay is the longest server-directed delay
-	// (X-Retry-Pushback-Ms, Retry-After, DelayHeaders) that is waited for;
-	// a longer one sends the response back to the caller at once. Zero
-	// means [DefaultMaxServerDelay]. JSON: "maxServerDelay".
+	// (X-Retry-Pushback-Ms, Retry-After-Ms, Retry-After, RateLimit,
+	// DelayHeaders) that is waited for; a longer one sends the response
+	// back to the caller at once. Zero means [DefaultMaxServerDelay].
+	// JSON: "maxServerDelay".
 	MaxServerDelay time.Duration
 	// DelayHeaders are further response headers in which a server gives
 	// its delay before a retry, each with the format of its value. They
-	// are read after X-Retry-Pushback-Ms and Retry-After, which are always
-	// read first, in the order listed; the first that is present and valid
-	// sets the wait, which is then treated as Retry-After's is: not waited
-	// for when longer than MaxServerDelay or past the request's deadline.
+	// are read after the signals that are always read, in this order:
+	// X-Retry-Pushback-Ms, Retry-After-Ms (milliseconds, as the LLM APIs
+	// send it), Retry-After, and the IETF RateLimit field when it says a
+	// quota is spent (an item with r=0 and a t: the longest such t, in
+	// seconds; a malformed field is ignored); then DelayHeaders in the
+	// order listed. The first that is present and valid sets the wait,
+	// which is then treated as Retry-After's is: not waited for when
+	// longer than MaxServerDelay or past the request's deadline.
 	// At most 16, names unique regardless of case; nil means none. JSON:
 	// "serverDelayHeaders".
 	DelayHeaders []DelayHeader
+	// Hold turns holds on: while a response says that its host will
+	// refuse requests for a while, the host's other requests of the same
+	// rule wait, or fail at once, instead of each meeting the refusal
+	// (see [Hold]). Nil means no holds. JSON: "hold", as {}.
+	Hold *Hold
 }
+
+// Hold is the switch, set in [Config.Hold], that turns holds on. A rate
+// limit or an outage belongs to the host, not to the request that met it:
+// a request that has just been refused tells the host's other requests
+// that they would be refused too.
+//
+// A hold is set on a host (its URL host lowercased, port included) for
+// the requests of the Config rule that the response's request matched, by
+// a 429 or 503 with a server delay, by a RetryableUnprocessed verdict
+// that carries a wait, or by rate-limit fields that say a quota is spent,
+// on any status, a 200 included: the IETF RateLimit field with an item at
+// r=0, or a [DelayHeader] whose Remaining reads 0. It lasts until the
+// instant its response named; a later hold extends it, an earlier one
+// never shortens it. While it lasts no attempt under it is sent: a
+// request's first attempt, and any retry, waits until it ends if that is
+// within the request's deadline and [Config.MaxServerDelay], and
+// otherwise fails at once, nothing sent, with the Transport's held error.
+// Requests that waited go out spread over up to a tenth of the hold, at
+// most 1s, not in one instant.
+//
+// Hold has no fields: the zero Hold, {} in JSON, is the switch, and a
+// struct leaves room for settings of holds to come without another one.
+type Hold struct{}
 
 // DefaultMaxServerDelay is the longest server-directed delay waited for when
 // [Config.MaxServerDelay] is zero.
@@ -108,7 +141,9 @@ type Retry struct {
 	BackoffMultiplier float64
 	Jitter            float64
 	// RetryableStatusCodes are the response statuses that are retried,
-	// each in 100..599.
+	// each in 100..599. A status below 400 may be listed but is never
+	// retried: a redirect or an informational answer is the server's
+	// answer, not its failure (see [Retry.Retryable]).
 	RetryableStatusCodes []int
 	// PerAttemptTimeout bounds each attempt until its response headers
 	// arrive. Zero means no bound beyond the caller's own deadline.
@@ -126,15 +161,33 @@ type Hedge struct {
 	// flight at once.
 	MaxAttempts int
 	// HedgingDelay is the wait before each next hedge. Zero sends all
-	// attempts at once.
+	// attempts at once, unless MaxExtraLoad is set (see there).
 	HedgingDelay time.Duration
 	// HedgingDelayQuantile, when in (0, 1), replaces HedgingDelay by that
 	// quantile of the recent latencies to the host, once enough are known.
 	// Zero means a fixed delay.
 	HedgingDelayQuantile float64
 	// NonFatalStatusCodes are statuses that send the next hedge at once
-	// instead of ending the request, each in 100..599.
+	// instead of ending the request, each in 100..599. A status below 400
+	// may be listed but is always fatal (see [Hedge.NonFatal]).
 	NonFatalStatusCodes []int
+	// MaxExtraLoad caps the hedges a host is sent at this fraction of the
+	// requests sent to it, such as 0.02 for 2% more load, so that a delay
+	// set too short (under the host's median, or a quantile the load has
+	// shifted) cannot double its load. Each first attempt earns
+	// MaxExtraLoad of a hedge and a hedge earns nothing: over any n
+	// consecutive requests the host is sent at most MaxExtraLoad*n + 10
+	// hedges, whatever sets the delay and with or without a [Throttle]. A
+	// hedge the cap withholds is not sent, and is reported as refused.
+	//
+	// With a cap, a zero HedgingDelay and a zero HedgingDelayQuantile,
+	// the delay follows the host's latency at the quantile that spends
+	// the budget: at the start of the host's tail, so that when more
+	// requests are slow than the budget pays for, the budget decides
+	// which get a hedge.
+	//
+	// In [0, 1]; zero means no cap. JSON: "maxExtraLoad".
+	MaxExtraLoad float64
 }
 
 // Throttle is gRPC's retry throttling, kept per host: a bucket starts with

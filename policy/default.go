@@ -24,6 +24,10 @@ import "time"
 //     being retried. gRPC's commonly used ratio of 0.1 already drains the
 //     bucket near p = 9% (0.1/1.1), cutting retries off in exactly the
 //     weather they are for.
+//
+// It turns holds on ([Hold]): a host that says it will refuse requests
+// for a while, by a 429 or 503 with a delay or by a spent quota, is not
+// sent the requests it would refuse.
 func Default() *Config {
 	return &Config{
 		Rules: []Rule{{
@@ -38,14 +42,16 @@ func Default() *Config {
 			},
 		}},
 		Throttle: &Throttle{MaxTokens: 100, TokenRatio: 0.25},
+		Hold:     &Hold{},
 	}
 }
 
-// None returns a Config with no rules and no throttle: the switch, as in
-// gRPC's retry design, that turns retries and hedging off for a whole
-// Transport, for a caller that retries on its own. No request matches a
-// rule, so each is sent once and its answer, whatever it is, goes back to
-// the caller; server delay headers are not waited for. Only the
+// None returns a Config with no rules, no throttle and no holds: the
+// switch, as in gRPC's retry design, that turns retries and hedging off
+// for a whole Transport, for a caller that retries on its own. No request
+// matches a rule, so each is sent once and its answer, whatever it is,
+// goes back to the caller; server delay headers are not waited for, and
+// no response holds the requests that follow it. Only the
 // transparent resend remains: an attempt that provably never reached the
 // server (a refused dial, a refused HTTP/2 stream) may be sent once more,
 // at once, as under any Config.

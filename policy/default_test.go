@@ -23,6 +23,7 @@ func TestDefault(t *testing.T) {
 			},
 		}},
 		Throttle: &Throttle{MaxTokens: 100, TokenRatio: 0.25},
+		Hold:     &Hold{},
 	}
 	got := Default()
 	assert.Equal(t, want, got, "got %+v, want %+v", got, want)

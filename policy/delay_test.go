@@ -3,6 +3,7 @@ package policy
 import (
 	"fmt"
 	"net/http"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -28,14 +29,14 @@ func TestValidateDelayHeadersAccepts(t *testing.T) {
 		{"none", nil},
 		{"empty", []DelayHeader{}},
 		{"every format", []DelayHeader{
-			{"X-RateLimit-Reset", DelaySeconds},
-			{"RateLimit-Reset", DelayMilliseconds},
-			{"x-amz-retry-after", DelayUnixSeconds},
-			{"X-Retry-At", DelayHTTPDate},
+			{Name: "X-RateLimit-Reset", Format: DelaySeconds},
+			{Name: "RateLimit-Reset", Format: DelayMilliseconds},
+			{Name: "x-amz-retry-after", Format: DelayUnixSeconds},
+			{Name: "X-Retry-At", Format: DelayHTTPDate},
 		}},
 		{"16 headers", headers(16)},
-		{"token characters", []DelayHeader{{"x!#$%&'*+-.^_`|~9", DelaySeconds}}},
-		{"a name that contains Retry-After", []DelayHeader{{"X-Retry-After", DelaySeconds}}},
+		{"token characters", []DelayHeader{{Name: "x!#$%&'*+-.^_`|~9", Format: DelaySeconds}}},
+		{"a name that contains Retry-After", []DelayHeader{{Name: "X-Retry-After", Format: DelaySeconds}}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -57,25 +58,25 @@ func TestValidateDelayHeadersRejects(t *testing.T) {
 		field string
 		value string
 	}{
-		{"empty name", []DelayHeader{{"", DelaySeconds}}, p + "[0].name", `""`},
-		{"name with a space", []DelayHeader{{"X-RateLimit-Reset", DelaySeconds}, {"X Reset", DelaySeconds}},
+		{"empty name", []DelayHeader{{Name: "", Format: DelaySeconds}}, p + "[0].name", `""`},
+		{"name with a space", []DelayHeader{{Name: "X-RateLimit-Reset", Format: DelaySeconds}, {Name: "X Reset", Format: DelaySeconds}},
 			p + "[1].name", `"X Reset"`},
-		{"name with a colon", []DelayHeader{{"X-Reset:", DelaySeconds}}, p + "[0].name", `"X-Reset:"`},
-		{"name with a newline", []DelayHeader{{"X-Reset\r\n", DelaySeconds}}, p + "[0].name", `"X-Reset\r\n"`},
-		{"non-ASCII name", []DelayHeader{{"X-Résumé", DelaySeconds}}, p + "[0].name", `"X-Résumé"`},
-		{"Retry-After", []DelayHeader{{"Retry-After", DelaySeconds}}, p + "[0].name", `"Retry-After"`},
-		{"retry-after in lower case", []DelayHeader{{"retry-after", DelayHTTPDate}}, p + "[0].name", `"retry-after"`},
-		{"X-Retry-Pushback-Ms", []DelayHeader{{"X-RateLimit-Reset", DelaySeconds}, {"x-retry-pushback-ms", DelayMilliseconds}},
+		{"name with a colon", []DelayHeader{{Name: "X-Reset:", Format: DelaySeconds}}, p + "[0].name", `"X-Reset:"`},
+		{"name with a newline", []DelayHeader{{Name: "X-Reset\r\n", Format: DelaySeconds}}, p + "[0].name", `"X-Reset\r\n"`},
+		{"non-ASCII name", []DelayHeader{{Name: "X-Résumé", Format: DelaySeconds}}, p + "[0].name", `"X-Résumé"`},
+		{"Retry-After", []DelayHeader{{Name: "Retry-After", Format: DelaySeconds}}, p + "[0].name", `"Retry-After"`},
+		{"retry-after in lower case", []DelayHeader{{Name: "retry-after", Format: DelayHTTPDate}}, p + "[0].name", `"retry-after"`},
+		{"X-Retry-Pushback-Ms", []DelayHeader{{Name: "X-RateLimit-Reset", Format: DelaySeconds}, {Name: "x-retry-pushback-ms", Format: DelayMilliseconds}},
 			p + "[1].name", `"x-retry-pushback-ms"`},
-		{"repeated name", []DelayHeader{{"A", DelaySeconds}, {"B", DelaySeconds}, {"A", DelayMilliseconds}},
+		{"repeated name", []DelayHeader{{Name: "A", Format: DelaySeconds}, {Name: "B", Format: DelaySeconds}, {Name: "A", Format: DelayMilliseconds}},
 			p + "[2].name", `"A"`},
-		{"repeated name in other case", []DelayHeader{{"X-RateLimit-Reset", DelaySeconds}, {"x-ratelimit-reset", DelaySeconds}},
+		{"repeated name in other case", []DelayHeader{{Name: "X-RateLimit-Reset", Format: DelaySeconds}, {Name: "x-ratelimit-reset", Format: DelaySeconds}},
 			p + "[1].name", `"x-ratelimit-reset"`},
-		{"empty format", []DelayHeader{{"X-RateLimit-Reset", ""}}, p + "[0].format", `""`},
-		{"unknown format", []DelayHeader{{"X-RateLimit-Reset", "minutes"}}, p + "[0].format", `"minutes"`},
-		{"format in other case", []DelayHeader{{"X-RateLimit-Reset", "Seconds"}}, p + "[0].format", `"Seconds"`},
+		{"empty format", []DelayHeader{{Name: "X-RateLimit-Reset", Format: ""}}, p + "[0].format", `""`},
+		{"unknown format", []DelayHeader{{Name: "X-RateLimit-Reset", Format: "minutes"}}, p + "[0].format", `"minutes"`},
+		{"format in other case", []DelayHeader{{Name: "X-RateLimit-Reset", Format: "Seconds"}}, p + "[0].format", `"Seconds"`},
 		{"17 headers", headers(17), p, "17 headers"},
-		{"name checked before format", []DelayHeader{{"", "minutes"}}, p + "[0].name", `""`},
+		{"name checked before format", []DelayHeader{{Name: "", Format: "minutes"}}, p + "[0].name", `""`},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -94,12 +95,12 @@ func TestValidateDelayHeadersMessages(t *testing.T) {
 		hs   []DelayHeader
 		want string
 	}{
-		{[]DelayHeader{{"A", DelaySeconds}, {"a", DelaySeconds}},
+		{[]DelayHeader{{Name: "A", Format: DelaySeconds}, {Name: "a", Format: DelaySeconds}},
 			`policy: serverDelayHeaders[1].name: "a": repeats serverDelayHeaders[0].name`},
-		{[]DelayHeader{{"Retry-After", DelaySeconds}},
+		{[]DelayHeader{{Name: "Retry-After", Format: DelaySeconds}},
 			`policy: serverDelayHeaders[0].name: "Retry-After": is always read, before the listed headers; leave it out`},
-		{[]DelayHeader{{"A", "s"}},
-			`policy: serverDelayHeaders[0].format: "s": must be one of "seconds", "milliseconds", "unixSeconds" and "httpDate"`},
+		{[]DelayHeader{{Name: "A", Format: "s"}},
+			`policy: serverDelayHeaders[0].format: "s": must be one of "seconds", "milliseconds", "unixSeconds", "httpDate", "duration" and "rfc3339"`},
 		{headers(20), "policy: serverDelayHeaders: 20 headers: must list at most 16 headers"},
 	}
 	for _, tt := range tests {
@@ -122,10 +123,10 @@ func TestParseDelayHeaders(t *testing.T) {
 	]}`))
 	require.NoError(t, err, "got %v, want nil", err)
 	want := []DelayHeader{
-		{"X-RateLimit-Reset", DelaySeconds},
-		{"ratelimit-reset", DelayMilliseconds},
-		{"x-amz-retry-after", DelayUnixSeconds},
-		{"X-Retry-At", DelayHTTPDate},
+		{Name: "X-RateLimit-Reset", Format: DelaySeconds},
+		{Name: "ratelimit-reset", Format: DelayMilliseconds},
+		{Name: "x-amz-retry-after", Format: DelayUnixSeconds},
+		{Name: "X-Retry-At", Format: DelayHTTPDate},
 	}
 	assert.Equal(t, want, c.DelayHeaders, "got %+v, want %+v", c.DelayHeaders, want)
 
@@ -179,15 +180,15 @@ func TestServerDelayHeaders(t *testing.T) {
 		{"none", &Config{}, nil},
 		{"empty", &Config{DelayHeaders: []DelayHeader{}}, nil},
 		{"canonical names, order kept", &Config{DelayHeaders: []DelayHeader{
-			{"x-ratelimit-reset", DelaySeconds},
-			{"RATELIMIT-RESET", DelayMilliseconds},
-			{"x-amz-retry-after", DelayUnixSeconds},
-			{"X-Retry-At", DelayHTTPDate},
+			{Name: "x-ratelimit-reset", Format: DelaySeconds},
+			{Name: "RATELIMIT-RESET", Format: DelayMilliseconds},
+			{Name: "x-amz-retry-after", Format: DelayUnixSeconds},
+			{Name: "X-Retry-At", Format: DelayHTTPDate},
 		}}, []DelayHeader{
-			{"X-Ratelimit-Reset", DelaySeconds},
-			{"Ratelimit-Reset", DelayMilliseconds},
-			{"X-Amz-Retry-After", DelayUnixSeconds},
-			{"X-Retry-At", DelayHTTPDate},
+			{Name: "X-Ratelimit-Reset", Format: DelaySeconds},
+			{Name: "Ratelimit-Reset", Format: DelayMilliseconds},
+			{Name: "X-Amz-Retry-After", Format: DelayUnixSeconds},
+			{Name: "X-Retry-At", Format: DelayHTTPDate},
 		}},
 	}
 	for _, tt := range tests {
@@ -204,7 +205,7 @@ func TestServerDelayHeaders(t *testing.T) {
 // the configuration used.
 func TestServerDelayHeadersIndexHeader(t *testing.T) {
 	t.Parallel()
-	c := &Config{DelayHeaders: []DelayHeader{{"x-RATELIMIT-reset", DelaySeconds}}}
+	c := &Config{DelayHeaders: []DelayHeader{{Name: "x-RATELIMIT-reset", Format: DelaySeconds}}}
 	h := http.Header{}
 	h.Set("X-RateLimit-Reset", "30")
 	got := h[c.ServerDelayHeaders()[0].Name]
@@ -213,9 +214,129 @@ func TestServerDelayHeadersIndexHeader(t *testing.T) {
 
 func TestServerDelayHeadersIsACopy(t *testing.T) {
 	t.Parallel()
-	c := &Config{DelayHeaders: []DelayHeader{{"X-A", DelaySeconds}}}
+	c := &Config{DelayHeaders: []DelayHeader{{Name: "X-A", Format: DelaySeconds}}}
 	got := c.ServerDelayHeaders()
 	got[0].Name = "X-B"
 	assert.Equal(t, "X-A", c.DelayHeaders[0].Name, "got %q after changing the result, want X-A", c.DelayHeaders[0].Name)
 	assert.Equal(t, "X-A", c.ServerDelayHeaders()[0].Name, "got %q on the next call, want X-A", c.ServerDelayHeaders()[0].Name)
+}
+
+// The formats of OpenAI's and Anthropic's reset headers, from JSON and Go,
+// spelled exactly.
+func TestDelayFormatsDurationAndRFC3339(t *testing.T) {
+	t.Parallel()
+	c, err := ParseConfig([]byte(`{"serverDelayHeaders": [
+		{"name": "x-ratelimit-reset-requests", "format": "duration"},
+		{"name": "anthropic-ratelimit-requests-reset", "format": "rfc3339"}
+	]}`))
+	require.NoError(t, err, "got %v, want nil", err)
+	want := []DelayHeader{
+		{Name: "x-ratelimit-reset-requests", Format: DelayDuration},
+		{Name: "anthropic-ratelimit-requests-reset", Format: DelayRFC3339},
+	}
+	assert.Equal(t, want, c.DelayHeaders, "got %+v, want %+v", c.DelayHeaders, want)
+
+	for _, f := range []DelayFormat{"Duration", "RFC3339", "rfc3339nano", "goDuration"} {
+		t.Run(string(f), func(t *testing.T) {
+			t.Parallel()
+			c := validConfig()
+			c.DelayHeaders = []DelayHeader{{Name: "X-Reset", Format: f}}
+			requireFieldError(t, c.Validate(), "serverDelayHeaders[0].format", strconv.Quote(string(f)))
+		})
+	}
+}
+
+func TestDelayHeaderRemaining(t *testing.T) {
+	t.Parallel()
+	const p = "serverDelayHeaders[0].remaining"
+	github := DelayHeader{Name: "X-RateLimit-Reset", Format: DelayUnixSeconds, Remaining: "X-RateLimit-Remaining"}
+	tests := []struct {
+		name      string
+		remaining string
+		want      string // the whole message; "" for valid
+	}{
+		{"GitHub's", "X-RateLimit-Remaining", ""},
+		{"none", "", ""},
+		{"token characters", "x!#$%&'*+-.^_`|~9", ""},
+		{"shared with another entry", "x-shared", ""},
+		{"a space", "X Remaining", `policy: ` + p + `: "X Remaining": must be an HTTP header name`},
+		{"a colon", "X-Remaining:", `policy: ` + p + `: "X-Remaining:": must be an HTTP header name`},
+		{"non-ASCII", "X-Résumé", `policy: ` + p + `: "X-Résumé": must be an HTTP header name`},
+		{"the name itself", "x-ratelimit-reset", `policy: ` + p + `: "x-ratelimit-reset": must name another header than name`},
+		{"Retry-After", "retry-after",
+			`policy: ` + p + `: "retry-after": is always read as a delay; it cannot count the requests left`},
+		{"X-Retry-Pushback-Ms", "X-Retry-Pushback-Ms",
+			`policy: ` + p + `: "X-Retry-Pushback-Ms": is always read as a delay; it cannot count the requests left`},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			h := github
+			h.Remaining = tt.remaining
+			c := &Config{DelayHeaders: []DelayHeader{h, {Name: "X-Other-Reset", Format: DelaySeconds, Remaining: "X-Shared"}}}
+			err := c.Validate()
+			if tt.want == "" {
+				assert.NoError(t, err, "got %v, want nil", err)
+				return
+			}
+			requireFieldError(t, err, p, strconv.Quote(tt.remaining))
+			assert.Equal(t, tt.want, err.Error(), "got %q, want %q", err, tt.want)
+		})
+	}
+	t.Run("format checked first", func(t *testing.T) {
+		t.Parallel()
+		c := &Config{DelayHeaders: []DelayHeader{{Name: "A", Format: "s", Remaining: "A"}}}
+		requireFieldError(t, c.Validate(), "serverDelayHeaders[0].format", `"s"`)
+	})
+}
+
+func TestParseDelayHeaderRemaining(t *testing.T) {
+	t.Parallel()
+	c, err := ParseConfig([]byte(`{"serverDelayHeaders": [
+		{"name": "X-RateLimit-Reset", "format": "unixSeconds", "remaining": "X-RateLimit-Remaining"},
+		{"name": "RateLimit-Reset", "format": "seconds"},
+		{"name": "X-RateLimit-Reset-After", "format": "seconds", "remaining": null}
+	]}`))
+	require.NoError(t, err, "got %v, want nil", err)
+	want := []DelayHeader{
+		{Name: "X-RateLimit-Reset", Format: DelayUnixSeconds, Remaining: "X-RateLimit-Remaining"},
+		{Name: "RateLimit-Reset", Format: DelaySeconds},
+		{Name: "X-RateLimit-Reset-After", Format: DelaySeconds},
+	}
+	assert.Equal(t, want, c.DelayHeaders, "got %+v, want %+v", c.DelayHeaders, want)
+
+	tests := []struct {
+		name, input, field, value string
+	}{
+		{"as number", `[{"name": "A", "format": "seconds", "remaining": 0}]`, "serverDelayHeaders[0].remaining", "0"},
+		{"repeated", `[{"name": "A", "format": "seconds", "remaining": "B", "remaining": "C"}]`,
+			"serverDelayHeaders[0].remaining", `"C"`},
+		{"in other case", `[{"name": "A", "format": "seconds", "Remaining": "B"}]`, "serverDelayHeaders[0].Remaining", `"B"`},
+		{"the name itself", `[{"name": "A", "format": "seconds", "remaining": "a"}]`, "serverDelayHeaders[0].remaining", `"a"`},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			c, err := ParseConfig([]byte(`{"serverDelayHeaders": ` + tt.input + `}`))
+			assert.Nil(t, c, "got %+v, want nil", c)
+			requireFieldError(t, err, tt.field, tt.value)
+		})
+	}
+}
+
+func TestServerDelayHeadersRemainingCanonical(t *testing.T) {
+	t.Parallel()
+	c := &Config{DelayHeaders: []DelayHeader{
+		{Name: "x-ratelimit-reset", Format: DelayUnixSeconds, Remaining: "x-RATELIMIT-remaining"},
+		{Name: "ratelimit-reset", Format: DelaySeconds},
+	}}
+	want := []DelayHeader{
+		{Name: "X-Ratelimit-Reset", Format: DelayUnixSeconds, Remaining: "X-Ratelimit-Remaining"},
+		{Name: "Ratelimit-Reset", Format: DelaySeconds},
+	}
+	got := c.ServerDelayHeaders()
+	assert.Equal(t, want, got, "got %+v, want %+v", got, want)
+	h := http.Header{}
+	h.Set("X-RateLimit-Remaining", "0")
+	assert.Equal(t, []string{"0"}, h[got[0].Remaining], "got %q, want [\"0\"]", h[got[0].Remaining])
 }

@@ -55,21 +55,37 @@
 //	    "name": [{"method": "GET"}],
 //	    "hedgingPolicy": {
 //	      "maxAttempts": 3, "hedgingDelay": "0.05s",
-//	      "hedgingDelayQuantile": 0.95, "nonFatalStatusCodes": [502, 503, 504]
+//	      "hedgingDelayQuantile": 0.95, "nonFatalStatusCodes": [502, 503, 504],
+//	      "maxExtraLoad": 0.02
 //	    }
 //	  }],
 //	  "retryThrottling": {"maxTokens": 10, "tokenRatio": 0.1},
+//	  "hold": {},
 //	  "maxServerDelay": "60s",
-//	  "serverDelayHeaders": [{"name": "X-RateLimit-Reset", "format": "seconds"}]
+//	  "serverDelayHeaders": [{
+//	    "name": "X-RateLimit-Reset", "format": "unixSeconds",
+//	    "remaining": "X-RateLimit-Remaining"
+//	  }]
 //	}
 //
 // The first rule is the schedule Google's APIs ask of their clients: five
 // retries, waiting 2^n seconds plus up to one more. A retryPolicy gives its
 // waits either as "backoff", in the form of one of the backoffs above
-// (see [ParseConfig]), or as the four numeric fields, never both.
+// (see [ParseConfig]), or as the four numeric fields, never both. A
+// hedgingPolicy's "maxExtraLoad" caps the hedges a host is sent at a
+// fraction of its requests, here 2%, whatever sets the delay; see
+// [Hedge.MaxExtraLoad].
+//
+// "hold": {} turns holds on ([Hold]): while a response says its host
+// will refuse requests for a while, the requests that would meet the
+// refusal wait for its end, or fail at once, instead of being sent.
+//
 // "serverDelayHeaders" names headers in which the server gives its own
-// delay, read after X-Retry-Pushback-Ms and Retry-After; see
-// [Config.DelayHeaders].
+// delay, read after X-Retry-Pushback-Ms, Retry-After-Ms, Retry-After and
+// the IETF RateLimit field; see [Config.DelayHeaders]. The one shown is
+// GitHub's: its X-RateLimit-Reset is a Unix time (read as "seconds", it
+// would ask for a wait of decades), and it is sent on every response, so
+// it counts only when X-RateLimit-Remaining reads 0.
 //
 // [Config.Validate] checks a Config however it was built, and
 // [Config.Match] picks the rule for a request: the first rule with a
@@ -79,8 +95,9 @@
 // error they return is a *[FieldError] naming the field by its JSON path,
 // with the bad value cut to a readable length.
 //
-// [Default] is the configuration a Transport uses when it is given none.
-// [None] is a configuration with no rules, the switch that turns retries
-// and hedging off for a whole Transport: each request is sent once, and
-// only an attempt that provably never reached the server is sent again.
+// [Default] is the configuration a Transport uses when it is given none;
+// it has a throttle and holds. [None] is a configuration with no rules,
+// the switch that turns retries and hedging off for a whole Transport:
+// each request is sent once, and only an attempt that provably never
+// reached the server is sent again.
 package policy

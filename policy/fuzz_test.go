@@ -28,6 +28,10 @@ func FuzzParseConfig(f *testing.F) {
 		`{"serverDelayHeaders": [{"name": "Retry-After", "format": "httpDate"}]}`,
 		`{"serverDelayHeaders": [{"name": "A", "format": "seconds"}, {"name": "a", "format": "milliseconds"}]}`,
 		`{"maxServerDelay": "-1s"}`,
+		`{"hold": {}}`,
+		`{"methodConfig": [{"name": [{}], "hedgingPolicy": {"maxAttempts": 3, "maxExtraLoad": 0.02}}]}`,
+		`{"methodConfig": [{"name": [{}], "hedgingPolicy": {"maxAttempts": 3, "maxExtraLoad": 1.5}}]}`,
+		`{"hold": {"maxWait": "1s"}}`,
 		`{"retryThrottling": {"maxTokens": 1001, "tokenRatio": 0}}`,
 		`{"a": 1, "a": 2}`,
 		`{} {}`,
@@ -81,6 +85,11 @@ func FuzzDelayHeadersJSON(f *testing.F) {
 		`[{"name": "X-RateLimit-Reset", "format": "seconds"}]`,
 		`[{"name": "RateLimit-Reset", "format": "milliseconds"}, {"name": "x-amz-retry-after", "format": "unixSeconds"}]`,
 		`[{"name": "X-Retry-At", "format": "httpDate"}]`,
+		`[{"name": "X-RateLimit-Reset", "format": "unixSeconds", "remaining": "X-RateLimit-Remaining"}]`,
+		`[{"name": "x-ratelimit-reset-requests", "format": "duration", "remaining": "x-ratelimit-remaining-requests"}]`,
+		`[{"name": "anthropic-ratelimit-requests-reset", "format": "rfc3339"}]`,
+		`[{"name": "A", "format": "seconds", "remaining": "a"}]`,
+		`[{"name": "A", "format": "seconds", "remaining": "Retry-After"}]`,
 		`[{"name": "Retry-After", "format": "seconds"}]`,
 		`[{"name": "A", "format": "seconds"}, {"name": "a", "format": "seconds"}]`,
 		`[{"name": "A B", "format": "seconds"}]`,
@@ -108,6 +117,12 @@ func FuzzDelayHeadersJSON(f *testing.F) {
 		for i, h := range canon {
 			if h.Name != http.CanonicalHeaderKey(c.DelayHeaders[i].Name) || h.Format != c.DelayHeaders[i].Format {
 				t.Errorf("header %d: got %+v, want the canonical form of %+v", i, h, c.DelayHeaders[i])
+			}
+			if h.Remaining != http.CanonicalHeaderKey(c.DelayHeaders[i].Remaining) {
+				t.Errorf("header %d: got remaining %q, want the canonical form of %q", i, h.Remaining, c.DelayHeaders[i].Remaining)
+			}
+			if h.Remaining != "" && h.Remaining == h.Name {
+				t.Errorf("header %d: got remaining %q equal to its name, want it refused", i, h.Remaining)
 			}
 			if seen[h.Name] {
 				t.Errorf("header %d: got %q twice, want names unique", i, h.Name)

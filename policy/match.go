@@ -3,6 +3,8 @@ package policy
 import (
 	"net/http"
 	"strings"
+
+	"github.com/retryhttp/retryhttp/internal/hostport"
 )
 
 // Match returns the first rule of c that has a [Name] matching req, and
@@ -68,7 +70,7 @@ func (n Name) matchHost(req *http.Request) bool {
 		return true
 	}
 	if gotPort == "" {
-		gotPort = defaultPort(scheme)
+		gotPort = hostport.Default(scheme)
 	}
 	return wantPort == gotPort
 }
@@ -118,14 +120,4 @@ func splitHostPort(s string) (host, port string) {
 		return host, port
 	}
 	return s, ""
-}
-
-func defaultPort(scheme string) string {
-	switch strings.ToLower(scheme) {
-	case "http":
-		return "80"
-	case "https":
-		return "443"
-	}
-	return ""
 }

@@ -37,9 +37,18 @@ import (
 //     [DefaultGoogleAPIMax].
 //   - "table", a [Table]: {"steps": ["1s", "2s", "5s"]}.
 //
+// A hedgingPolicy's "maxExtraLoad" is [Hedge.MaxExtraLoad], a number in
+// [0, 1]; left out, it is 0, no cap.
+//
 // "serverDelayHeaders" lists [Config.DelayHeaders] as
-// [{"name": "X-RateLimit-Reset", "format": "seconds"}, ...], format one of
-// "seconds", "milliseconds", "unixSeconds" and "httpDate".
+// [{"name": "X-RateLimit-Reset", "format": "unixSeconds", "remaining":
+// "X-RateLimit-Remaining"}, ...], "format" one of "seconds",
+// "milliseconds", "unixSeconds", "httpDate", "duration" and "rfc3339" (see
+// [DelayFormat]), "remaining" optional: the header that must read 0 for
+// the entry to count (see [DelayHeader]).
+//
+// "hold": {} turns holds on ([Config.Hold]); it has no keys yet, so any
+// key in it is an error naming it, as everywhere else.
 //
 // Every error matches [ErrInvalid] through [errors.Is]; an error about one
 // field is a *[FieldError] naming it, and a syntax error wraps the
@@ -89,6 +98,7 @@ type configJSON struct {
 	RetryThrottling    json.RawMessage   `json:"retryThrottling"`
 	MaxServerDelay     *durationJSON     `json:"maxServerDelay"`
 	ServerDelayHeaders []json.RawMessage `json:"serverDelayHeaders"`
+	Hold               json.RawMessage   `json:"hold"`
 }
 
 type ruleJSON struct {
@@ -123,7 +133,11 @@ type hedgeJSON struct {
 	HedgingDelay         *durationJSON `json:"hedgingDelay"`
 	HedgingDelayQuantile float64       `json:"hedgingDelayQuantile"`
 	NonFatalStatusCodes  []int         `json:"nonFatalStatusCodes"`
+	MaxExtraLoad         float64       `json:"maxExtraLoad"`
 }
+
+// holdJSON has no keys, so that any key in "hold" is refused by name.
+type holdJSON struct{}
 
 type throttleJSON struct {
 	MaxTokens  float64 `json:"maxTokens"`
@@ -156,6 +170,12 @@ func (m *configJSON) config() (*Config, error) {
 	}
 	if c.DelayHeaders, err = parseDelayHeaders("serverDelayHeaders", m.ServerDelayHeaders); err != nil {
 		return nil, err
+	}
+	if !isNull(m.Hold) {
+		if err := decodeObject("hold", m.Hold, &holdJSON{}); err != nil {
+			return nil, err
+		}
+		c.Hold = &Hold{}
 	}
 	return c, nil
 }
@@ -277,6 +297,7 @@ func parseHedge(path string, raw json.RawMessage) (*Hedge, error) {
 		MaxAttempts:          m.MaxAttempts,
 		HedgingDelayQuantile: m.HedgingDelayQuantile,
 		NonFatalStatusCodes:  m.NonFatalStatusCodes,
+		MaxExtraLoad:         m.MaxExtraLoad,
 	}
 	var err error
 	if h.HedgingDelay, err = parseDuration(path+".hedgingDelay", m.HedgingDelay); err != nil {

@@ -312,6 +312,8 @@ func TestPackageDocExample(t *testing.T) {
 	require.NoError(t, err, "got %v, want nil", err)
 	want.Rules = append(google.Rules, want.Rules...)
 	want.MaxServerDelay = 60 * time.Second
-	want.DelayHeaders = []DelayHeader{{Name: "X-RateLimit-Reset", Format: DelaySeconds}}
+	want.Hold = &Hold{}
+	want.Rules[2].Hedge.MaxExtraLoad = 0.02
+	want.DelayHeaders = []DelayHeader{{Name: "X-RateLimit-Reset", Format: DelayUnixSeconds, Remaining: "X-RateLimit-Remaining"}}
 	assert.Equal(t, want, got, "got %+v, want %+v", got, want)
 }

@@ -32,17 +32,29 @@ func (r *Retry) Schedule() Backoff {
 }
 
 // Retryable reports whether a response with the given status is retried
-// under r, that is, whether status is one of r.RetryableStatusCodes. A nil
-// Retry retries nothing.
+// under r: whether status is one of r.RetryableStatusCodes and at least
+// 400. A listed status below 400 (a 302, say) gives false, as the
+// Transport never retries a redirect or an informational answer: it is the
+// server's answer, not its failure. A nil Retry retries nothing.
 func (r *Retry) Retryable(status int) bool {
-	return r != nil && slices.Contains(r.RetryableStatusCodes, status)
+	return r != nil && actedOn(status, r.RetryableStatusCodes)
 }
 
 // NonFatal reports whether a response with the given status sends the next
-// hedge at once instead of ending the request, that is, whether status is
-// one of h.NonFatalStatusCodes. A nil Hedge treats every status as fatal.
+// hedge at once instead of ending the request: whether status is one of
+// h.NonFatalStatusCodes and at least 400. A listed status below 400 gives
+// false, as for [Retry.Retryable]. A nil Hedge treats every status as
+// fatal.
 func (h *Hedge) NonFatal(status int) bool {
-	return h != nil && slices.Contains(h.NonFatalStatusCodes, status)
+	return h != nil && actedOn(status, h.NonFatalStatusCodes)
+}
+
+// actedOn reports whether the Transport acts on status when a policy lists
+// it: only 4xx and 5xx are failures worth another attempt. Lists may name
+// any status in 100..599, so that a config is not refused for a harmless
+// entry, but the predicates must say what the Transport does.
+func actedOn(status int, listed []int) bool {
+	return status >= 400 && slices.Contains(listed, status)
 }
 
 // ServerDelayLimit returns the longest server-directed delay to wait for:

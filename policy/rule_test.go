@@ -115,3 +115,46 @@ func TestServerDelayLimit(t *testing.T) {
 		})
 	}
 }
+
+// The predicates say what the Transport does: a listed status below 400
+// is never retried nor non-fatal, while a listed 4xx or 5xx is.
+func TestPredicatesIgnoreStatusesBelow400(t *testing.T) {
+	t.Parallel()
+	listed := []int{100, 200, 302, 304, 399, 400, 429, 599}
+	r := &Retry{RetryableStatusCodes: listed}
+	h := &Hedge{NonFatalStatusCodes: listed}
+	tests := []struct {
+		status int
+		want   bool
+	}{
+		{100, false},
+		{200, false},
+		{302, false},
+		{304, false},
+		{399, false},
+		{400, true},
+		{429, true},
+		{599, true},
+		{404, false}, // not listed
+		{503, false}, // not listed
+	}
+	for _, tt := range tests {
+		t.Run(strconv.Itoa(tt.status), func(t *testing.T) {
+			t.Parallel()
+			got := r.Retryable(tt.status)
+			assert.Equal(t, tt.want, got, "Retryable(%d): got %v, want %v", tt.status, got, tt.want)
+			got = h.NonFatal(tt.status)
+			assert.Equal(t, tt.want, got, "NonFatal(%d): got %v, want %v", tt.status, got, tt.want)
+		})
+	}
+	t.Run("lists below 400 stay valid", func(t *testing.T) {
+		t.Parallel()
+		c := &Config{Rules: []Rule{
+			{Name: []Name{{}}, Retry: &Retry{MaxAttempts: 2, InitialBackoff: time.Second, MaxBackoff: time.Second,
+				BackoffMultiplier: 1, RetryableStatusCodes: []int{100, 302}}},
+			{Name: []Name{{}}, Hedge: &Hedge{MaxAttempts: 2, NonFatalStatusCodes: []int{100, 302}}},
+		}}
+		err := c.Validate()
+		assert.NoError(t, err, "got %v, want nil", err)
+	})
+}

@@ -2,7 +2,6 @@ package policy
 
 import (
 	"fmt"
-	"math"
 	"strconv"
 	"strings"
 	"time"
@@ -17,7 +16,8 @@ import (
 // InitialBackoff above 0, MaxBackoff at least InitialBackoff,
 // BackoffMultiplier at least 1 and finite, Jitter in [0, 1], status codes
 // in 100..599, no negative durations, HedgingDelayQuantile in [0, 1),
-// MaxTokens in (0, 1000], TokenRatio in (0, 1]. A Rule must list at least
+// MaxTokens in (0, 1000], TokenRatio in (0, 1]; and MaxExtraLoad, a
+// hedging policy's load budget, in [0, 1]. A Rule must list at least
 // one Name (Name{} matches every request) and may not set both Retry and
 // Hedge. A Name's Method, if set, must be an HTTP token and its Path, if
 // set, must start with "/".
@@ -32,7 +32,9 @@ import (
 //
 // DelayHeaders may list at most 16 headers, each Name an HTTP field name,
 // neither X-Retry-Pushback-Ms nor Retry-After (always read first) and not
-// repeated regardless of case, each Format one of the Delay constants.
+// repeated regardless of case, each Format one of the Delay constants,
+// each Remaining empty or an HTTP field name other than its Name,
+// X-Retry-Pushback-Ms and Retry-After.
 func (c *Config) Validate() error {
 	return clipped(c.validate())
 }
@@ -133,23 +135,12 @@ func (r *Retry) validate(path string) error {
 }
 
 // validateNumeric checks the four fields that describe r's Exponential
-// when Backoff is nil.
+// when Backoff is nil, as the package's backoffs are checked, under their
+// own names: with no "0 means no cap", which gRPC's maxBackoff lacks.
 func (r *Retry) validateNumeric(path string) error {
-	if r.InitialBackoff <= 0 {
-		return &FieldError{Field: join(path, "initialBackoff"), Value: r.InitialBackoff.String(), Reason: "must be greater than 0"}
-	}
-	if r.MaxBackoff < r.InitialBackoff {
-		return &FieldError{Field: join(path, "maxBackoff"), Value: r.MaxBackoff.String(),
-			Reason: "must be at least initialBackoff (" + r.InitialBackoff.String() + ")"}
-	}
-	// Written as !(x >= 1) so that NaN fails too.
-	if m := r.BackoffMultiplier; !(m >= 1) || math.IsInf(m, 1) {
-		return &FieldError{Field: join(path, "backoffMultiplier"), Value: formatFloat(m), Reason: "must be at least 1 and finite"}
-	}
-	if j := r.Jitter; !(j >= 0 && j <= 1) {
-		return &FieldError{Field: join(path, "jitter"), Value: formatFloat(j), Reason: "must be in [0, 1]"}
-	}
-	return nil
+	return growth{r.InitialBackoff, r.MaxBackoff, r.BackoffMultiplier, r.Jitter}.validate(path, growthFields{
+		initial: "initialBackoff", max: "maxBackoff", multiplier: "backoffMultiplier", jitter: "jitter",
+	})
 }
 
 func (h *Hedge) validate(path string) error {
@@ -162,7 +153,13 @@ func (h *Hedge) validate(path string) error {
 	if q := h.HedgingDelayQuantile; !(q >= 0 && q < 1) {
 		return &FieldError{Field: join(path, "hedgingDelayQuantile"), Value: formatFloat(q), Reason: "must be in [0, 1)"}
 	}
-	return statusCodes(join(path, "nonFatalStatusCodes"), h.NonFatalStatusCodes)
+	if err := statusCodes(join(path, "nonFatalStatusCodes"), h.NonFatalStatusCodes); err != nil {
+		return err
+	}
+	if x := h.MaxExtraLoad; !(x >= 0 && x <= 1) { // NaN fails too
+		return &FieldError{Field: join(path, "maxExtraLoad"), Value: formatFloat(x), Reason: "must be in [0, 1] (0 for no cap)"}
+	}
+	return nil
 }
 
 func (t *Throttle) validate(path string) error {
