@@ -91,12 +91,13 @@ type attempt struct {
 }
 
 // reading is what an attempt needs to read its own answer: the caller's
-// context, the statuses its rule lists, and the server delay headers its
-// policy names.
+// context, the statuses its rule lists, the server delay headers its
+// policy names, and whether it holds hosts.
 type reading struct {
 	caller context.Context
 	listed []int
 	delays []policy.DelayHeader
+	holds  bool
 }
 
 // result is the outcome of one attempt.
@@ -114,6 +115,10 @@ type result struct {
 	class       outcome
 	server      Verdict
 	serverDelay serverDelay
+	// quota is the wait until the host's quota is given again, when
+	// quotaSpent says the answer, of whatever status, spent it.
+	quota      time.Duration
+	quotaSpent bool
 	// verdict is what the caller's classifier, or the server, said of it:
 	// its kind and any wait it asks for.
 	verdict Verdict
@@ -219,12 +224,21 @@ func (a *attempt) send() result {
 // read says what r's outcome means by the rule's lists and the kind of
 // error, and reads what the server says of the next attempt: its delay
 // signals and its own verdict, on any response that is not a plain
-// success, whose headers are not read at all.
+// success; and, when the policy holds hosts, whether the answer, of any
+// status, says the host's quota is spent, which costs a success nothing
+// when it carries no rate-limit field.
 func (r *result) read(rd reading) {
 	r.class = classify(r, rd.listed, rd.caller.Err() != nil)
-	if r.resp != nil && (r.class != outDone || r.resp.StatusCode >= 400) {
-		r.serverDelay = parseServerDelay(r.resp.Header, time.Now(), rd.delays)
+	if r.resp == nil {
+		return
+	}
+	now := time.Now()
+	if r.class != outDone || r.resp.StatusCode >= 400 {
+		r.serverDelay = parseServerDelay(r.resp.Header, now, rd.delays)
 		r.server = serverVerdict(r.resp)
+	}
+	if rd.holds {
+		r.quota, r.quotaSpent = quotaSpent(r.resp.Header, now, rd.delays)
 	}
 }
 

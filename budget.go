@@ -145,15 +145,15 @@ const (
 // hedgeBudget caps the hedges a host is sent at a fraction of its
 // requests (a hedging policy's MaxExtraLoad): each request's first
 // attempt earns the fraction of a hedge, each hedge spends a whole one,
-// and it holds at most hedgeBurst. Unlike the retry budget, it measures
+// and it holds at most hedgeBurst. It starts empty, so that from a host's
+// first request on, it is sent at most MaxExtraLoad of them as hedges;
+// the burst serves a host whose slow answers come in a run. Unlike the retry budget, it measures
 // load, not failure: it bounds the extra load hedging adds whatever sets
 // the delay, even when the delay is wrong. One word updated by
 // compare-and-swap, as the bucket is.
 type hedgeBudget struct {
 	micro atomic.Int64 // in [0, hedgeBurst]
 }
-
-func (b *hedgeBudget) init() { b.micro.Store(hedgeBurst) }
 
 // earn adds fraction of a hedge for a request's first attempt.
 func (b *hedgeBudget) earn(fraction float64) {
@@ -182,8 +182,9 @@ func (b *hedgeBudget) spend() bool {
 	}
 }
 
-// full reports whether b holds its whole burst.
-func (b *hedgeBudget) full() bool { return b.micro.Load() >= hedgeBurst }
+// fresh reports whether b is as a new host's: empty. Forgetting it loses
+// nothing, as a host met again starts empty too.
+func (b *hedgeBudget) fresh() bool { return b.micro.Load() == 0 }
 
 // hedges returns the hedges b holds, for the status page.
 func (b *hedgeBudget) hedges() float64 { return float64(b.micro.Load()) / microPerHedge }

@@ -183,7 +183,7 @@ func (c *call) end(completed bool) {
 // errBodyCommitted, when the body cannot be sent again.
 func (c *call) newAttempt(n int, w how, avoid []string) (attempt, error) {
 	a := attempt{n: n, hedge: w.hedge(n), resend: w.resend, base: c.st.base, ctx: c.ctx,
-		reading: reading{caller: c.ctx, listed: c.plan.listed, delays: c.pol.delayHeaders}}
+		reading: reading{caller: c.ctx, listed: c.plan.listed, delays: c.pol.delayHeaders, holds: c.pol.cfg.Hold != nil}}
 	if s := c.st.spread; s != nil {
 		if rt, addr := s.route(c.ctx, c.req, c.host.name, avoid); rt != nil {
 			a.base, a.addr = rt, addr

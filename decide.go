@@ -163,13 +163,42 @@ func (c *call) learn(r *result, out outcome, now time.Time) {
 	if r.n > 1 && out != outDone {
 		c.failed()
 	}
-	effect := c.account(r, out)
-	if f := c.st.fleet; f != nil && effect != FleetNoChange {
-		f.Report(c.host.name, FleetReport{Rule: c.rule, Budget: effect, Throttle: c.pol.cfg.Throttle})
+	report := FleetReport{Rule: c.rule, Budget: c.account(r, out), Throttle: c.pol.cfg.Throttle}
+	if wait, ok := c.holdAsked(r); ok {
+		if h, set := c.host.holds.set(c.rule, now, wait, r.resp.StatusCode); set {
+			c.holdSet()
+			report.HoldUntil, report.HoldStatus = h.until, h.status
+		}
+	}
+	if f := c.st.fleet; f != nil && (report.Budget != FleetNoChange || !report.HoldUntil.IsZero()) {
+		f.Report(c.host.name, report)
 	}
 	if c.plan.kind == planHedge && r.resp != nil {
 		c.host.latency().add(r.latency)
 	}
+}
+
+// holdAsked returns how long the answer of r asks its host to be held,
+// when the policy holds hosts: a 429 or 503 with a server delay, a
+// RetryableUnprocessed verdict with a wait, or a quota the answer says is
+// spent, on any status; the longest of them.
+func (c *call) holdAsked(r *result) (time.Duration, bool) {
+	if c.pol.cfg.Hold == nil || r.resp == nil {
+		return 0, false
+	}
+	var wait time.Duration
+	switch status := r.resp.StatusCode; {
+	case status != http.StatusTooManyRequests && status != http.StatusServiceUnavailable:
+	case r.serverDelay.Kind == delayPushback, r.serverDelay.Kind == delayRetryAfter, r.serverDelay.Kind == delayHeader:
+		wait = r.serverDelay.Wait
+	}
+	if d, ok := r.verdict.wait(); ok && r.unprocessed() {
+		wait = max(wait, d)
+	}
+	if r.quotaSpent {
+		wait = max(wait, r.quota)
+	}
+	return wait, wait > 0
 }
 
 // account records the final outcome of an attempt in the host's budget,
@@ -230,15 +259,50 @@ func (c *call) decide(r *result, out outcome, now time.Time, rnd float64) step {
 	return s
 }
 
-// gate decides whether attempt n may be sent at now: the host's budgets
-// and the request's body must allow a retry or hedge.
+// gate decides whether attempt n may be sent at now. A hold on the host
+// (the Transport's, or the fleet's) holds it back until the hold ends,
+// spread by rnd over a tenth of the hold, at most a second, or refuses it
+// when that is past the deadline or maxServerDelay; a retry or hedge needs
+// the host's budgets and the request's body to allow it, and a hedge one
+// of the host's hedge budget, which each first attempt earns.
 func (c *call) gate(n int, now time.Time, rnd float64) step {
-	if n > 1 {
-		if why, ok := c.allowed(); !ok {
-			return noMore(n, why)
+	if c.pol.cfg.Hold != nil {
+		if h, held := c.held(now); held {
+			wait := h.resume(rnd).Sub(now)
+			if left := h.until.Sub(now); left > c.pol.cfg.ServerDelayLimit() || !c.fits(wait, now) {
+				s := noMore(n, RefusedHold)
+				s.err = &HoldError{Host: c.host.name, Remaining: left, Status: h.status}
+				return s
+			}
+			return step{kind: stepWait, attempt: n, wait: wait, reason: WaitHold}
 		}
 	}
+	budget := c.plan.hedge != nil && c.plan.hedge.MaxExtraLoad > 0
+	if n == 1 {
+		if budget {
+			c.host.hedges.earn(c.plan.hedge.MaxExtraLoad)
+		}
+		return step{kind: stepSend, attempt: n}
+	}
+	if why, ok := c.allowed(); !ok {
+		return noMore(n, why)
+	}
+	if budget && !c.host.hedges.spend() {
+		return noMore(n, RefusedHedgeBudget)
+	}
 	return step{kind: stepSend, attempt: n}
+}
+
+// held returns the hold in force on the request's host and rule at now,
+// the Transport's or the fleet's, whichever ends later.
+func (c *call) held(now time.Time) (hold, bool) {
+	h, held := c.host.holds.get(c.rule, now)
+	if f := c.st.fleet; f != nil {
+		if v := f.Look(c.host.name, c.rule); v.HoldUntil.After(now) && v.HoldUntil.After(h.until) {
+			h, held = hold{rule: c.rule, since: now, until: v.HoldUntil, status: v.HoldStatus}, true
+		}
+	}
+	return h, held
 }
 
 // noMore is the step of an attempt n that a limit keeps from being made.

@@ -143,7 +143,7 @@ func (h *hedger) due(c *call) {
 		h.close(c, s)
 	default:
 		h.launch(c, n, how{hedged: true})
-		if d := c.hedgeDelay(); h.mayLaunch(c) {
+		if d := c.hedgeDelay(); h.mayLaunch(c) && d < tooLong {
 			c.waiting(n+1, d, WaitHedgeDelay, h.flying == 0)
 			h.arm(d)
 		}
@@ -212,10 +212,14 @@ func (h *hedger) landed(c *call, r result) (*http.Response, error, bool) {
 	return nil, nil, false
 }
 
-// close lets no further hedge start, and reports why if one could have.
+// close lets no further hedge start, and reports why if one could have;
+// a hold that refused it is what the caller learns if nothing else comes.
 func (h *hedger) close(c *call, s step) {
 	if h.mayLaunch(c) {
 		c.refused(c.sent+1, s.refusal)
+	}
+	if s.err != nil && c.lost == nil {
+		c.lost = s.err
 	}
 	h.closed = true
 }
@@ -324,14 +328,24 @@ func (h *hedger) keepable() hedger {
 }
 
 // hedgeDelay is the wait before the next hedge: the chosen quantile of
-// recent latencies to the host once enough are known, else hedgingDelay.
+// recent latencies to the host once enough are known, else hedgingDelay;
+// or, under a hedge budget with neither, the delay that spends the budget
+// (see latencyRing.budgetDelay), and no hedge until the host's latencies
+// are known.
 func (c *call) hedgeDelay() time.Duration {
-	if q := c.plan.hedge.HedgingDelayQuantile; q > 0 {
-		if d, ok := c.host.latency().quantile(q); ok {
+	p := c.plan.hedge
+	switch {
+	case p.HedgingDelayQuantile > 0:
+		if d, ok := c.host.latency().quantile(p.HedgingDelayQuantile); ok {
 			return d
 		}
+	case p.HedgingDelay == 0 && p.MaxExtraLoad > 0:
+		if d, ok := c.host.latency().budgetDelay(p.MaxExtraLoad); ok {
+			return d
+		}
+		return tooLong
 	}
-	return c.plan.hedge.HedgingDelay
+	return p.HedgingDelay
 }
 
 // later returns the later of a and b.

@@ -89,6 +89,7 @@ const (
 	WaitHedgeDelay  WaitReason = "hedge-delay"  // the hedging delay
 	WaitClassify    WaitReason = "classify"     // the wait the caller's Classify asked for (Verdict.After)
 	WaitRateLimited WaitReason = "rate-limited" // a 429 with no delay signal: at least a second
+	WaitHold        WaitReason = "hold"         // the host is held: a rate limit or an outage it announced
 )
 
 // Wait describes a wait before the next attempt.
@@ -109,6 +110,8 @@ const (
 	RefusedDeadline    RefusalReason = "deadline"     // the wait would end past the deadline
 	RefusedServerDelay RefusalReason = "server-delay" // the server asked for too long a wait, or for none
 	RefusedFleet       RefusalReason = "fleet"        // the fleet's retry budget for the host is spent
+	RefusedHold        RefusalReason = "hold"         // the host is held past the deadline or maxServerDelay
+	RefusedHedgeBudget RefusalReason = "hedge-budget" // the host's hedges have spent maxExtraLoad
 )
 
 // Refused describes an attempt that was not made.

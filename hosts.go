@@ -43,11 +43,11 @@ func (h *host) latency() *latencyRing {
 }
 
 // idle reports whether forgetting h loses nothing worth keeping at now:
-// its bucket and hedge budget are full and no hold is in force. Its
+// its bucket is full, its hedge budget fresh, and no hold in force. Its
 // latencies are lost, which matters little for a host nobody sent to
 // for a while.
 func (h *host) idle(capacity int64, now time.Time) bool {
-	return h.bucket.full(capacity) && h.hedges.full() && !h.holds.any(now)
+	return h.bucket.full(capacity) && h.hedges.fresh() && !h.holds.any(now)
 }
 
 // hostTable holds a [host] per host for at most maxHosts hosts, so that a
@@ -153,7 +153,6 @@ func (ht *hostTable) insert(name string) *host {
 	ht.clock++
 	h := &host{name: name, counters: counters}
 	h.bucket.init(&ht.limits)
-	h.hedges.init()
 	h.seen.Store(ht.clock)
 	ht.hosts[name] = h
 	return h

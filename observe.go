@@ -98,6 +98,11 @@ func (o *observer) failed() {
 	o.counters.each(func(x *counters) { x.failed.Add(1) })
 }
 
+// holdSet counts an answer that set or extended a hold on its host.
+func (o *observer) holdSet() {
+	o.counters.each(func(x *counters) { x.holdsSet.Add(1) })
+}
+
 func (o *observer) hedgeWon() {
 	o.counters.each(func(x *counters) { x.hedgesWon.Add(1) })
 }
@@ -112,6 +117,12 @@ func (o *observer) transparentRetry() {
 func (o *observer) waiting(n int, d time.Duration, why WaitReason, idle bool) {
 	if idle {
 		o.waited += d
+	}
+	if why == WaitHold {
+		o.counters.each(func(x *counters) {
+			x.holdWaits.Add(1)
+			x.holdWaitNanos.Add(uint64(d))
+		})
 	}
 	for _, h := range o.hooks {
 		if h != nil && h.Wait != nil {
@@ -130,6 +141,10 @@ func (o *observer) refused(n int, why RefusalReason) {
 		o.counters.each(func(x *counters) { x.budgetRefusals.Add(1) })
 	case RefusedFleet:
 		o.counters.each(func(x *counters) { x.fleetRefusals.Add(1) })
+	case RefusedHold:
+		o.counters.each(func(x *counters) { x.holdRefusals.Add(1) })
+	case RefusedHedgeBudget:
+		o.counters.each(func(x *counters) { x.hedgeBudgetRefusals.Add(1) })
 	}
 	for _, h := range o.hooks {
 		if h != nil && h.Refused != nil {

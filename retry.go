@@ -20,7 +20,11 @@ func (c *call) retry() (*http.Response, error) {
 	for n := 1; ; n++ {
 		if s := c.admit(n); s.kind != stepSend {
 			c.refused(s.attempt, s.refusal)
-			return c.answer(context.Cause(c.ctx))
+			why := s.err // a hold's, when there is nothing else to hand back
+			if why == nil {
+				why = context.Cause(c.ctx)
+			}
+			return c.answer(why)
 		}
 		c.last.discard() // the next attempt goes: the last outcome is no longer needed
 		r := c.send(n, &ready)

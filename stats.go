@@ -3,6 +3,7 @@ package retryhttp
 import (
 	"strconv"
 	"sync/atomic"
+	"time"
 )
 
 // histogramBuckets are the lower bounds of the retry histogram's buckets.
@@ -42,6 +43,18 @@ type Counters struct {
 	// FleetRefusals counts attempts the fleet's retry budget for the host
 	// refused (see [Transport.Fleet]).
 	FleetRefusals uint64
+	// HedgeBudgetRefusals counts hedges the host's hedge budget
+	// (maxExtraLoad) withheld.
+	HedgeBudgetRefusals uint64
+	// HoldsSet counts answers that set or extended a hold on their host
+	// (see [policy.Hold]); HoldWaits counts the waits of requests, first
+	// attempts and retries alike, until a hold ended, and HoldWaitTime
+	// their total length; HoldRefusals counts the attempts a hold refused,
+	// as it would not end within their deadline or maxServerDelay.
+	HoldsSet     uint64
+	HoldWaits    uint64
+	HoldWaitTime time.Duration
+	HoldRefusals uint64
 	// CommittedForSize counts request bodies that could not be replayed
 	// because they outgrew their buffer or got no room in the total.
 	CommittedForSize uint64
@@ -80,6 +93,9 @@ type counters struct {
 	requests, failed, transparent          atomic.Uint64
 	hedgesSent, hedgesWon, hedgesCancelled atomic.Uint64
 	budgetRefusals, fleetRefusals          atomic.Uint64
+	hedgeBudgetRefusals                    atomic.Uint64
+	holdsSet, holdWaits, holdRefusals      atomic.Uint64
+	holdWaitNanos                          atomic.Uint64
 	committedForSize                       atomic.Uint64
 	histogram                              [8]atomic.Uint64
 }
@@ -100,6 +116,11 @@ func (c *counters) snapshot() Counters {
 	s.TransparentRetries = c.transparent.Load()
 	s.BudgetRefusals = c.budgetRefusals.Load()
 	s.FleetRefusals = c.fleetRefusals.Load()
+	s.HedgeBudgetRefusals = c.hedgeBudgetRefusals.Load()
+	s.HoldsSet = c.holdsSet.Load()
+	s.HoldWaits = c.holdWaits.Load()
+	s.HoldWaitTime = time.Duration(c.holdWaitNanos.Load())
+	s.HoldRefusals = c.holdRefusals.Load()
 	s.CommittedForSize = c.committedForSize.Load()
 	return s
 }
@@ -114,6 +135,11 @@ func (s *Counters) add(o Counters) {
 	s.HedgesCancelled += o.HedgesCancelled
 	s.BudgetRefusals += o.BudgetRefusals
 	s.FleetRefusals += o.FleetRefusals
+	s.HedgeBudgetRefusals += o.HedgeBudgetRefusals
+	s.HoldsSet += o.HoldsSet
+	s.HoldWaits += o.HoldWaits
+	s.HoldWaitTime += o.HoldWaitTime
+	s.HoldRefusals += o.HoldRefusals
 	s.CommittedForSize += o.CommittedForSize
 	for i := range s.RetryHistogram {
 		s.RetryHistogram[i] += o.RetryHistogram[i]

@@ -1,0 +1,195 @@
+package retryhttp_test
+
+import (
+	"net/http"
+	"sync"
+	"testing"
+	"testing/synctest"
+	"time"
+
+	"github.com/retryhttp/retryhttp"
+	"github.com/retryhttp/retryhttp/policy"
+	rt "github.com/retryhttp/retryhttp/retryhttptest"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+// memFleet is a Fleet kept in memory, with nothing between its members:
+// one A6 bucket per host, and holds per host and rule. It stands for the
+// shared store in tests of what the Transport does with a Fleet.
+type memFleet struct {
+	mu      sync.Mutex
+	tokens  map[string]float64 // by host; absent: full
+	max     map[string]float64 // each host's capacity, from its reports
+	holds   map[[2]string]retryhttp.FleetView
+	reports []retryhttp.FleetReport
+	looks   int
+}
+
+func newMemFleet() *memFleet {
+	return &memFleet{tokens: map[string]float64{}, max: map[string]float64{}, holds: map[[2]string]retryhttp.FleetView{}}
+}
+
+func (f *memFleet) Report(host string, r retryhttp.FleetReport) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.reports = append(f.reports, r)
+	if th := r.Throttle; th != nil {
+		f.max[host] = th.MaxTokens
+		tokens, ok := f.tokens[host]
+		if !ok {
+			tokens = th.MaxTokens
+		}
+		switch r.Budget {
+		case retryhttp.FleetFailure:
+			tokens = max(tokens-1, 0)
+		case retryhttp.FleetSuccess:
+			tokens = min(tokens+th.TokenRatio, th.MaxTokens)
+		}
+		f.tokens[host] = tokens
+	}
+	if !r.HoldUntil.IsZero() {
+		key := [2]string{host, r.Rule}
+		if r.HoldUntil.After(f.holds[key].HoldUntil) {
+			f.holds[key] = retryhttp.FleetView{HoldUntil: r.HoldUntil, HoldStatus: r.HoldStatus}
+		}
+	}
+}
+
+func (f *memFleet) Look(host, rule string) retryhttp.FleetView {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.looks++
+	v := f.holds[[2]string{host, rule}]
+	if tokens, ok := f.tokens[host]; ok {
+		v.Spent = tokens <= f.max[host]/2
+	}
+	return v
+}
+
+// budgets returns how many reports of each budget effect f received.
+func (f *memFleet) budgets() map[retryhttp.FleetBudget]int {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	n := map[retryhttp.FleetBudget]int{}
+	for _, r := range f.reports {
+		n[r.Budget]++
+	}
+	return n
+}
+
+// A fleet of 100 members, 10 requests each, against a host that always
+// answers 503 spends one budget, not a hundred: about maxTokens/2 extra
+// attempts in all, as one Transport would, where members on their own
+// spend 20 each. The refusals have their own reason.
+func TestFleetSharesItsBudget(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		const members, each = 100, 10
+		srv := script(rt.Step{Status: 503})
+		fleet := newMemFleet()
+		var log hookLog
+		var refused uint64
+		for range members {
+			tr := &retryhttp.Transport{Base: srv, Fleet: fleet, Hooks: log.hooks("")}
+			for range each {
+				resp, err := tr.RoundTrip(newRequest(t, t.Context(), "GET", ""))
+				require.NoError(t, err)
+				readAll(t, resp)
+			}
+			refused += tr.Stats().Total.FleetRefusals
+		}
+		extra := srv.Count() - members*each
+		assert.LessOrEqual(t, extra, 60, "extra attempts of the fleet, against %d for members on their own", members*20)
+		assert.Positive(t, refused, "the fleet refused retries")
+		fleetRefusals := 0
+		for _, r := range log.refused() {
+			if r.Reason == retryhttp.RefusedFleet {
+				fleetRefusals++
+			}
+		}
+		assert.Equal(t, int(refused), fleetRefusals, "each refusal reported with its reason")
+		assert.Equal(t, srv.Count(), fleet.budgets()[retryhttp.FleetFailure], "every attempt reported")
+	})
+}
+
+// A retry is gated by the fleet again when its backoff ends: failures the
+// fleet saw during the wait count, and the last response comes back.
+func TestFleetGatesARetryAgainAfterItsBackoff(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		fleet := newMemFleet()
+		cfg := retryConfig(3, 503)
+		cfg.Throttle = &policy.Throttle{MaxTokens: 10, TokenRatio: 0.1}
+		tr, srv := newScripted(cfg, rt.Step{Status: 503, Body: "busy"})
+		tr.Fleet = fleet
+		var log hookLog
+		tr.Hooks = log.hooks("")
+		done := make(chan struct{})
+		go func() {
+			defer close(done)
+			resp, err := tr.RoundTrip(newRequest(t, t.Context(), "GET", ""))
+			require.NoError(t, err)
+			assert.Equal(t, "busy", readAll(t, resp), "the last response, kept through the wait")
+		}()
+		time.Sleep(50 * time.Millisecond) // inside the first backoff of 100 ms
+		for range 5 {                     // the rest of the fleet fails meanwhile
+			fleet.Report("api.test", retryhttp.FleetReport{Rule: "methodConfig[0]", Budget: retryhttp.FleetFailure, Throttle: cfg.Throttle})
+		}
+		<-done
+		srv.WantAttempts(t, 1)
+		require.Len(t, log.refused(), 1)
+		assert.Equal(t, retryhttp.RefusedFleet, log.refused()[0].Reason)
+		assert.Len(t, log.waits(), 1, "refused when the wait ended")
+	})
+}
+
+// One member's Retry-After holds every member of the fleet.
+func TestFleetHoldHoldsEveryMember(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		fleet := newMemFleet()
+		limited := script(rt.Step{Status: 429, Header: http.Header{"Retry-After": {"10"}}}, rt.Step{Body: "ok"})
+		a := &retryhttp.Transport{Base: limited, Fleet: fleet, Policy: policy.None()}
+		a.Policy.Hold = &policy.Hold{}
+		resp, err := a.RoundTrip(newRequest(t, t.Context(), "GET", ""))
+		require.NoError(t, err)
+		readAll(t, resp)
+		require.Equal(t, 429, resp.StatusCode)
+
+		other := script(rt.Step{Body: "ok"})
+		b := &retryhttp.Transport{Base: other, Fleet: fleet, Policy: policy.None()}
+		b.Policy.Hold = &policy.Hold{}
+		start := time.Now()
+		resp, err = b.RoundTrip(newRequest(t, t.Context(), "GET", ""))
+		require.NoError(t, err)
+		readAll(t, resp)
+		other.WantAttempts(t, 1)
+		within(t, time.Since(start), 10*time.Second, time.Second, "the other member waits out the fleet's hold")
+		assert.Equal(t, uint64(1), b.Stats().Total.HoldWaits)
+	})
+}
+
+// Attempts that tell the fleet nothing are not reported: a transparent
+// resend's first try, a dial refused inside its backoff window; under no
+// throttle, nothing is budgeted.
+func TestFleetReportsWhatCounts(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		fleet := newMemFleet()
+		srv := script(rt.Step{Fault: rt.Reset}, rt.Step{Body: "ok"})
+		tr, _ := newCalls(retryConfig(2, 503), refuse, srv.RoundTrip)
+		tr.Fleet = fleet
+		resp, err := tr.RoundTrip(newRequest(t, t.Context(), "GET", ""))
+		require.NoError(t, err)
+		readAll(t, resp)
+		assert.Empty(t, fleet.budgets(), "no throttle: no budget reported")
+
+		fleet = newMemFleet()
+		cfg := retryConfig(3, 503)
+		cfg.Throttle = &policy.Throttle{MaxTokens: 10, TokenRatio: 0.1}
+		tr, _ = newCalls(cfg, refuse, srv.RoundTrip)
+		tr.Fleet = fleet
+		resp, err = tr.RoundTrip(newRequest(t, t.Context(), "GET", ""))
+		require.NoError(t, err)
+		readAll(t, resp)
+		assert.Equal(t, map[retryhttp.FleetBudget]int{retryhttp.FleetSuccess: 1}, fleet.budgets(),
+			"the refused dial was resent transparently: only the answer counts")
+	})
+}
