@@ -1,0 +1,75 @@
+package redisfleet_test
+
+import (
+	"testing"
+	"time"
+
+	"github.com/retryhttp/retryhttp/redisfleet"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+// subscribed waits until f listens to the holds channel.
+func subscribed(t *testing.T, f *redisfleet.Fleet) {
+	t.Helper()
+	waitFor(t, "the subscription", func() bool { return f.Stats().Subscriptions > 0 })
+}
+
+func TestHoldReachesMembersThatMetTheHost(t *testing.T) {
+	m := miniStore(t)
+	a := newMember(t, m.Addr(), redisfleet.Options{})
+	b := newMember(t, m.Addr(), redisfleet.Options{})
+	c := newMember(t, m.Addr(), redisfleet.Options{})
+	subscribed(t, b)
+	subscribed(t, c)
+	b.Look(host, "r") // b has met the host; c has not
+
+	end := time.Now().Add(time.Minute).Truncate(time.Millisecond)
+	a.Report(host, heldUntil("r", end))
+	assert.Equal(t, end, a.Look(host, "r").HoldUntil, "got the reporting member's own hold not in force at once")
+	waitFor(t, "the hold to reach b", func() bool { return b.Look(host, "r").HoldUntil.Equal(end) })
+	v := b.Look(host, "r")
+	assert.Equal(t, 429, v.HoldStatus)
+	assert.False(t, v.Spent)
+	assert.True(t, b.Look(host, "other").HoldUntil.IsZero(), "got another rule held")
+	assert.Equal(t, uint64(1), b.Stats().HoldsLearned)
+	assert.Equal(t, uint64(0), c.Stats().HoldsLearned, "got a member that never met the host tracking its hold")
+
+	// c meets the host later: it fetches the hold.
+	c.Look(host, "r")
+	waitFor(t, "c to fetch the hold", func() bool { return c.Look(host, "r").HoldUntil.Equal(end) })
+}
+
+func TestHoldsOnlyExtendAcrossMembers(t *testing.T) {
+	m := miniStore(t)
+	a := newMember(t, m.Addr(), redisfleet.Options{})
+	b := newMember(t, m.Addr(), redisfleet.Options{})
+	subscribed(t, a)
+	subscribed(t, b)
+	a.Look(host, "r")
+	b.Look(host, "r")
+
+	long := time.Now().Add(time.Hour).Truncate(time.Millisecond)
+	short := time.Now().Add(time.Minute).Truncate(time.Millisecond)
+	a.Report(host, heldUntil("r", long))
+	waitFor(t, "a's hold to reach b", func() bool { return b.Look(host, "r").HoldUntil.Equal(long) })
+	before := b.Stats().Flushes
+	b.Report(host, heldUntil("r", short))
+	// b's shorter hold reaches the store and a's listener; neither
+	// shortens the long one.
+	waitFor(t, "b's round trip", func() bool { return b.Stats().Flushes > before })
+	assert.Equal(t, long, b.Look(host, "r").HoldUntil)
+	assert.Equal(t, long, a.Look(host, "r").HoldUntil)
+	ttl := m.TTL("retryhttp:hold:" + host)
+	assert.Greater(t, ttl, 59*time.Minute, "got the hold key expiring in %v, want the long hold's", ttl)
+}
+
+func TestAHoldEnds(t *testing.T) {
+	m := miniStore(t)
+	a := newMember(t, m.Addr(), redisfleet.Options{})
+	end := time.Now().Add(50 * time.Millisecond)
+	a.Report(host, heldUntil("r", end))
+	require.False(t, a.Look(host, "r").HoldUntil.IsZero())
+	waitFor(t, "the hold to end", func() bool { return a.Look(host, "r").HoldUntil.IsZero() })
+	assert.False(t, time.Now().Before(end), "got the hold lifted before its end")
+}
