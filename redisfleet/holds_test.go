@@ -1,6 +1,7 @@
 package redisfleet_test
 
 import (
+	"strconv"
 	"testing"
 	"time"
 
@@ -72,4 +73,25 @@ func TestAHoldEnds(t *testing.T) {
 	require.False(t, a.Look(host, "r").HoldUntil.IsZero())
 	waitFor(t, "the hold to end", func() bool { return a.Look(host, "r").HoldUntil.IsZero() })
 	assert.False(t, time.Now().Before(end), "got the hold lifted before its end")
+}
+
+// TestHoldsFetchedAgainAfterAReconnect sets a hold in the store while a
+// member's subscription is down, so that no message reaches it: the
+// member fetches the host's holds when it subscribes again.
+func TestHoldsFetchedAgainAfterAReconnect(t *testing.T) {
+	m := miniStore(t)
+	b := newMember(t, m.Addr(), redisfleet.Options{})
+	subscribed(t, b)
+	b.Look(host, "r")
+	waitFor(t, "b's first fetch", func() bool { return b.Stats().Flushes >= 2 })
+
+	m.Close()
+	end := time.Now().Add(time.Minute).UnixMilli()
+	m.HSet("retryhttp:hold:"+host, "r", strconv.FormatInt(end, 10)+" 503")
+	require.NoError(t, m.Restart())
+	waitFor(t, "b to subscribe again", func() bool { return b.Stats().Subscriptions >= 2 })
+	waitFor(t, "b to fetch the hold set while it was away", func() bool {
+		return b.Look(host, "r").HoldUntil.Equal(time.UnixMilli(end))
+	})
+	assert.Equal(t, 503, b.Look(host, "r").HoldStatus)
 }
