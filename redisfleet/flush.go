@@ -32,8 +32,16 @@ func (f *Fleet) flusher() {
 		case <-f.wake:
 			s.work(f.now(), false)
 		case <-due:
+			warm := b.warm
 			s.start(f.now())
-			s.end(f.flush(&b), rand.Float64())
+			ok := f.flush(&b)
+			s.end(ok, rand.Float64())
+			if ok && !warm && b.warm {
+				// The warm-up does not count against the interval: a
+				// member's first failure, often just after its start,
+				// goes at once.
+				s.last = time.Time{}
+			}
 		}
 	}
 }
