@@ -34,10 +34,10 @@ func TestStoreStoppedAndBack(t *testing.T) {
 	assert.Equal(t, retryhttp.FleetView{}, a.Look(host, "r"), "got a view from a stale reading")
 
 	require.NoError(t, m.Restart())
-	waitFor(t, "the kept failure in the store", func() bool { return get(t, m, key) == 39_000 })
+	waitFor(t, "the kept failure in the store", func() bool { return stored(t, m, key) == 39_000 })
 	waitFor(t, "a to read the bucket spent again", func() bool { return a.Look(host, "r").Spent })
 	a.Report(host, failure)
-	waitFor(t, "the next failure in the store", func() bool { return get(t, m, key) == 38_000 })
+	waitFor(t, "the next failure in the store", func() bool { return stored(t, m, key) == 38_000 })
 }
 
 // TestStoreRefusing makes every command fail with an error reply: the
@@ -54,7 +54,7 @@ func TestStoreRefusing(t *testing.T) {
 	waitFor(t, "a refused round trip", func() bool { return a.Stats().Flushes > 1 })
 	assert.False(t, m.Exists(key))
 	m.SetError("")
-	waitFor(t, "the kept failures in the store", func() bool { return get(t, m, key) == 97_000 })
+	waitFor(t, "the kept failures in the store", func() bool { return stored(t, m, key) == 97_000 })
 }
 
 // TestScriptsLoadedAgain flushes the store's scripts, as a restart
@@ -65,14 +65,14 @@ func TestScriptsLoadedAgain(t *testing.T) {
 	key := "retryhttp:budget:" + host
 	a := newMember(t, m.Addr(), redisfleet.Options{})
 	a.Report(host, failure)
-	waitFor(t, "the first failure", func() bool { return get(t, m, key) == 99_000 })
+	waitFor(t, "the first failure", func() bool { return stored(t, m, key) == 99_000 })
 
 	c := redis.NewClient(&redis.Options{Addr: m.Addr()})
 	defer c.Close()
 	require.NoError(t, c.ScriptFlush(context.Background()).Err())
 	a.Report(host, failure)
-	waitFor(t, "the failure after the scripts went", func() bool { return get(t, m, key) == 98_000 })
+	waitFor(t, "the failure after the scripts went", func() bool { return stored(t, m, key) == 98_000 })
 	a.Report(host, failure) // by EVALSHA again: EVAL cached the script
-	waitFor(t, "the next failure", func() bool { return get(t, m, key) == 97_000 })
+	waitFor(t, "the next failure", func() bool { return stored(t, m, key) == 97_000 })
 	assert.Zero(t, a.Stats().Dropped)
 }

@@ -35,9 +35,9 @@ type Options struct {
 	// DefaultPrefix, "retryhttp:".
 	Prefix string
 	// FlushInterval is the least time between two round trips to the
-	// store: a failure is sent at once unless one went out less than
-	// FlushInterval ago, and sampled successes wait FlushInterval so
-	// that they travel together. Zero or less means
+	// store: a failure, a hold or a sampled success is sent at once
+	// unless one went out less than FlushInterval ago, and what waits
+	// meanwhile travels together. Zero or less means
 	// DefaultFlushInterval, 100 ms.
 	FlushInterval time.Duration
 	// MaxHosts bounds the hosts a Fleet keeps state for; past it, the
@@ -112,8 +112,8 @@ type Fleet struct {
 	clock uint64 // counts insertions; a host's seen records it at its last lookup
 	swept uint64 // clock at the last eviction: a host with seen < swept is idle
 
-	wake   chan struct{} // work that may wait FlushInterval; capacity 1, never blocks a sender
-	urgent chan struct{} // work to send as soon as FlushInterval allows; capacity 1
+	wake   chan struct{} // work that may wait FlushInterval (fetches); capacity 1, never blocks a sender
+	urgent chan struct{} // work to send as soon as FlushInterval allows (deltas, holds); capacity 1
 	stop   chan struct{} // closed by Close
 	ctx    context.Context
 	cancel context.CancelFunc
@@ -167,9 +167,10 @@ func newFleet(client redis.UniversalClient, opts Options) *Fleet {
 	}
 }
 
-// Report records what one attempt to host showed: a failure is sent to
-// the store at once (within FlushInterval of the previous round trip),
-// every 16th success of a host with a weight of 16, and a hold at once.
+// Report records what one attempt to host showed, to be sent to the
+// store at once (within FlushInterval of the previous round trip): a
+// failure, a hold, or one success in 16, sampled from a random phase
+// per host and sent with a weight of 16.
 // A report with a nil Throttle changes no budget. Report does no I/O,
 // does not block, and allocates nothing for a host it already tracks.
 // After Close it does nothing.
@@ -195,12 +196,13 @@ func (f *Fleet) Report(hostname string, r retryhttp.FleetReport) {
 		f.count(h.add(-milliPerToken, capacity))
 		signal(f.urgent)
 	case retryhttp.FleetSuccess:
-		// Every sampled success is sent, even while the bucket is
-		// believed full: a member that stopped reporting successes
-		// there would leave other members' failures unbalanced.
+		// Sampled successes are sent even while the bucket is believed
+		// full, or the other members' failures would go unbalanced;
+		// and as soon as failures are, or a fleet that starts at once
+		// would read its first failures long before its successes.
 		if w := h.success(); w != 0 {
 			f.count(h.add(w*refill, capacity))
-			signal(f.wake)
+			signal(f.urgent)
 		}
 	}
 }

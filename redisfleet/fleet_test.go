@@ -23,7 +23,7 @@ func TestMembersShareABudget(t *testing.T) {
 		a.Report(host, failure)
 	}
 	waitFor(t, "a's failures in the store", func() bool {
-		return m.Exists("retryhttp:budget:"+host) && get(t, m, "retryhttp:budget:"+host) == 51_000
+		return m.Exists("retryhttp:budget:"+host) && stored(t, m, "retryhttp:budget:"+host) == 51_000
 	})
 	b.Report(host, failure) // b learns the level by its own report: 50 tokens, spent
 	waitFor(t, "b to read the bucket spent", func() bool { return b.Look(host, "methodConfig[0]").Spent })
@@ -32,7 +32,7 @@ func TestMembersShareABudget(t *testing.T) {
 }
 
 // get reads an integer key of m.
-func get(t *testing.T, m interface{ Get(string) (string, error) }, key string) int64 {
+func stored(t *testing.T, m interface{ Get(string) (string, error) }, key string) int64 {
 	t.Helper()
 	v, err := m.Get(key)
 	if err != nil {
@@ -50,10 +50,10 @@ func TestSuccessesRefillTheFleet(t *testing.T) {
 	for range 60 {
 		a.Report(host, failure)
 	}
-	waitFor(t, "the debt in the store", func() bool { return get(t, m, key) == 40_000 })
+	waitFor(t, "the debt in the store", func() bool { return stored(t, m, key) == 40_000 })
 	waitFor(t, "a to read the bucket spent", func() bool { return a.Look(host, "r").Spent })
-	// 240 successes at 0.25 make the 60 tokens missing: 15 sampled
-	// reports of 16.
+	// 240 successes at 0.25 make the 60 tokens missing: 15 samples of
+	// 16, whatever the phase of the sampling.
 	for range 240 {
 		a.Report(host, success)
 	}

@@ -18,10 +18,15 @@ const milliPerToken = 1000
 const maxMilliTokens = 1000 * milliPerToken
 
 // successWeight is how many successes one sampled success stands for:
-// each host's every successWeight-th success is reported with that
-// weight. Counting, not drawing, keeps the sum exact on average and
-// costs one atomic add; sixteen keeps a healthy host's store traffic
-// under one round trip per ten successful requests whatever the rate.
+// a host's every successWeight-th success is sent, with that weight. A
+// host's count starts at a random phase, so that each success has the
+// same chance, 1/successWeight, of being the one sent: the sum is then
+// unbiased even for a member that sends a host fewer than
+// successWeight requests (counting from zero, such a member would never
+// send a success, while each of its failures goes at once, and a fleet
+// of such members would read as failing only). Sixteen keeps a healthy
+// host's store traffic under one round trip per ten successful requests
+// whatever the rate.
 const successWeight = 16
 
 // maxHolds bounds the holds kept per host. A host's holds are per rule
@@ -39,7 +44,7 @@ type host struct {
 	holdKey   string
 
 	pending   atomic.Int64  // milli-tokens not yet sent, within [-capacity, capacity]
-	successes atomic.Uint64 // successes seen, for sampling
+	successes atomic.Uint64 // successes seen, from a random phase, for sampling
 	limits    atomic.Uint64 // capacity<<32 | refill, in milli-tokens; 0: no throttle seen
 	reading   atomic.Uint64 // the bucket as last read: (ms since epoch + 1)<<1 | spent; 0: none
 	fetch     atomic.Bool   // the store's holds on this host are still to be read
@@ -106,7 +111,7 @@ func (h *host) add(d, capacity int64) (cut bool) {
 	}
 }
 
-// success counts one success and returns the weight to report for it:
+// success counts one success and returns the weight to send for it:
 // successWeight for every successWeight-th, else 0.
 func (h *host) success() int64 {
 	if h.successes.Add(1)%successWeight != 0 {

@@ -58,23 +58,26 @@ func TestPendingDeltasAreClamped(t *testing.T) {
 	}
 }
 
-// TestSuccessSampling checks that successes are counted, not drawn: each
-// successWeight-th carries the weight of them all, so any run of n
-// successes reports n rounded down to a multiple of the weight.
+// TestSuccessSampling checks that successes are counted, not drawn:
+// from phase p, each successWeight-th carries the weight of them all,
+// so n successes send n rounded to a multiple of the weight, and over
+// the phases, n exactly.
 func TestSuccessSampling(t *testing.T) {
-	for _, n := range []int{1, 15, 16, 17, 160, 1000} {
+	for _, n := range []int{1, 9, 15, 16, 17, 160, 1000} {
 		t.Run(fmt.Sprint(n), func(t *testing.T) {
-			var h host
-			var sum, reports int64
-			for range n {
-				if w := h.success(); w != 0 {
-					sum += w
-					reports++
+			var total int64
+			for phase := range uint64(successWeight) {
+				var h host
+				h.successes.Store(phase)
+				var sum int64
+				for range n {
+					sum += h.success()
 				}
+				want := int64((uint64(n) + phase) / successWeight * successWeight)
+				assert.Equal(t, want, sum, "phase %d: got weight %d after %d successes, want %d", phase, sum, n, want)
+				total += sum
 			}
-			want := int64(n / successWeight * successWeight)
-			assert.Equal(t, want, sum, "got weight %d after %d successes, want %d", sum, n, want)
-			assert.Equal(t, int64(n/successWeight), reports)
+			assert.Equal(t, int64(n*successWeight), total, "got %d over all phases, want n per phase on average", total)
 		})
 	}
 }

@@ -2,6 +2,7 @@ package redisfleet
 
 import (
 	"cmp"
+	"math/rand/v2"
 	"slices"
 )
 
@@ -53,6 +54,7 @@ func (f *Fleet) insert(name string) *host {
 		holdKey:   f.opts.Prefix + holdKeyPart + name,
 	}
 	h.seen.Store(f.clock)
+	h.successes.Store(rand.Uint64N(successWeight)) // the sampling's phase
 	h.fetch.Store(true)
 	f.hosts[name] = h
 	f.mu.Unlock()

@@ -19,10 +19,10 @@ type schedule struct {
 	due      time.Time     // start of the next round trip; zero: nothing to send
 }
 
-// work records work that arrived at now. Urgent work (a failure, a hold)
+// work records work that arrived at now. Urgent work (deltas, holds)
 // goes as soon as the interval since the last round trip allows; other
-// work (sampled successes, fetches) waits the interval as well, so that
-// what arrives meanwhile travels with it. While the store fails, the
+// work (the fetches of hosts met) waits the interval as well, so that a
+// member meeting hosts without end fetches them together. While the store fails, the
 // backoff replaces the interval when it is longer. An earlier due time
 // already set is kept.
 func (s *schedule) work(now time.Time, urgent bool) {

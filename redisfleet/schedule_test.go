@@ -22,17 +22,17 @@ func TestSchedule(t *testing.T) {
 		steps []step
 	}{
 		{"a first failure goes at once", []step{{"urgent", 0, 0}}},
-		{"successes wait the interval", []step{{"wake", 0, 100}}},
+		{"fetches wait the interval", []step{{"wake", 0, 100}}},
 		{"a failure soon after a round trip waits out the interval", []step{
 			{"start", 0, -1}, {"ok", 0, -1}, {"urgent", 30, 100},
 		}},
 		{"a failure long after a round trip goes at once", []step{
 			{"start", 0, -1}, {"ok", 0, -1}, {"urgent", 500, 500},
 		}},
-		{"a failure moves waiting successes forward", []step{
+		{"a failure moves waiting fetches forward", []step{
 			{"start", 0, -1}, {"ok", 0, -1}, {"wake", 150, 250}, {"urgent", 160, 160},
 		}},
-		{"successes do not delay a failure", []step{
+		{"fetches do not delay a failure", []step{
 			{"urgent", 10, 10}, {"wake", 10, 10},
 		}},
 		{"a failed round trip is tried again after the backoff", []step{
@@ -77,13 +77,13 @@ func TestHoldLeavesWithinTheInterval(t *testing.T) {
 	const interval = 100 * time.Millisecond
 	t0 := time.Unix(1000, 0)
 	for _, since := range []time.Duration{0, time.Millisecond, 50 * time.Millisecond, 99 * time.Millisecond, interval, time.Hour} {
-		for _, pendingSuccesses := range []bool{false, true} {
-			t.Run(fmt.Sprint(since, pendingSuccesses), func(t *testing.T) {
+		for _, pendingFetches := range []bool{false, true} {
+			t.Run(fmt.Sprint(since, pendingFetches), func(t *testing.T) {
 				s := schedule{interval: interval}
 				s.start(t0)
 				s.end(true, 0.5)
 				now := t0.Add(since)
-				if pendingSuccesses {
+				if pendingFetches {
 					s.work(now, false)
 				}
 				s.work(now, true) // the hold
