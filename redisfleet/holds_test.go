@@ -1,10 +1,12 @@
 package redisfleet_test
 
 import (
+	"fmt"
 	"strconv"
 	"testing"
 	"time"
 
+	"github.com/redis/go-redis/v9"
 	"github.com/retryhttp/retryhttp/redisfleet"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -94,4 +96,43 @@ func TestHoldsFetchedAgainAfterAReconnect(t *testing.T) {
 		return b.Look(host, "r").HoldUntil.Equal(time.UnixMilli(end))
 	})
 	assert.Equal(t, 503, b.Look(host, "r").HoldStatus)
+}
+
+// TestHoldsTravelThroughARing runs the members over a Ring of two shards:
+// a hold's message must go to the shard the members subscribe on, which
+// go-redis picks by the channel's name, not to a shard picked otherwise
+// (a Ring pipeline sends a keyless command by the hash of its name).
+// Several prefixes, so that some channel lands on the other shard.
+func TestHoldsTravelThroughARing(t *testing.T) {
+	m1, m2 := miniStore(t), miniStore(t)
+	for _, prefix := range []string{"p0:", "p1:", "p2:", "p3:", "p4:", "p5:"} {
+		t.Run(prefix, func(t *testing.T) {
+			opts := redisfleet.Options{Prefix: prefix}
+			a := newRingMember(t, opts, m1.Addr(), m2.Addr())
+			b := newRingMember(t, opts, m1.Addr(), m2.Addr())
+			subscribed(t, a)
+			subscribed(t, b)
+			b.Look(host, "r")
+			waitFor(t, "b's fetch", func() bool { return b.Stats().Flushes >= 2 })
+			end := time.Now().Add(time.Minute).Truncate(time.Millisecond)
+			a.Report(host, heldUntil("r", end))
+			waitFor(t, "the hold to reach b", func() bool { return b.Look(host, "r").HoldUntil.Equal(end) })
+		})
+	}
+}
+
+// newRingMember returns a Fleet over its own Ring of the shards at addrs,
+// both closed at the end of the test.
+func newRingMember(t *testing.T, opts redisfleet.Options, addrs ...string) *redisfleet.Fleet {
+	shards := map[string]string{}
+	for i, a := range addrs {
+		shards[fmt.Sprint("shard", i)] = a
+	}
+	r := redis.NewRing(&redis.RingOptions{Addrs: shards})
+	f := redisfleet.New(r, opts)
+	t.Cleanup(func() {
+		_ = f.Close()
+		_ = r.Close()
+	})
+	return f
 }
