@@ -97,12 +97,10 @@ func (o Options) withDefaults() Options {
 //
 // A Fleet is safe for concurrent use. It must be made by New.
 type Fleet struct {
-	client   redis.UniversalClient
-	opts     Options
-	channel  string
-	epoch    time.Time        // readings are timed from it, on the monotonic clock
-	now      func() time.Time // time.Now; tests that drive a Fleet without its loops set another
-	interval time.Duration
+	client  redis.UniversalClient
+	opts    Options
+	channel string
+	epoch   time.Time // readings are timed from it, on the monotonic clock
 
 	// mu guards the host map and its clocks. It exists only because a Go
 	// map cannot be read while it is written; the hosts' own state is not
@@ -152,35 +150,32 @@ func newFleet(client redis.UniversalClient, opts Options) *Fleet {
 	opts = opts.withDefaults()
 	ctx, cancel := context.WithCancel(context.Background())
 	return &Fleet{
-		client:   client,
-		opts:     opts,
-		channel:  opts.Prefix + holdChannel,
-		epoch:    time.Now(),
-		now:      time.Now,
-		interval: opts.FlushInterval,
-		hosts:    make(map[string]*host),
-		wake:     make(chan struct{}, 1),
-		urgent:   make(chan struct{}, 1),
-		stop:     make(chan struct{}),
-		ctx:      ctx,
-		cancel:   cancel,
+		client:  client,
+		opts:    opts,
+		channel: opts.Prefix + holdChannel,
+		epoch:   time.Now(),
+		hosts:   make(map[string]*host),
+		wake:    make(chan struct{}, 1),
+		urgent:  make(chan struct{}, 1),
+		stop:    make(chan struct{}),
+		ctx:     ctx,
+		cancel:  cancel,
 	}
 }
 
 // Report records what one attempt to host showed, to be sent to the
 // store at once (within FlushInterval of the previous round trip): a
 // failure, a hold, or one success in 16, sampled from a random phase
-// per host and sent with a weight of 16.
-// A report with a nil Throttle changes no budget. Report does no I/O,
-// does not block, and allocates nothing for a host it already tracks.
-// After Close it does nothing.
+// per host and sent with a weight of 16. A report with a nil Throttle
+// changes no budget. Report does no I/O, does not block, and allocates
+// nothing for a host it already tracks. After Close it does nothing.
 func (f *Fleet) Report(hostname string, r retryhttp.FleetReport) {
 	if f.closed.Load() {
 		return
 	}
 	h := f.host(hostname)
 	if !r.HoldUntil.IsZero() {
-		now := f.now()
+		now := time.Now()
 		if h.setHold(r.Rule, ceilMilli(r.HoldUntil), r.HoldStatus, false, now.UnixMilli()) {
 			signal(f.urgent)
 		}
@@ -218,7 +213,7 @@ func (f *Fleet) Look(hostname, rule string) retryhttp.FleetView {
 	if f.closed.Load() {
 		return retryhttp.FleetView{}
 	}
-	return f.view(f.host(hostname), rule, f.now())
+	return f.view(f.host(hostname), rule, time.Now())
 }
 
 // view is Look at now.

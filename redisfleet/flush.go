@@ -13,27 +13,27 @@ import (
 // trip at a time, as the schedule allows, until Close.
 func (f *Fleet) flusher() {
 	defer f.done.Done()
-	s := schedule{interval: f.interval}
-	s.work(f.now(), true) // the warm-up, at once
+	s := schedule{interval: f.opts.FlushInterval}
+	s.work(time.Now(), true) // the warm-up, at once
 	var b batch
 	timer := time.NewTimer(time.Hour)
 	defer timer.Stop()
 	for {
 		var due <-chan time.Time
 		if !s.due.IsZero() {
-			timer.Reset(s.due.Sub(f.now()))
+			timer.Reset(s.due.Sub(time.Now()))
 			due = timer.C
 		}
 		select {
 		case <-f.stop:
 			return
 		case <-f.urgent:
-			s.work(f.now(), true)
+			s.work(time.Now(), true)
 		case <-f.wake:
-			s.work(f.now(), false)
+			s.work(time.Now(), false)
 		case <-due:
 			warm := b.warm
-			s.start(f.now())
+			s.start(time.Now())
 			ok := f.flush(&b)
 			s.end(ok, rand.Float64())
 			if ok && !warm && b.warm {
@@ -125,7 +125,7 @@ func (f *Fleet) collect(b *batch) {
 		b.hosts = append(b.hosts, h)
 	}
 	f.mu.RUnlock()
-	now := f.now().UnixMilli()
+	now := time.Now().UnixMilli()
 	b.items = b.items[:0]
 	for _, h := range b.hosts {
 		if d := h.pending.Swap(0); d != 0 {
@@ -154,7 +154,7 @@ func (f *Fleet) queue(ctx context.Context, pipe redis.Pipeliner, it *item, whole
 			it.delta, it.capacity, f.opts.Expiry.Milliseconds())
 	case holdItem:
 		k := it.hold
-		ttl := max(k.end-f.now().UnixMilli(), 1)
+		ttl := max(k.end-time.Now().UnixMilli(), 1)
 		it.cmd = evalScript(ctx, pipe, holdScript, whole, it.h.holdKey, k.rule, k.end, k.status, ttl)
 		if !whole { // the message went with the first try
 			pub := redis.NewIntCmd(ctx, "publish", f.channel, holdMessage(k.end, k.status, it.h.name, k.rule))
@@ -242,12 +242,12 @@ func (f *Fleet) apply(it *item) {
 	case budgetItem:
 		level, err := it.cmd.(*redis.Cmd).Int64()
 		if err == nil {
-			it.h.setReading(f.sinceEpoch(f.now()), 2*level <= it.capacity)
+			it.h.setReading(f.sinceEpoch(time.Now()), 2*level <= it.capacity)
 		}
 	case holdItem:
 		it.h.markSent(it.hold.rule, it.hold.end)
 	case fetchItem:
-		now := f.now().UnixMilli()
+		now := time.Now().UnixMilli()
 		for rule, v := range it.cmd.(*redis.MapStringStringCmd).Val() {
 			if end, status, ok := parseHoldValue(v); ok && it.h.setHold(rule, end, status, true, now) {
 				f.stats.learned.Add(1)

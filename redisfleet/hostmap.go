@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"math/rand/v2"
 	"slices"
+	"time"
 )
 
 // host returns the state of the host named name, making it on first
@@ -45,7 +46,7 @@ func (f *Fleet) insert(name string) *host {
 		return h
 	}
 	if len(f.hosts) >= f.opts.MaxHosts {
-		f.evict(f.now().UnixMilli())
+		f.evict(time.Now().UnixMilli())
 	}
 	f.clock++
 	h := &host{

@@ -58,7 +58,7 @@ func (f *Fleet) listen(ps *redis.PubSub) {
 			return
 		default: // the store down or refusing: go-redis redials on the next receive
 			fails++
-			if !f.pause(backoff(fails, f.interval, rand.Float64())) {
+			if !f.pause(backoff(fails, f.opts.FlushInterval, rand.Float64())) {
 				return
 			}
 		}
@@ -81,7 +81,7 @@ func (f *Fleet) receive(msg any) {
 		// Only hosts the member has met: the others' holds would cost
 		// memory for hosts it may never send to, and a fetch brings
 		// them when it does.
-		if h := f.tracked(name); h != nil && h.setHold(rule, end, status, true, f.now().UnixMilli()) {
+		if h := f.tracked(name); h != nil && h.setHold(rule, end, status, true, time.Now().UnixMilli()) {
 			f.stats.learned.Add(1)
 		}
 	}
