@@ -154,3 +154,23 @@ func TestRealStoreStoppedMidRun(t *testing.T) {
 	waitFor(t, "a's hold to reach b after the restart", func() bool { return b.Look(host, "r").HoldUntil.Equal(end) })
 	t.Logf("subscriptions: a %d, b %d; calls during the run: %d", a.Stats().Subscriptions, b.Stats().Subscriptions, calls.Load())
 }
+
+// TestFirstFlushReusesTheWarmConnection guards against a go-redis
+// pitfall: a connection warmed by a plain command was not reused by the
+// first pipelined flush, so each member dialed the store anew on its
+// first failure, during the outage it reports. The warm-up goes through
+// the flushes' own pipeline, so the first flush finds its connection.
+func TestFirstFlushReusesTheWarmConnection(t *testing.T) {
+	s := startRedis(t)
+	p := startProxy(t, s.addr, 0)
+	a := newMember(t, p.Addr(), redisfleet.Options{})
+	subscribed(t, a)
+	waitFor(t, "the warm-up", func() bool { return a.Stats().Flushes >= 1 })
+	require.Equal(t, 2, p.Accepted(), "got %d connections after the warm-up, want the flusher's and the listener's", p.Accepted())
+	for i := range 3 {
+		before := a.Stats().Flushes
+		a.Report(host, failure)
+		waitFor(t, "the failure's round trip", func() bool { return a.Stats().Flushes > before })
+		assert.Equal(t, 2, p.Accepted(), "flush %d: got %d connections, want no new one", i+1, p.Accepted())
+	}
+}

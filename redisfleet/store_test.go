@@ -137,8 +137,9 @@ type slowProxy struct {
 	target string
 	delay  time.Duration
 
-	mu     sync.Mutex // guards conns and thaw: the accept loop, the relays and the test share them
-	conns  []net.Conn
+	mu       sync.Mutex // guards conns, accepted and thaw: the accept loop, the relays and the test share them
+	conns    []net.Conn
+	accepted int // connections accepted so far
 	thaw   chan struct{} // non-nil while frozen; closed to thaw
 	closed chan struct{}
 	wg     sync.WaitGroup
@@ -174,6 +175,7 @@ func (p *slowProxy) accept() {
 		}
 		p.mu.Lock()
 		p.conns = append(p.conns, c, s)
+		p.accepted++
 		p.mu.Unlock()
 		p.wg.Add(2)
 		go func() { defer p.wg.Done(); _, _ = io.Copy(s, c); s.Close() }()
@@ -222,6 +224,13 @@ func (p *slowProxy) wait() bool {
 	case <-p.closed:
 		return false
 	}
+}
+
+// Accepted returns the number of connections clients have opened.
+func (p *slowProxy) Accepted() int {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.accepted
 }
 
 // Freeze stops the store's replies until Thaw.
