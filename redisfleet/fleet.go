@@ -303,8 +303,9 @@ type Stats struct {
 	// on a host's pending deltas (a batch moves a bucket from full to
 	// empty at most), or pending on a host forgotten to make room.
 	Dropped uint64
-	// HoldsLearned counts the holds other members set that extended a
-	// hold this member knew, through pub/sub or a fetch.
+	// HoldsLearned counts the holds learned from the store, through
+	// pub/sub or a fetch, that were new to this member or ended later
+	// than the one it knew on their host and rule.
 	HoldsLearned uint64
 	// Subscriptions counts the times the listener (re)subscribed to the
 	// holds channel: one at start, one more after each reconnection.
