@@ -139,10 +139,10 @@ type slowProxy struct {
 
 	mu       sync.Mutex // guards conns, accepted and thaw: the accept loop, the relays and the test share them
 	conns    []net.Conn
-	accepted int // connections accepted so far
-	thaw   chan struct{} // non-nil while frozen; closed to thaw
-	closed chan struct{}
-	wg     sync.WaitGroup
+	accepted int           // connections accepted so far
+	thaw     chan struct{} // non-nil while frozen; closed to thaw
+	closed   chan struct{}
+	wg       sync.WaitGroup
 }
 
 // startProxy starts a slowProxy to target, closed at the end of the test.
