@@ -21,7 +21,7 @@ func (f *Fleet) flusher() {
 	for {
 		var due <-chan time.Time
 		if !s.due.IsZero() {
-			timer.Reset(s.due.Sub(time.Now()))
+			timer.Reset(time.Until(s.due))
 			due = timer.C
 		}
 		select {
