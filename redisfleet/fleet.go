@@ -1,0 +1,358 @@
+package redisfleet
+
+import (
+	"context"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+	"github.com/retryhttp/retryhttp"
+)
+
+// Defaults of [Options].
+const (
+	DefaultPrefix        = "retryhttp:"
+	DefaultFlushInterval = 100 * time.Millisecond
+	DefaultMaxHosts      = 4096
+	DefaultStaleAfter    = 2 * time.Second
+	DefaultExpiry        = 10 * time.Minute
+	DefaultTimeout       = time.Second
+)
+
+// closeWait is how long Close waits for the background work to end
+// before it returns anyway: long enough for a store that answers, short
+// enough to be prompt when the store is frozen and a command in flight
+// can end only by the client's own timeouts.
+const closeWait = 100 * time.Millisecond
+
+// Options configure a [Fleet]. The zero value works: each zero field
+// means its default.
+type Options struct {
+	// Prefix begins every key and the pub/sub channel the Fleet uses,
+	// so that several fleets (or other data) can share a store. The
+	// members of one fleet must use the same Prefix. "" means
+	// DefaultPrefix, "retryhttp:".
+	Prefix string
+	// FlushInterval is the least time between two round trips to the
+	// store: a failure, a hold or a sampled success is sent at once
+	// unless one went out less than FlushInterval ago, and what waits
+	// meanwhile travels together. Zero or less means
+	// DefaultFlushInterval, 100 ms.
+	FlushInterval time.Duration
+	// MaxHosts bounds the hosts a Fleet keeps state for; past it, the
+	// hosts idle longest are forgotten (see [Stats.Dropped]). Zero or
+	// less means DefaultMaxHosts, 4096.
+	MaxHosts int
+	// StaleAfter is how long the fleet's bucket, as the store last
+	// returned it, is trusted: an older reading is as good as none, and
+	// Look answers "not spent". Zero or less means DefaultStaleAfter,
+	// 2 s.
+	StaleAfter time.Duration
+	// Expiry is how long a host's bucket in debt lives in the store
+	// after its last update: a host nobody reported on for that long is
+	// full again. Zero or less means DefaultExpiry, 10 minutes.
+	Expiry time.Duration
+	// Timeout bounds one round trip to the store, through the context
+	// of its commands; go-redis honours it only when the client's
+	// ContextTimeoutEnabled is set, and otherwise bounds each command
+	// by the client's ReadTimeout and WriteTimeout. Zero or less means
+	// DefaultTimeout, 1 s.
+	Timeout time.Duration
+}
+
+// withDefaults returns o with each zero field set to its default.
+func (o Options) withDefaults() Options {
+	if o.Prefix == "" {
+		o.Prefix = DefaultPrefix
+	}
+	if o.FlushInterval <= 0 {
+		o.FlushInterval = DefaultFlushInterval
+	}
+	if o.MaxHosts <= 0 {
+		o.MaxHosts = DefaultMaxHosts
+	}
+	if o.StaleAfter <= 0 {
+		o.StaleAfter = DefaultStaleAfter
+	}
+	if o.Expiry <= 0 {
+		o.Expiry = DefaultExpiry
+	}
+	if o.Timeout <= 0 {
+		o.Timeout = DefaultTimeout
+	}
+	return o
+}
+
+// Fleet is a [retryhttp.Fleet] over Redis or Valkey: one member's view of
+// the retry budgets and holds that a fleet of processes shares. Set it as
+// [retryhttp.Transport.Fleet]; each process is one member, with its own
+// Fleet and its own client.
+//
+// Report and Look never wait for the store: they read and write the
+// member's own state, and two background goroutines, started by [New]
+// and ended by [Close], talk to the store. When the store is slow, down
+// or has not answered yet, Look answers the zero [retryhttp.FleetView]
+// ("allow, no hold"), so that the Transport's own budget decides.
+//
+// A Fleet is safe for concurrent use. It must be made by New.
+type Fleet struct {
+	client  redis.UniversalClient
+	opts    Options
+	channel string
+	epoch   time.Time // readings are timed from it, on the monotonic clock
+
+	// mu guards the host map and its clocks. It exists only because a Go
+	// map cannot be read while it is written; the hosts' own state is not
+	// under it. Lookups of known hosts, the common case, share a read lock.
+	mu    sync.RWMutex
+	hosts map[string]*host
+	clock uint64 // counts insertions; a host's seen records it at its last lookup
+	swept uint64 // clock at the last eviction: a host with seen < swept is idle
+
+	wake   chan struct{} // work that may wait FlushInterval (fetches); capacity 1, never blocks a sender
+	urgent chan struct{} // work to send as soon as FlushInterval allows (deltas, holds); capacity 1
+	stop   chan struct{} // closed by Close
+	ctx    context.Context
+	cancel context.CancelFunc
+	closed atomic.Bool
+	once   sync.Once
+	pubsub atomic.Pointer[redis.PubSub] // the listener's, for Close to end its wait
+	done   sync.WaitGroup               // the flusher and the listener
+
+	stats counters
+}
+
+var _ retryhttp.Fleet = (*Fleet)(nil)
+
+// New returns a Fleet that keeps its shared state in the store client
+// talks to: a *redis.Client, *redis.ClusterClient or *redis.Ring, or any
+// other [redis.UniversalClient]. It starts the Fleet's background work
+// and returns at once, without waiting for the store; the first round
+// trip loads the scripts, through the same pipeline the flushes use, so
+// that the connection it opens is the one they find.
+//
+// The Fleet never closes client; [Fleet.Close] must be called before
+// the client is closed. New panics if client is nil.
+func New(client redis.UniversalClient, opts Options) *Fleet {
+	if client == nil {
+		panic("redisfleet: New with a nil client")
+	}
+	f := newFleet(client, opts)
+	f.done.Add(2)
+	go f.flusher()
+	go f.listener()
+	return f
+}
+
+// newFleet returns a Fleet whose background work is not started.
+func newFleet(client redis.UniversalClient, opts Options) *Fleet {
+	opts = opts.withDefaults()
+	ctx, cancel := context.WithCancel(context.Background())
+	return &Fleet{
+		client:  client,
+		opts:    opts,
+		channel: opts.Prefix + holdChannel,
+		epoch:   time.Now(),
+		hosts:   make(map[string]*host),
+		wake:    make(chan struct{}, 1),
+		urgent:  make(chan struct{}, 1),
+		stop:    make(chan struct{}),
+		ctx:     ctx,
+		cancel:  cancel,
+	}
+}
+
+// Report records what one attempt to host showed, to be sent to the
+// store at once (within FlushInterval of the previous round trip): a
+// failure, a hold, or one success in 16, sampled from a random phase
+// per host and sent with a weight of 16. A report with a nil Throttle
+// changes no budget. Report does no I/O, does not block, and allocates
+// nothing for a host it already tracks. After Close it does nothing.
+func (f *Fleet) Report(hostname string, r retryhttp.FleetReport) {
+	if f.closed.Load() {
+		return
+	}
+	h := f.host(hostname)
+	if !r.HoldUntil.IsZero() {
+		now := time.Now()
+		if h.setHold(r.Rule, ceilMilli(r.HoldUntil), r.HoldStatus, false, now.UnixMilli()) {
+			signal(f.urgent)
+		}
+	}
+	if r.Throttle == nil {
+		return
+	}
+	l := limitsOf(r.Throttle)
+	h.setLimits(l)
+	capacity, refill := unpack(l)
+	switch r.Budget {
+	case retryhttp.FleetFailure:
+		f.count(h.add(-milliPerToken, capacity))
+		signal(f.urgent)
+	case retryhttp.FleetSuccess:
+		// Sampled successes are sent even while the bucket is believed
+		// full, or the other members' failures would go unbalanced;
+		// and as soon as failures are, or a fleet that starts at once
+		// would read its first failures long before its successes.
+		if w := h.success(); w != 0 {
+			f.count(h.add(w*refill, capacity))
+			signal(f.urgent)
+		}
+	}
+}
+
+// Look returns what the fleet knows of host for the requests of rule:
+// Spent when the store's last answer for host, at most StaleAfter old,
+// left the bucket at half its capacity or less, and the latest hold
+// known on host and rule while it lasts. It answers the zero FleetView
+// when it cannot tell. Look does no I/O, does not block, and allocates
+// nothing for a host it already tracks. After Close it answers the zero
+// FleetView.
+func (f *Fleet) Look(hostname, rule string) retryhttp.FleetView {
+	if f.closed.Load() {
+		return retryhttp.FleetView{}
+	}
+	return f.view(f.host(hostname), rule, time.Now())
+}
+
+// view is Look at now.
+func (f *Fleet) view(h *host, rule string, now time.Time) retryhttp.FleetView {
+	v := retryhttp.FleetView{Spent: h.spent(f.sinceEpoch(now), f.opts.StaleAfter.Milliseconds())}
+	if end, status, ok := h.holdOn(rule, now.UnixMilli()); ok {
+		v.HoldUntil, v.HoldStatus = time.UnixMilli(end), status
+	}
+	return v
+}
+
+// sinceEpoch returns the milliseconds from the Fleet's epoch to now.
+func (f *Fleet) sinceEpoch(now time.Time) int64 {
+	return now.Sub(f.epoch).Milliseconds()
+}
+
+// count records a report whose delta was cut by the bound on pending
+// deltas.
+func (f *Fleet) count(cut bool) {
+	if cut {
+		f.stats.dropped.Add(1)
+	}
+}
+
+// Close stops the Fleet's background work and returns nil. It does not
+// close the client. It returns promptly even when the store is frozen:
+// it waits at most 100 ms for the work to end, and a command still in
+// flight then ends by the client's own timeouts, with no command after
+// it. Deltas not yet sent are dropped. Close may be called more than
+// once; Report and Look may still be called after it and do nothing.
+func (f *Fleet) Close() error {
+	f.once.Do(func() {
+		f.closed.Store(true)
+		close(f.stop)
+		f.cancel()
+		// The listener stores its PubSub before it checks closed, and
+		// Close checks the PubSub after it set closed, so one of them
+		// closes it whatever the order.
+		if ps := f.pubsub.Load(); ps != nil {
+			_ = ps.Close()
+		}
+	})
+	ended := make(chan struct{})
+	go func() { f.done.Wait(); close(ended) }()
+	t := time.NewTimer(closeWait)
+	defer t.Stop()
+	select {
+	case <-ended:
+	case <-t.C:
+	}
+	return nil
+}
+
+// signal wakes the flusher through c without ever blocking: a signal
+// already waiting says the same.
+func signal(c chan struct{}) {
+	select {
+	case c <- struct{}{}:
+	default:
+	}
+}
+
+// ceilMilli returns t in Unix milliseconds, rounded up so that a hold is
+// never cut short.
+func ceilMilli(t time.Time) int64 {
+	ns := t.UnixNano()
+	ms := ns / 1e6
+	if ns%1e6 > 0 {
+		ms++
+	}
+	return ms
+}
+
+// Stats are a Fleet's own figures, for monitoring the store's side. Each
+// field is read on its own, so fields may be a moment apart.
+type Stats struct {
+	// Flushes counts the round trips to the store that got an answer.
+	Flushes uint64
+	// FlushErrors counts the round trips that got none: the store down,
+	// refusing, or slower than the timeouts.
+	FlushErrors uint64
+	// RoundTrip is the time the last answered round trip took,
+	// MaxRoundTrip the longest one, and AvgRoundTrip a moving average
+	// (the last one weighing 1/8). Zero before the first answer.
+	RoundTrip, MaxRoundTrip, AvgRoundTrip time.Duration
+	// Dropped counts the reports whose effect was lost: cut by the bound
+	// on a host's pending deltas (a batch moves a bucket from full to
+	// empty at most), or pending on a host forgotten to make room.
+	Dropped uint64
+	// HoldsLearned counts the holds learned from the store, through
+	// pub/sub or a fetch, that were new to this member or ended later
+	// than the one it knew on their host and rule.
+	HoldsLearned uint64
+	// Subscriptions counts the times the listener (re)subscribed to the
+	// holds channel: one at start, one more after each reconnection.
+	Subscriptions uint64
+	// Hosts is the number of hosts tracked now, at most MaxHosts.
+	Hosts int
+}
+
+// counters are the atomics behind [Stats], each written by one
+// goroutine (the flusher or the listener) or by atomic adds.
+type counters struct {
+	flushes, flushErrors         atomic.Uint64
+	rtt, maxRTT, avgRTT          atomic.Int64 // nanoseconds
+	dropped, learned, subscribed atomic.Uint64
+}
+
+// Stats returns the Fleet's figures now.
+func (f *Fleet) Stats() Stats {
+	f.mu.RLock()
+	n := len(f.hosts)
+	f.mu.RUnlock()
+	return Stats{
+		Flushes:       f.stats.flushes.Load(),
+		FlushErrors:   f.stats.flushErrors.Load(),
+		RoundTrip:     time.Duration(f.stats.rtt.Load()),
+		MaxRoundTrip:  time.Duration(f.stats.maxRTT.Load()),
+		AvgRoundTrip:  time.Duration(f.stats.avgRTT.Load()),
+		Dropped:       f.stats.dropped.Load(),
+		HoldsLearned:  f.stats.learned.Load(),
+		Subscriptions: f.stats.subscribed.Load(),
+		Hosts:         n,
+	}
+}
+
+// roundTrip records an answered round trip that took d. Only the flusher
+// calls it, so the read-modify-writes need no CAS.
+func (c *counters) roundTrip(d time.Duration) {
+	c.flushes.Add(1)
+	c.rtt.Store(int64(d))
+	if int64(d) > c.maxRTT.Load() {
+		c.maxRTT.Store(int64(d))
+	}
+	avg := c.avgRTT.Load()
+	if avg == 0 {
+		avg = int64(d)
+	} else {
+		avg += (int64(d) - avg) / 8
+	}
+	c.avgRTT.Store(avg)
+}

@@ -1,0 +1,248 @@
+package redisfleet
+
+import (
+	"math"
+	"sync"
+	"sync/atomic"
+
+	"github.com/retryhttp/retryhttp/policy"
+)
+
+// milliPerToken is the scale of the buckets, the core's: gRPC's retry
+// design gives tokenRatio at most three decimals, so thousandths of a
+// token keep every step exact in an integer.
+const milliPerToken = 1000
+
+// maxMilliTokens is the largest capacity, 1000 tokens, the bound that
+// policy.Config.Validate puts on maxTokens.
+const maxMilliTokens = 1000 * milliPerToken
+
+// successWeight is how many successes one sampled success stands for:
+// a host's every successWeight-th success is sent, with that weight. A
+// host's count starts at a random phase, so that each success has the
+// same chance, 1/successWeight, of being the one sent: the sum is then
+// unbiased even for a member that sends a host fewer than
+// successWeight requests (counting from zero, such a member would never
+// send a success, while each of its failures goes at once, and a fleet
+// of such members would read as failing only). Sixteen keeps a healthy
+// host's store traffic under one round trip per ten successful requests
+// whatever the rate.
+const successWeight = 16
+
+// maxHolds bounds the holds kept per host. A host's holds are per rule
+// of the caller's policy, which has few; the bound only stops a caller
+// that names rules without end from growing the list.
+const maxHolds = 16
+
+// host is what a member knows of one host: the budget deltas not yet
+// sent, the fleet's bucket as the store last returned it, and the holds
+// on the host's rules. Report and Look use its atomics without a lock;
+// only holds, rarely set, take its mutex.
+type host struct {
+	name      string
+	budgetKey string
+	holdKey   string
+
+	pending   atomic.Int64  // milli-tokens not yet sent, within [-capacity, capacity]
+	successes atomic.Uint64 // successes seen, from a random phase, for sampling
+	limits    atomic.Uint64 // capacity<<32 | refill, in milli-tokens; 0: no throttle seen
+	reading   atomic.Uint64 // the bucket as last read: (ms since epoch + 1)<<1 | spent; 0: none
+	fetch     atomic.Bool   // the store's holds on this host are still to be read
+	seen      atomic.Uint64 // hostMap.clock at the last lookup, for eviction
+	holdEnd   atomic.Int64  // Unix ms: no hold here ends later; Look's lock-free "no hold"
+
+	// mu guards holds: a hold's end, status and sent flag change
+	// together, and the list grows; Look reads it only while holdEnd
+	// says a hold may be in force.
+	mu    sync.Mutex
+	holds []hold
+}
+
+// hold is a "not before" on one rule of a host.
+type hold struct {
+	rule   string
+	end    int64 // Unix milliseconds
+	status int
+	sent   bool // the store has it, or was told by the member that set it
+}
+
+// limitsOf packs a throttle's capacity and refill, in milli-tokens, as
+// the core rounds them: to the nearest thousandth, capacity in [0.001,
+// 1000] tokens, refill at least 0.001 and at most the capacity. A nil
+// throttle packs to 0.
+func limitsOf(t *policy.Throttle) uint64 {
+	if t == nil {
+		return 0
+	}
+	capacity := toMilli(t.MaxTokens)
+	return uint64(capacity)<<32 | uint64(min(toMilli(t.TokenRatio), capacity))
+}
+
+// unpack returns the capacity and refill of packed limits.
+func unpack(l uint64) (capacity, refill int64) {
+	return int64(l >> 32), int64(l & math.MaxUint32)
+}
+
+// toMilli converts tokens to milli-tokens, rounded and clamped to [1,
+// maxMilliTokens]; NaN gives 1.
+func toMilli(tokens float64) int64 {
+	m := math.Round(tokens * milliPerToken)
+	if !(m >= 1) {
+		return 1
+	}
+	return int64(min(m, maxMilliTokens))
+}
+
+// add adds d milli-tokens to the deltas not yet sent, clamped to
+// [-capacity, capacity]: a batch can move a bucket no further than from
+// full to empty or back, so more would be lost at the store anyway, and
+// the bound keeps a long outage of the store from growing the count. It
+// reports whether part of d was cut.
+func (h *host) add(d, capacity int64) (cut bool) {
+	for {
+		old := h.pending.Load()
+		next := min(max(old+d, -capacity), capacity)
+		if next == old {
+			return d != 0
+		}
+		if h.pending.CompareAndSwap(old, next) {
+			return next != old+d
+		}
+	}
+}
+
+// success counts one success and returns the weight to send for it:
+// successWeight for every successWeight-th, else 0.
+func (h *host) success() int64 {
+	if h.successes.Add(1)%successWeight != 0 {
+		return 0
+	}
+	return successWeight
+}
+
+// setLimits records the throttle in force, writing only on change so
+// that a busy host's steady reports do not keep writing its cache line.
+func (h *host) setLimits(l uint64) {
+	if h.limits.Load() != l {
+		h.limits.Store(l)
+	}
+}
+
+// setReading records that the store read the bucket as spent or not at
+// ms milliseconds after the fleet's epoch.
+func (h *host) setReading(ms int64, spent bool) {
+	r := uint64(max(ms, 0)+1) << 1
+	if spent {
+		r |= 1
+	}
+	h.reading.Store(r)
+}
+
+// spent reports whether the last reading said spent and is less than
+// stale milliseconds old at ms after the epoch.
+func (h *host) spent(ms, stale int64) bool {
+	r := h.reading.Load()
+	if r&1 == 0 {
+		return false // never read, or read as not spent
+	}
+	return ms-(int64(r>>1)-1) < stale
+}
+
+// holdOn returns the hold in force on rule at now (Unix ms), if any.
+func (h *host) holdOn(rule string, now int64) (end int64, status int, ok bool) {
+	if now >= h.holdEnd.Load() {
+		return 0, 0, false // the common case: no lock, no scan
+	}
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	for _, k := range h.holds {
+		if k.rule == rule && k.end > now {
+			return k.end, k.status, true
+		}
+	}
+	return 0, 0, false
+}
+
+// setHold records a hold on rule ending at end (Unix ms), extending only.
+// sent says whether the store already has it (a hold learned from the
+// store) or the member must send it (a hold it met). It reports whether
+// the hold was extended, now being Unix ms.
+func (h *host) setHold(rule string, end int64, status int, sent bool, now int64) bool {
+	if end <= now {
+		return false
+	}
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	i := h.slot(rule, now)
+	if i < 0 {
+		return false
+	}
+	k := &h.holds[i]
+	if k.end >= end && (k.rule == rule || k.end > now) {
+		return false // as long a hold on the rule, or a full list of longer ones
+	}
+	*k = hold{rule: rule, end: end, status: status, sent: sent}
+	if end > h.holdEnd.Load() {
+		h.holdEnd.Store(end)
+	}
+	return true
+}
+
+// slot returns the index of rule's hold, making room for it if need be:
+// a new entry while under maxHolds, else the entry that ends first
+// (ended ones first of all). h.mu must be held.
+func (h *host) slot(rule string, now int64) int {
+	first := -1
+	for i, k := range h.holds {
+		if k.rule == rule {
+			return i
+		}
+		if first < 0 || k.end < h.holds[first].end {
+			first = i
+		}
+	}
+	if len(h.holds) < maxHolds {
+		h.holds = append(h.holds, hold{rule: rule})
+		return len(h.holds) - 1
+	}
+	return first
+}
+
+// unsent appends to dst the holds the store is still to be told of, and
+// forgets those that ended before now (Unix ms) unsent.
+func (h *host) unsent(dst []hold, now int64) []hold {
+	if now >= h.holdEnd.Load() {
+		return dst
+	}
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	for i := range h.holds {
+		k := &h.holds[i]
+		switch {
+		case k.sent:
+		case k.end <= now:
+			k.sent = true // ended: nothing to tell
+		default:
+			dst = append(dst, *k)
+		}
+	}
+	return dst
+}
+
+// markSent records that the store has rule's hold ending at end, unless
+// the hold was extended since it was sent.
+func (h *host) markSent(rule string, end int64) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	for i := range h.holds {
+		if k := &h.holds[i]; k.rule == rule && k.end == end {
+			k.sent = true
+		}
+	}
+}
+
+// quiet reports whether the host has nothing to lose if evicted at now
+// (Unix ms): no delta to send and no hold in force.
+func (h *host) quiet(now int64) bool {
+	return h.pending.Load() == 0 && now >= h.holdEnd.Load()
+}

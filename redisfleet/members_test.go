@@ -1,0 +1,206 @@
+package redisfleet_test
+
+import (
+	"context"
+	"io"
+	"net/http"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+	"github.com/retryhttp/retryhttp"
+	"github.com/retryhttp/retryhttp/policy"
+	"github.com/retryhttp/retryhttp/redisfleet"
+)
+
+// wiring says how a member's Transport uses its Fleet.
+type wiring int
+
+const (
+	// alone: no Fleet, each Transport its own budget: the baseline.
+	alone wiring = iota
+	// core: the Fleet set as Transport.Fleet, which the core calls.
+	core
+	// shim: the Fleet called through the Transport's public hooks, by
+	// fleetShim, standing in for the core's own calls.
+	shim
+)
+
+func (w wiring) String() string {
+	return [...]string{"alone", "core", "shim"}[w]
+}
+
+// member is one process of a fleet: a Transport with its own Fleet over
+// its own go-redis client, as a process of a service would have.
+type member struct {
+	client *http.Client
+	tr     *retryhttp.Transport
+	fleet  *redisfleet.Fleet
+	store  *redis.Client
+}
+
+// newFleetMember returns a member that sends with pol (nil:
+// policy.Default) and shares a fleet, made with opts, through the store
+// at addr.
+func newFleetMember(w wiring, addr string, pol *policy.Config, opts redisfleet.Options) *member {
+	tr := &retryhttp.Transport{Policy: pol}
+	m := &member{tr: tr, client: &http.Client{Transport: tr}}
+	if w == alone {
+		return m
+	}
+	m.store = redis.NewClient(&redis.Options{Addr: addr, MaxRetries: -1,
+		DialTimeout: time.Second, ReadTimeout: time.Second, WriteTimeout: time.Second})
+	m.fleet = redisfleet.New(m.store, opts)
+	switch w {
+	case core:
+		tr.Fleet = m.fleet
+	case shim:
+		base, _ := retryhttp.NewBase()
+		s := &fleetShim{fleet: m.fleet, base: base, throttle: throttleOf(pol)}
+		tr.Base, tr.Classify = s, s.classify
+	}
+	return m
+}
+
+// close closes the member's Fleet, store client and connections.
+func (m *member) close() {
+	m.tr.CloseIdleConnections()
+	if m.fleet != nil {
+		_ = m.fleet.Close()
+		_ = m.store.Close()
+	}
+}
+
+// throttleOf returns the throttle of pol, policy.Default's for nil.
+func throttleOf(pol *policy.Config) *policy.Throttle {
+	if pol == nil {
+		pol = policy.Default()
+	}
+	return pol.Throttle
+}
+
+// shimRule is the rule key the shim reports under: the first rule.
+const shimRule = "methodConfig[0]"
+
+// shimRefused marks the answer fleetShim gives for a retry the fleet
+// refuses when its backoff ends; it is never sent.
+const shimRefused = "X-Fleet-Shim-Refused"
+
+// fleetShim stands in for the Transport's own calls to its Fleet, which
+// the core makes only once Transport.Fleet is wired: it does what the
+// design says the core does, through hooks that exist today. Classify
+// reports every attempt's outcome and refuses a retry while the fleet's
+// budget is spent; the Base gates each retry again when its backoff
+// ends, answering a refused one with a 503 of its own that no server
+// sees, which Classify then hands back.
+type fleetShim struct {
+	fleet    *redisfleet.Fleet
+	base     http.RoundTripper
+	throttle *policy.Throttle
+}
+
+func (s *fleetShim) RoundTrip(req *http.Request) (*http.Response, error) {
+	if req.Header.Get(retryhttp.AttemptsHeader) != "" && s.fleet.Look(req.URL.Host, shimRule).Spent {
+		if req.Body != nil {
+			_ = req.Body.Close()
+		}
+		return &http.Response{
+			Status: "503 Service Unavailable", StatusCode: http.StatusServiceUnavailable,
+			Proto: "HTTP/1.1", ProtoMajor: 1, ProtoMinor: 1,
+			Header: http.Header{shimRefused: {"1"}}, Body: http.NoBody, Request: req,
+		}, nil
+	}
+	return s.base.RoundTrip(req)
+}
+
+func (s *fleetShim) classify(_ int, resp *http.Response, err error) retryhttp.Verdict {
+	if resp == nil {
+		return retryhttp.UsePolicy // no host to report on; none of these tests meets one
+	}
+	if resp.Header.Get(shimRefused) != "" {
+		return retryhttp.Final
+	}
+	r := retryhttp.FleetReport{Rule: shimRule, Budget: retryhttp.FleetSuccess, Throttle: s.throttle}
+	switch resp.StatusCode {
+	case 429, 502, 503, 504:
+		r.Budget = retryhttp.FleetFailure
+	}
+	host := resp.Request.URL.Host
+	s.fleet.Report(host, r)
+	if r.Budget == retryhttp.FleetFailure && s.fleet.Look(host, shimRule).Spent {
+		return retryhttp.Final
+	}
+	return retryhttp.UsePolicy
+}
+
+// outcome is what a fleet's run gave.
+type outcome struct {
+	requests, ok, failed int64
+	longest              time.Duration // the slowest request
+}
+
+// runFleet has each member send m GETs to target one after the other,
+// all members at once, and returns what came back. onHalf, when not nil,
+// runs once when half the requests have ended.
+func runFleet(members []*member, m int, target string, onHalf func()) outcome {
+	var o outcome
+	var ended, ok, failed atomic.Int64
+	var longest atomic.Int64
+	half := int64(len(members) * m / 2)
+	var once sync.Once
+	var wg sync.WaitGroup
+	for _, mb := range members {
+		wg.Go(func() {
+			for range m {
+				start := time.Now()
+				status, err := send(mb.client, target)
+				d := int64(time.Since(start))
+				for old := longest.Load(); d > old && !longest.CompareAndSwap(old, d); old = longest.Load() {
+				}
+				switch {
+				case err != nil:
+					failed.Add(1)
+				case status == http.StatusOK:
+					ok.Add(1)
+				}
+				if ended.Add(1) == half && onHalf != nil {
+					once.Do(onHalf)
+				}
+			}
+		})
+	}
+	wg.Wait()
+	o.requests, o.ok, o.failed, o.longest = ended.Load(), ok.Load(), failed.Load(), time.Duration(longest.Load())
+	return o
+}
+
+// send sends one GET and drains and closes its response.
+func send(c *http.Client, target string) (int, error) {
+	req, err := http.NewRequestWithContext(context.Background(), http.MethodGet, target, nil)
+	if err != nil {
+		return 0, err
+	}
+	resp, err := c.Do(req)
+	if err != nil {
+		return 0, err
+	}
+	defer resp.Body.Close()
+	_, err = io.Copy(io.Discard, resp.Body)
+	return resp.StatusCode, err
+}
+
+// quickPolicy is policy.Default with backoffs a tenth as long (10 ms
+// doubling to 200 ms), so that a test's retries take little time. A
+// fleet that sends with it is given a flush interval a tenth as long
+// too (quickFleet), which keeps the two in the proportion of the
+// defaults.
+func quickPolicy() *policy.Config {
+	p := policy.Default()
+	p.Rules[0].Retry.InitialBackoff = 10 * time.Millisecond
+	p.Rules[0].Retry.MaxBackoff = 200 * time.Millisecond
+	return p
+}
+
+// quickFleet is the Options of a fleet sending with quickPolicy.
+var quickFleet = redisfleet.Options{FlushInterval: 10 * time.Millisecond}

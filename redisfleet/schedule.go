@@ -1,0 +1,74 @@
+package redisfleet
+
+import "time"
+
+// maxStoreBackoff caps the wait between two round trips while the store
+// does not answer: short enough that a member finds the store soon after
+// it returns, long enough that a fleet of members does not hammer a store
+// that is down.
+const maxStoreBackoff = time.Second
+
+// schedule is the flusher's timing, kept apart from its I/O so that
+// tests drive it with the times they choose. The zero schedule is not
+// ready: interval must be set. Only the flusher goroutine uses it.
+type schedule struct {
+	interval time.Duration // least time between two round trips
+	last     time.Time     // start of the last round trip; zero before the first
+	fails    int           // round trips failed in a row
+	backoff  time.Duration // least time after the last round trip while the store fails
+	due      time.Time     // start of the next round trip; zero: nothing to send
+}
+
+// work records work that arrived at now. Urgent work (deltas, holds)
+// goes as soon as the interval since the last round trip allows; other
+// work (the fetches of hosts met) waits the interval as well, so that a
+// member meeting hosts without end fetches them together. While the store fails, the
+// backoff replaces the interval when it is longer. An earlier due time
+// already set is kept.
+func (s *schedule) work(now time.Time, urgent bool) {
+	at := now
+	if !urgent {
+		at = now.Add(s.interval)
+	}
+	if !s.last.IsZero() {
+		if earliest := s.last.Add(max(s.interval, s.backoff)); at.Before(earliest) {
+			at = earliest
+		}
+	}
+	if s.due.IsZero() || at.Before(s.due) {
+		s.due = at
+	}
+}
+
+// start records a round trip starting at now: nothing is due until work
+// arrives again.
+func (s *schedule) start(now time.Time) {
+	s.last = now
+	s.due = time.Time{}
+}
+
+// end records how the round trip that started last went. After a failure
+// what it carried is due again after the backoff, which grows; rnd, in
+// [0, 1), jitters it so that members do not return in step. An answer
+// resets the backoff.
+func (s *schedule) end(ok bool, rnd float64) {
+	if ok {
+		s.fails, s.backoff = 0, 0
+		return
+	}
+	s.fails++
+	s.backoff = backoff(s.fails, s.interval, rnd)
+	s.work(s.last, true)
+}
+
+// backoff returns the wait after the n-th failure in a row (n >= 1):
+// base doubled n-1 times, capped at maxStoreBackoff (or base if longer),
+// times a factor in [0.8, 1.2) drawn from rnd in [0, 1).
+func backoff(n int, base time.Duration, rnd float64) time.Duration {
+	d := base
+	for i := 1; i < n && d < maxStoreBackoff; i++ {
+		d *= 2
+	}
+	d = min(d, max(maxStoreBackoff, base))
+	return time.Duration(float64(d) * (0.8 + 0.4*rnd))
+}

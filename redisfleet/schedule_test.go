@@ -1,0 +1,119 @@
+package redisfleet
+
+import (
+	"fmt"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+)
+
+func TestSchedule(t *testing.T) {
+	const interval = 100 * time.Millisecond
+	t0 := time.Unix(1000, 0)
+	at := func(ms int) time.Time { return t0.Add(time.Duration(ms) * time.Millisecond) }
+	type step struct {
+		event   string // "urgent", "wake", "start", "ok", "fail"
+		at      int    // ms after t0
+		wantDue int    // ms after t0; -1: nothing due
+	}
+	tests := []struct {
+		name  string
+		steps []step
+	}{
+		{"a first failure goes at once", []step{{"urgent", 0, 0}}},
+		{"fetches wait the interval", []step{{"wake", 0, 100}}},
+		{"a failure soon after a round trip waits out the interval", []step{
+			{"start", 0, -1}, {"ok", 0, -1}, {"urgent", 30, 100},
+		}},
+		{"a failure long after a round trip goes at once", []step{
+			{"start", 0, -1}, {"ok", 0, -1}, {"urgent", 500, 500},
+		}},
+		{"a failure moves waiting fetches forward", []step{
+			{"start", 0, -1}, {"ok", 0, -1}, {"wake", 150, 250}, {"urgent", 160, 160},
+		}},
+		{"fetches do not delay a failure", []step{
+			{"urgent", 10, 10}, {"wake", 10, 10},
+		}},
+		{"a failed round trip is tried again after the backoff", []step{
+			{"start", 0, -1}, {"fail", 0, 100}, {"urgent", 10, 100},
+			{"start", 100, -1}, {"fail", 100, 300}, // 2 x interval, rnd 0.5
+			{"start", 300, -1}, {"fail", 300, 700},
+			{"start", 700, -1}, {"fail", 700, 1500},
+			{"start", 1500, -1}, {"fail", 1500, 2500}, // capped at 1 s
+			{"start", 2500, -1}, {"ok", 2500, -1}, {"urgent", 2550, 2600},
+		}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			s := schedule{interval: interval}
+			for i, st := range tt.steps {
+				switch st.event {
+				case "urgent":
+					s.work(at(st.at), true)
+				case "wake":
+					s.work(at(st.at), false)
+				case "start":
+					s.start(at(st.at))
+				case "ok", "fail":
+					s.end(st.event == "ok", 0.5)
+				}
+				if st.wantDue < 0 {
+					assert.True(t, s.due.IsZero(), "step %d (%s): got due at %v, want nothing due", i, st.event, s.due.Sub(t0))
+					continue
+				}
+				assert.Equal(t, at(st.wantDue), s.due, "step %d (%s): got due at %v, want %dms", i, st.event, s.due.Sub(t0), st.wantDue)
+			}
+		})
+	}
+}
+
+// TestHoldLeavesWithinTheInterval checks the member's half of "a fleet
+// hold is in force for every member within 200 ms": whenever the store
+// answers, a hold reported at any moment goes out at most FlushInterval
+// (100 ms) later, which leaves the rest for the store's round trip and
+// the message's delivery.
+func TestHoldLeavesWithinTheInterval(t *testing.T) {
+	const interval = 100 * time.Millisecond
+	t0 := time.Unix(1000, 0)
+	for _, since := range []time.Duration{0, time.Millisecond, 50 * time.Millisecond, 99 * time.Millisecond, interval, time.Hour} {
+		for _, pendingFetches := range []bool{false, true} {
+			t.Run(fmt.Sprint(since, pendingFetches), func(t *testing.T) {
+				s := schedule{interval: interval}
+				s.start(t0)
+				s.end(true, 0.5)
+				now := t0.Add(since)
+				if pendingFetches {
+					s.work(now, false)
+				}
+				s.work(now, true) // the hold
+				assert.LessOrEqual(t, s.due.Sub(now), interval, "got the hold sent %v after it was met, want at most %v", s.due.Sub(now), interval)
+				assert.False(t, s.due.Before(t0.Add(interval)), "got two round trips within the interval")
+			})
+		}
+	}
+}
+
+func TestBackoff(t *testing.T) {
+	tests := []struct {
+		n    int
+		base time.Duration
+		rnd  float64
+		want time.Duration
+	}{
+		{1, 100 * time.Millisecond, 0.5, 100 * time.Millisecond},
+		{2, 100 * time.Millisecond, 0.5, 200 * time.Millisecond},
+		{4, 100 * time.Millisecond, 0.5, 800 * time.Millisecond},
+		{5, 100 * time.Millisecond, 0.5, time.Second},
+		{50, 100 * time.Millisecond, 0.5, time.Second},
+		{1, 100 * time.Millisecond, 0, 80 * time.Millisecond},
+		{50, 100 * time.Millisecond, 0.999999, 1199999 * time.Microsecond},
+		{3, 5 * time.Second, 0.5, 5 * time.Second}, // a long interval is its own cap
+	}
+	for _, tt := range tests {
+		t.Run(fmt.Sprint(tt.n, tt.base, tt.rnd), func(t *testing.T) {
+			got := backoff(tt.n, tt.base, tt.rnd)
+			assert.InDelta(t, float64(tt.want), float64(got), float64(time.Microsecond), "got %v, want %v", got, tt.want)
+		})
+	}
+}

@@ -1,0 +1,132 @@
+package redisfleet
+
+import (
+	"strconv"
+	"strings"
+
+	"github.com/redis/go-redis/v9"
+)
+
+// budgetLua applies one member's batched delta to a host's bucket.
+//
+// KEYS[1] is the host's budget key; ARGV[1] the delta in milli-tokens
+// (negative for failures), ARGV[2] the bucket's capacity in milli-tokens,
+// ARGV[3] the key's expiry in milliseconds. It returns the bucket's level
+// after the delta, in milli-tokens, within [0, capacity].
+//
+// An absent key is a full bucket, so a healthy host costs the store
+// nothing: a bucket that reaches its capacity is deleted, and only a
+// bucket in debt is a key. A stored level above the capacity (a member
+// with a smaller throttle than the one that wrote it) reads as the
+// capacity, as the core's bucket does. Every write sets the expiry, so a
+// host nobody has reported on for that long is full again: the fleet
+// forgets old debt rather than refusing retries forever.
+const budgetLua = `
+local capacity = tonumber(ARGV[2])
+local level = tonumber(redis.call('GET', KEYS[1]) or '')
+if level == nil or level > capacity then
+  level = capacity
+end
+level = level + tonumber(ARGV[1])
+if level >= capacity then
+  redis.call('DEL', KEYS[1])
+  return capacity
+end
+if level < 0 then
+  level = 0
+end
+redis.call('SET', KEYS[1], level, 'PX', ARGV[3])
+return level
+`
+
+// holdLua records a hold on a host's rule, extending it only.
+//
+// KEYS[1] is the host's hold key, a hash from rule to "end status" (end
+// in Unix milliseconds); ARGV[1] is the rule, ARGV[2] the hold's end,
+// ARGV[3] its status, ARGV[4] the hold's time left in milliseconds. It
+// returns 1 when the hold was extended, 0 when the store already held one
+// that ends as late or later.
+//
+// The key's expiry is raised to the longest hold it carries and never
+// lowered, so a short hold set after a long one does not cut the long one
+// short; a field whose hold has ended stays until the key expires, and
+// readers skip it by its end.
+const holdLua = `
+local old = redis.call('HGET', KEYS[1], ARGV[1])
+if old then
+  local oldEnd = tonumber(string.match(old, '^%d+'))
+  if oldEnd and oldEnd >= tonumber(ARGV[2]) then
+    return 0
+  end
+end
+redis.call('HSET', KEYS[1], ARGV[1], ARGV[2] .. ' ' .. ARGV[3])
+local ttl = tonumber(ARGV[4])
+if redis.call('PTTL', KEYS[1]) < ttl then
+  redis.call('PEXPIRE', KEYS[1], ttl)
+end
+return 1
+`
+
+// script is a Lua script and its SHA-1 digest, for EVALSHA.
+type script struct{ src, sha string }
+
+// The scripts, with their digests computed once. They are never changed
+// after initialisation.
+var (
+	budgetScript = script{budgetLua, redis.NewScript(budgetLua).Hash()}
+	holdScript   = script{holdLua, redis.NewScript(holdLua).Hash()}
+)
+
+// Key and channel names under Options.Prefix. One script call touches one
+// key, so the layout is safe for Redis Cluster whatever the prefix: no
+// call needs two keys in one slot.
+const (
+	budgetKeyPart = "budget:" // + host: the bucket, in milli-tokens
+	holdKeyPart   = "hold:"   // + host: hash of rule -> "end status"
+	holdChannel   = "holds"   // pub/sub: every hold a member sets
+)
+
+// holdMessage is the payload published for a hold: "end status host
+// rule". A URL host has no spaces, and the rule comes last, so a rule
+// may hold any byte.
+func holdMessage(end int64, status int, host, rule string) string {
+	var b strings.Builder
+	b.Grow(len(host) + len(rule) + 24)
+	b.WriteString(strconv.FormatInt(end, 10))
+	b.WriteByte(' ')
+	b.WriteString(strconv.Itoa(status))
+	b.WriteByte(' ')
+	b.WriteString(host)
+	b.WriteByte(' ')
+	b.WriteString(rule)
+	return b.String()
+}
+
+// parseHoldMessage reads a payload of holdMessage; ok is false for
+// anything else, which the listener ignores.
+func parseHoldMessage(p string) (end int64, status int, host, rule string, ok bool) {
+	parts := strings.SplitN(p, " ", 4)
+	if len(parts) != 4 || parts[2] == "" {
+		return 0, 0, "", "", false
+	}
+	end, status, ok = parseHoldValue(parts[0] + " " + parts[1])
+	return end, status, parts[2], parts[3], ok
+}
+
+// parseHoldValue reads a field of a hold key, "end status"; ok is false
+// for anything else.
+func parseHoldValue(v string) (end int64, status int, ok bool) {
+	e, s, found := strings.Cut(v, " ")
+	if !found {
+		return 0, 0, false
+	}
+	end, err := strconv.ParseInt(e, 10, 64)
+	if err != nil || end <= 0 {
+		return 0, 0, false
+	}
+	status, err = strconv.Atoi(s)
+	if err != nil {
+		return 0, 0, false
+	}
+	return end, status, true
+}
