@@ -265,8 +265,11 @@ func (d *Dialer) admit(ctx context.Context, network, addr string, now time.Time)
 	d.mu.Lock()
 	e := d.addrs[key]
 	if e != nil && now.Before(e.until) {
+		// Read under the lock: a dial of the round that set the window
+		// may still fail and move it on.
+		err := &DialBackoffError{Addr: addr, Remaining: e.until.Sub(now), Err: e.err}
 		d.mu.Unlock()
-		return dialAttempt{}, &DialBackoffError{Addr: addr, Remaining: e.until.Sub(now), Err: e.err}
+		return dialAttempt{}, err
 	}
 	if e == nil {
 		e = d.insert(key)

@@ -10,8 +10,10 @@ import (
 	"net"
 	"net/http"
 	"net/http/httptest"
+	"runtime"
 	"strconv"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"testing/synctest"
 	"time"
@@ -396,4 +398,46 @@ func TestDialEvictsOldestIdle(t *testing.T) {
 		outcomes <- errDialRefused
 		synctest.Wait()
 	})
+}
+
+// growing is a Backoff whose every draw is a second longer than the last,
+// so that each failure of a round moves its window's end on.
+type growing struct{ n atomic.Int64 }
+
+func (g *growing) Duration(int) time.Duration {
+	return time.Duration(g.n.Add(1)) * time.Second
+}
+
+// TestDialConcurrentFailuresAndReset dials a failing address from many
+// goroutines while another resets it: dials refused by a window read it
+// while failures of the same round move it on, and each Reset starts a
+// new round. It checks what every dial returns; under -race it also
+// checks that no dial reads an address's state outside the lock.
+func TestDialConcurrentFailuresAndReset(t *testing.T) {
+	t.Parallel()
+	d := &Dialer{Backoff: &growing{}, Dial: func(context.Context, string, string) (net.Conn, error) {
+		runtime.Gosched() // let other dials join the round
+		return nil, errDialRefused
+	}}
+	var wg sync.WaitGroup
+	for range 8 {
+		wg.Go(func() {
+			for range 200 {
+				err := try(t.Context(), d, "tcp", "h:1")
+				assert.ErrorIs(t, err, errDialRefused, "a failure, or a refusal that names it")
+				var be *DialBackoffError
+				if errors.As(err, &be) {
+					assert.Equal(t, "h:1", be.Addr)
+					assert.Positive(t, be.Remaining)
+				}
+			}
+		})
+	}
+	wg.Go(func() {
+		for range 200 {
+			d.Reset("h:1")
+			runtime.Gosched()
+		}
+	})
+	wg.Wait()
 }
