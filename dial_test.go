@@ -10,10 +10,12 @@ import (
 	"net"
 	"net/http"
 	"net/http/httptest"
+	"os"
 	"runtime"
 	"strconv"
 	"sync"
 	"sync/atomic"
+	"syscall"
 	"testing"
 	"testing/synctest"
 	"time"
@@ -263,9 +265,37 @@ func TestDialExactWindows(t *testing.T) {
 			time.Sleep(want)
 		}
 		assert.ErrorIs(t, try(t.Context(), d, "tcp", "h:1"), errDialRefused)
-		assert.EqualError(t, &DialBackoffError{Addr: "h:1", Remaining: 100 * ms},
-			"retryhttp: address in dial backoff: h:1 for another 100ms")
 	})
+}
+
+// A refusal's text names the failure behind the window first, as the
+// cause of the request's failure, and stays the same however much of the
+// window is left, so that equal failures read and group alike.
+func TestDialBackoffErrorText(t *testing.T) {
+	refused := &net.OpError{Op: "dial", Net: "tcp", Addr: &net.TCPAddr{IP: net.IPv4(127, 0, 0, 1), Port: 1},
+		Err: os.NewSyscallError("connect", syscall.ECONNREFUSED)}
+	cases := []struct {
+		name string
+		err  *DialBackoffError
+		want string
+	}{
+		{"with its cause",
+			&DialBackoffError{Addr: "127.0.0.1:1", Remaining: 674414725 * time.Nanosecond, Err: refused},
+			"dial tcp 127.0.0.1:1: connect: connection refused (retryhttp: address in dial backoff)"},
+		{"later in the same window",
+			&DialBackoffError{Addr: "127.0.0.1:1", Remaining: 3 * time.Millisecond, Err: refused},
+			"dial tcp 127.0.0.1:1: connect: connection refused (retryhttp: address in dial backoff)"},
+		{"with no cause",
+			&DialBackoffError{Addr: "h:1", Remaining: 100 * time.Millisecond},
+			"retryhttp: address in dial backoff: h:1"},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			got := tc.err.Error()
+			assert.Equal(t, tc.want, got, "got %q, want %q", got, tc.want)
+			assert.ErrorIs(t, tc.err, ErrDialBackoff)
+		})
+	}
 }
 
 func TestDialParallelAttempts(t *testing.T) {
