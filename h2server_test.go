@@ -25,6 +25,7 @@ const (
 	h2RSTStream    uint8 = 0x3
 	h2Settings     uint8 = 0x4
 	h2Ping         uint8 = 0x6
+	h2GoAway       uint8 = 0x7
 	h2WindowUpdate uint8 = 0x8
 	h2Continuation uint8 = 0x9
 
@@ -37,8 +38,10 @@ const (
 type h2Code uint32
 
 const (
-	h2NoError       h2Code = 0x0
-	h2RefusedStream h2Code = 0x7
+	h2NoError         h2Code = 0x0
+	h2ProtocolError   h2Code = 0x1
+	h2RefusedStream   h2Code = 0x7
+	h2EnhanceYourCalm h2Code = 0xb
 )
 
 // h2Preface is what a client sends first on an HTTP/2 connection.
@@ -285,6 +288,14 @@ func statusBlock(status int) []byte {
 	return append([]byte{0x08, byte(len(v))}, v...)
 }
 
+// goAway sends a GOAWAY naming last as the last stream the server may
+// have processed.
+func (c *h2Conn) goAway(last uint32, code h2Code, debug string) bool {
+	p := binary.BigEndian.AppendUint32(nil, last)
+	p = binary.BigEndian.AppendUint32(p, uint32(code))
+	return c.write(h2GoAway, 0, 0, append(p, debug...))
+}
+
 // reset sends a RST_STREAM for stream.
 func (c *h2Conn) reset(stream uint32, code h2Code) bool {
 	return c.write(h2RSTStream, 0, stream, binary.BigEndian.AppendUint32(nil, uint32(code)))
@@ -302,3 +313,6 @@ func (c *h2Conn) drain() {
 		}
 	}
 }
+
+// hangUp closes the connection.
+func (c *h2Conn) hangUp() { c.nc.Close() }
