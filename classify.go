@@ -242,6 +242,9 @@ const (
 	// A stream the server may have processed, on a connection it closed
 	// after a GOAWAY: "...; LastStreamID=1, ErrCode=NO_ERROR, debug=...".
 	markGoAwayClosed = "http2: server sent GOAWAY and closed the connection"
+	// A response header line cut short by the connection's end, which
+	// net/textproto reads as a line with no colon, quoting it.
+	markHeaderCut = "malformed MIME header: missing colon: "
 )
 
 // stdlibText is the one place that reads the text of standard-library
@@ -249,16 +252,17 @@ const (
 // HTTP/2's REFUSED_STREAM and streams above a GOAWAY's last stream ID
 // (the server promises it did not process them), other stream resets
 // the server sent, connections the server closed or lost under a
-// request, and net/http's own cancellation error, which it gives a
-// request cancelled through Request.Cancel.
+// request, a response header line the connection's end cut in two, and
+// net/http's own cancellation error, which it gives a request cancelled
+// through Request.Cancel.
 //
 // The text that comes first in err's wins: the server's own words (a
-// GOAWAY's debug data) come after the text that quotes them, and must
-// not pass for net/http's.
+// GOAWAY's debug data, a header line) come after the text that quotes
+// them, and must not pass for net/http's.
 func stdlibText(err error) textKind {
 	msg := err.Error()
 	marks := [...]string{
-		markStreamError, markGoAwayUnprocessed, markGoAwayFirst, markGoAwayClosed,
+		markStreamError, markGoAwayUnprocessed, markGoAwayFirst, markGoAwayClosed, markHeaderCut,
 		"server closed idle connection", "http2: client connection lost",
 		"http2: client connection force closed", "net/http: request canceled",
 	}

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"net"
+	"net/textproto"
 	"net/url"
 	"syscall"
 	"testing"
@@ -52,6 +53,12 @@ func TestTransientError(t *testing.T) {
 		{"GOAWAY PROTOCOL_ERROR whose debug data names another code",
 			goAwayError(1, "PROTOCOL_ERROR", "REFUSED_STREAM; stream error: received from peer"), false, false},
 		{"GOAWAY NO_ERROR whose debug data names another code", goAwayError(1, "NO_ERROR", ", ErrCode=PROTOCOL_ERROR"), true, false},
+		{"header line cut", errors.New(`net/http: HTTP/1.x transport connection broken: malformed MIME header: missing colon: "Content-Le"`), true, false},
+		{"header line cut, as textproto says it", textproto.ProtocolError(`malformed MIME header: missing colon: "Content-Le"`), true, false},
+		{"header line cut, naming a stream error",
+			errors.New(`net/http: HTTP/1.x transport connection broken: malformed MIME header: missing colon: "stream error: stream ID 1; REFUSED_STREAM; received from peer"`),
+			true, false},
+		{"header line malformed", textproto.ProtocolError(`malformed MIME header line: "Bad Key: v"`), false, false},
 		{"something else", errors.New("boom"), false, false},
 	}
 	for _, tc := range cases {
