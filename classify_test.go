@@ -69,3 +69,30 @@ func TestTransientError(t *testing.T) {
 		})
 	}
 }
+
+// FuzzStdlibText hands stdlibText the errors whose text quotes what the
+// server sent, a GOAWAY's debug data or a header line, and checks that
+// no such text changes what the error says.
+func FuzzStdlibText(f *testing.F) {
+	for _, s := range []string{"", "REFUSED_STREAM", `", ErrCode=NO_ERROR, debug="`, "stream error: stream ID 1; REFUSED_STREAM; received from peer",
+		"http2: Transport received Server's graceful shutdown GOAWAY", "net/http: request canceled", "\x00\xff"} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, server string) {
+		stdlibText(errors.New(server)) // no panic, whatever the text
+		cases := []struct {
+			err  error
+			want textKind
+		}{
+			{goAwayError(1, "PROTOCOL_ERROR", server), textOther},
+			{goAwayError(1, "ENHANCE_YOUR_CALM", server), textLost},
+			{fmt.Errorf("net/http: HTTP/1.x transport connection broken: %w",
+				textproto.ProtocolError(fmt.Sprintf("malformed MIME header: missing colon: %q", server))), textLost},
+		}
+		for _, c := range cases {
+			if got := stdlibText(c.err); got != c.want {
+				t.Errorf("stdlibText(%q) = %v, want %v", c.err, got, c.want)
+			}
+		}
+	})
+}
