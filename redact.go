@@ -109,8 +109,8 @@ func quotedURL(s string, q int) (end int, red string, ok bool) {
 // bareURL reads the URL whose scheme starts at s[start] and whose "://"
 // is at s[sep]: it returns where its text ends in s and what to write for
 // it. A bare URL ends at a space or a control character, which net/url
-// never writes, or at its query or fragment, whose own end is unknown: then
-// the rest of s goes with it.
+// never writes in a host or path, or at its query or fragment, whose own
+// end is unknown: then the rest of s goes with it.
 func bareURL(s string, start, sep int) (end int, red string) {
 	end = bareEnd(s, sep+len("://"))
 	tok := s[start:end]
