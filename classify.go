@@ -149,7 +149,7 @@ func transientError(err error) (transient, refused bool) {
 		return true, false
 	}
 	switch stdlibText(err) {
-	case textRefusedStream:
+	case textUnprocessed:
 		return true, true
 	case textLost:
 		return true, false
@@ -163,38 +163,109 @@ func transientError(err error) (transient, refused bool) {
 type textKind uint8
 
 const (
-	textOther         textKind = iota
-	textRefusedStream          // HTTP/2 REFUSED_STREAM: the server did not process it
-	textLost                   // a connection or stream lost under the request
-	textCancelled              // net/http's "request canceled"
+	textOther       textKind = iota
+	textUnprocessed          // a stream the server did not process: REFUSED_STREAM, or above a GOAWAY's last stream ID
+	textLost                 // a connection or stream lost under the request
+	textCancelled            // net/http's "request canceled"
+)
+
+// The texts of net/http's errors that stdlibText reads (see h2_bundle.go
+// for those of HTTP/2).
+const (
+	// An RST_STREAM: "stream error: stream ID 3; REFUSED_STREAM;
+	// received from peer".
+	markStreamError = "stream error: stream ID "
+	// A stream above a GOAWAY's last stream ID, which net/http calls
+	// graceful whatever the GOAWAY's code, when it is not the
+	// connection's first.
+	markGoAwayUnprocessed = "http2: Transport received Server's graceful shutdown GOAWAY"
+	// The first stream of a connection above a GOAWAY's last stream ID,
+	// when the GOAWAY has an error code: "...ErrCode:ENHANCE_YOUR_CALM".
+	markGoAwayFirst = "http2: Transport received GOAWAY from server ErrCode:"
+	// A stream the server may have processed, on a connection it closed
+	// after a GOAWAY: "...; LastStreamID=1, ErrCode=NO_ERROR, debug=...".
+	markGoAwayClosed = "http2: server sent GOAWAY and closed the connection"
+	// A response header line cut short by the connection's end, which
+	// net/textproto reads as a line with no colon, quoting it.
+	markHeaderCut = "malformed MIME header: missing colon: "
 )
 
 // stdlibText is the one place that reads the text of standard-library
 // errors, for the conditions net/http reports with no type to test:
-// HTTP/2's REFUSED_STREAM (the server promises it did not process the
-// stream), other stream resets the server sent, connections the server
-// closed or lost under a request, and net/http's own cancellation error,
-// which it gives a request cancelled through Request.Cancel.
+// HTTP/2's REFUSED_STREAM and streams above a GOAWAY's last stream ID
+// (the server promises it did not process them), other stream resets
+// the server sent, connections the server closed or lost under a
+// request, a response header line the connection's end cut in two, and
+// net/http's own cancellation error, which it gives a request cancelled
+// through Request.Cancel.
+//
+// The text that comes first in err's wins: the server's own words (a
+// GOAWAY's debug data, a header line) come after the text that quotes
+// them, and must not pass for net/http's.
 func stdlibText(err error) textKind {
 	msg := err.Error()
-	switch {
-	case strings.Contains(msg, "REFUSED_STREAM"):
-		return textRefusedStream
-	case strings.Contains(msg, "stream error:") && strings.Contains(msg, "received from peer"):
-		// A reset the server sent, as an HTTP/1.1 server would close
-		// the connection: transient, except for the codes that say
-		// the connection itself can never do.
-		if strings.Contains(msg, "HTTP_1_1_REQUIRED") || strings.Contains(msg, "INADEQUATE_SECURITY") {
-			return textOther
+	marks := [...]string{
+		markStreamError, markGoAwayUnprocessed, markGoAwayFirst, markGoAwayClosed, markHeaderCut,
+		"server closed idle connection", "http2: client connection lost",
+		"http2: client connection force closed", "net/http: request canceled",
+	}
+	at, mark := len(msg), ""
+	for _, m := range marks {
+		if i := strings.Index(msg[:min(len(msg), at+len(m))], m); i >= 0 && i < at {
+			at, mark = i, m
 		}
-		return textLost
-	case strings.Contains(msg, "server closed idle connection"),
-		strings.Contains(msg, "http2: client connection lost"),
-		strings.Contains(msg, "http2: server sent GOAWAY"),
-		strings.Contains(msg, "http2: client connection force closed"):
-		return textLost
-	case strings.Contains(msg, "net/http: request canceled"):
+	}
+	rest := msg[at+len(mark):]
+	switch mark {
+	case "":
+		return textOther
+	case markStreamError:
+		return streamErrorText(rest)
+	case markGoAwayUnprocessed:
+		return textUnprocessed
+	case markGoAwayFirst:
+		code, _, _ := strings.Cut(rest, ",")
+		return goAwayText(code)
+	case markGoAwayClosed:
+		// "; LastStreamID=N, ErrCode=CODE, debug=..."; the bare text,
+		// with no fields, is a connection lost too.
+		_, fields, _ := strings.Cut(rest, ", ErrCode=")
+		code, _, _ := strings.Cut(fields, ",")
+		return goAwayText(code)
+	case "net/http: request canceled":
 		return textCancelled
 	}
-	return textOther
+	return textLost
+}
+
+// streamErrorText reads an HTTP/2 stream error from the text after its
+// "stream ID ": "3; REFUSED_STREAM; received from peer".
+func streamErrorText(rest string) textKind {
+	_, rest, _ = strings.Cut(rest, "; ")
+	code, cause, _ := strings.Cut(rest, "; ")
+	switch {
+	case code == "REFUSED_STREAM":
+		return textUnprocessed
+	case !strings.HasPrefix(cause, "received from peer"):
+		return textOther
+	case code == "HTTP_1_1_REQUIRED", code == "INADEQUATE_SECURITY":
+		// The connection itself can never do.
+		return textOther
+	}
+	// A reset the server sent, as an HTTP/1.1 server would close the
+	// connection: transient.
+	return textLost
+}
+
+// goAwayText reads the code of a GOAWAY that cost a request its stream.
+// The codes that say the client broke the protocol, or that the
+// connection can never serve it, would meet a new connection too; any
+// other, ENHANCE_YOUR_CALM (a rate limit) included, is a connection lost.
+func goAwayText(code string) textKind {
+	switch code {
+	case "PROTOCOL_ERROR", "FLOW_CONTROL_ERROR", "FRAME_SIZE_ERROR", "COMPRESSION_ERROR",
+		"HTTP_1_1_REQUIRED", "INADEQUATE_SECURITY":
+		return textOther
+	}
+	return textLost
 }

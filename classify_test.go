@@ -6,11 +6,19 @@ import (
 	"fmt"
 	"io"
 	"net"
+	"net/textproto"
+	"net/url"
 	"syscall"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
 )
+
+// goAwayError is the error of net/http's error for a connection the server
+// closed after a GOAWAY (http2GoAwayError in net/http's h2_bundle.go).
+func goAwayError(last int, code, debug string) error {
+	return fmt.Errorf("http2: server sent GOAWAY and closed the connection; LastStreamID=%v, ErrCode=%v, debug=%q", last, code, debug)
+}
 
 func TestTransientError(t *testing.T) {
 	cases := []struct {
@@ -29,6 +37,28 @@ func TestTransientError(t *testing.T) {
 		{"h2 HTTP/1.1 required", errors.New("stream error: stream ID 1; HTTP_1_1_REQUIRED; received from peer"), false, false},
 		{"h2 reset here", errors.New("stream error: stream ID 1; PROTOCOL_ERROR"), false, false},
 		{"GOAWAY", errors.New("http2: server sent GOAWAY and closed the connection"), true, false},
+		{"graceful GOAWAY above the stream", errors.New("http2: Transport received Server's graceful shutdown GOAWAY"), true, true},
+		{"graceful GOAWAY above a streamed body's stream",
+			errors.New("http2: Transport: cannot retry err [http2: Transport received Server's graceful shutdown GOAWAY] after Request.Body was written; define Request.GetBody to avoid this error"),
+			true, true},
+		{"quoted in a url.Error", &url.Error{Op: "Put", URL: "http://h/", Err: errors.New("http2: Transport received Server's graceful shutdown GOAWAY")}, true, true},
+		{"GOAWAY ENHANCE_YOUR_CALM above the first stream", errors.New("http2: Transport received GOAWAY from server ErrCode:ENHANCE_YOUR_CALM"), true, false},
+		{"GOAWAY ENHANCE_YOUR_CALM, closed", goAwayError(1, "ENHANCE_YOUR_CALM", "slow down"), true, false},
+		{"GOAWAY NO_ERROR, closed", goAwayError(3, "NO_ERROR", ""), true, false},
+		{"GOAWAY INTERNAL_ERROR, closed", goAwayError(3, "INTERNAL_ERROR", ""), true, false},
+		{"GOAWAY PROTOCOL_ERROR above the first stream", errors.New("http2: Transport received GOAWAY from server ErrCode:PROTOCOL_ERROR"), false, false},
+		{"GOAWAY PROTOCOL_ERROR, closed", goAwayError(1, "PROTOCOL_ERROR", ""), false, false},
+		{"GOAWAY COMPRESSION_ERROR, closed", goAwayError(1, "COMPRESSION_ERROR", ""), false, false},
+		{"GOAWAY HTTP_1_1_REQUIRED, closed", goAwayError(1, "HTTP_1_1_REQUIRED", ""), false, false},
+		{"GOAWAY PROTOCOL_ERROR whose debug data names another code",
+			goAwayError(1, "PROTOCOL_ERROR", "REFUSED_STREAM; stream error: received from peer"), false, false},
+		{"GOAWAY NO_ERROR whose debug data names another code", goAwayError(1, "NO_ERROR", ", ErrCode=PROTOCOL_ERROR"), true, false},
+		{"header line cut", errors.New(`net/http: HTTP/1.x transport connection broken: malformed MIME header: missing colon: "Content-Le"`), true, false},
+		{"header line cut, as textproto says it", textproto.ProtocolError(`malformed MIME header: missing colon: "Content-Le"`), true, false},
+		{"header line cut, naming a stream error",
+			errors.New(`net/http: HTTP/1.x transport connection broken: malformed MIME header: missing colon: "stream error: stream ID 1; REFUSED_STREAM; received from peer"`),
+			true, false},
+		{"header line malformed", textproto.ProtocolError(`malformed MIME header line: "Bad Key: v"`), false, false},
 		{"something else", errors.New("boom"), false, false},
 	}
 	for _, tc := range cases {
@@ -38,4 +68,31 @@ func TestTransientError(t *testing.T) {
 			assert.Equal(t, tc.refused, refused, "got refused %v, want %v", refused, tc.refused)
 		})
 	}
+}
+
+// FuzzStdlibText hands stdlibText the errors whose text quotes what the
+// server sent, a GOAWAY's debug data or a header line, and checks that
+// no such text changes what the error says.
+func FuzzStdlibText(f *testing.F) {
+	for _, s := range []string{"", "REFUSED_STREAM", `", ErrCode=NO_ERROR, debug="`, "stream error: stream ID 1; REFUSED_STREAM; received from peer",
+		"http2: Transport received Server's graceful shutdown GOAWAY", "net/http: request canceled", "\x00\xff"} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, server string) {
+		stdlibText(errors.New(server)) // no panic, whatever the text
+		cases := []struct {
+			err  error
+			want textKind
+		}{
+			{goAwayError(1, "PROTOCOL_ERROR", server), textOther},
+			{goAwayError(1, "ENHANCE_YOUR_CALM", server), textLost},
+			{fmt.Errorf("net/http: HTTP/1.x transport connection broken: %w",
+				textproto.ProtocolError(fmt.Sprintf("malformed MIME header: missing colon: %q", server))), textLost},
+		}
+		for _, c := range cases {
+			if got := stdlibText(c.err); got != c.want {
+				t.Errorf("stdlibText(%q) = %v, want %v", c.err, got, c.want)
+			}
+		}
+	})
 }

@@ -4,7 +4,6 @@ import (
 	"context"
 	"crypto/tls"
 	"errors"
-	"fmt"
 	"net"
 	"sync"
 	"time"
@@ -38,13 +37,16 @@ type DialBackoffError struct {
 	Err error
 }
 
-// Error says which address is backing off, for how much longer, and why.
+// Error names the failure that set the window first, as the reason the
+// address cannot be reached, followed by "(retryhttp: address in dial
+// backoff)"; with no such failure, it names the address. It leaves out the
+// time left, which Remaining gives, so that refusals of one window read
+// alike, call after call.
 func (e *DialBackoffError) Error() string {
-	msg := fmt.Sprintf("%v: %s for another %v", ErrDialBackoff, e.Addr, e.Remaining)
-	if e.Err != nil {
-		msg += " after: " + e.Err.Error()
+	if e.Err == nil {
+		return ErrDialBackoff.Error() + ": " + e.Addr
 	}
-	return msg
+	return e.Err.Error() + " (" + ErrDialBackoff.Error() + ")"
 }
 
 // Unwrap returns [ErrDialBackoff] and Err, so that errors.Is finds both
@@ -265,8 +267,11 @@ func (d *Dialer) admit(ctx context.Context, network, addr string, now time.Time)
 	d.mu.Lock()
 	e := d.addrs[key]
 	if e != nil && now.Before(e.until) {
+		// Read under the lock: a dial of the round that set the window
+		// may still fail and move it on.
+		err := &DialBackoffError{Addr: addr, Remaining: e.until.Sub(now), Err: e.err}
 		d.mu.Unlock()
-		return dialAttempt{}, &DialBackoffError{Addr: addr, Remaining: e.until.Sub(now), Err: e.err}
+		return dialAttempt{}, err
 	}
 	if e == nil {
 		e = d.insert(key)

@@ -10,8 +10,12 @@ import (
 	"net"
 	"net/http"
 	"net/http/httptest"
+	"os"
+	"runtime"
 	"strconv"
 	"sync"
+	"sync/atomic"
+	"syscall"
 	"testing"
 	"testing/synctest"
 	"time"
@@ -264,9 +268,37 @@ func TestDialExactWindows(t *testing.T) {
 			time.Sleep(want)
 		}
 		assert.ErrorIs(t, try(t.Context(), d, "tcp", "h:1"), errDialRefused)
-		assert.EqualError(t, &DialBackoffError{Addr: "h:1", Remaining: 100 * ms},
-			"retryhttp: address in dial backoff: h:1 for another 100ms")
 	})
+}
+
+// A refusal's text names the failure behind the window first, as the
+// cause of the request's failure, and stays the same however much of the
+// window is left, so that equal failures read and group alike.
+func TestDialBackoffErrorText(t *testing.T) {
+	refused := &net.OpError{Op: "dial", Net: "tcp", Addr: &net.TCPAddr{IP: net.IPv4(127, 0, 0, 1), Port: 1},
+		Err: os.NewSyscallError("connect", syscall.ECONNREFUSED)}
+	cases := []struct {
+		name string
+		err  *DialBackoffError
+		want string
+	}{
+		{"with its cause",
+			&DialBackoffError{Addr: "127.0.0.1:1", Remaining: 674414725 * time.Nanosecond, Err: refused},
+			"dial tcp 127.0.0.1:1: connect: connection refused (retryhttp: address in dial backoff)"},
+		{"later in the same window",
+			&DialBackoffError{Addr: "127.0.0.1:1", Remaining: 3 * time.Millisecond, Err: refused},
+			"dial tcp 127.0.0.1:1: connect: connection refused (retryhttp: address in dial backoff)"},
+		{"with no cause",
+			&DialBackoffError{Addr: "h:1", Remaining: 100 * time.Millisecond},
+			"retryhttp: address in dial backoff: h:1"},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			got := tc.err.Error()
+			assert.Equal(t, tc.want, got, "got %q, want %q", got, tc.want)
+			assert.ErrorIs(t, tc.err, ErrDialBackoff)
+		})
+	}
 }
 
 func TestDialParallelAttempts(t *testing.T) {
@@ -400,4 +432,46 @@ func TestDialEvictsOldestIdle(t *testing.T) {
 		assert.Equal(t, 2*time.Second, failAndWindow(t, d, f, "busy:1"),
 			"an address with a dial in flight is kept: its failure counted, the next waits step 1")
 	})
+}
+
+// growing is a Backoff whose every draw is a second longer than the last,
+// so that each failure of a round moves its window's end on.
+type growing struct{ n atomic.Int64 }
+
+func (g *growing) Duration(int) time.Duration {
+	return time.Duration(g.n.Add(1)) * time.Second
+}
+
+// TestDialConcurrentFailuresAndReset dials a failing address from many
+// goroutines while another resets it: dials refused by a window read it
+// while failures of the same round move it on, and each Reset starts a
+// new round. It checks what every dial returns; under -race it also
+// checks that no dial reads an address's state outside the lock.
+func TestDialConcurrentFailuresAndReset(t *testing.T) {
+	t.Parallel()
+	d := &Dialer{Backoff: &growing{}, Dial: func(context.Context, string, string) (net.Conn, error) {
+		runtime.Gosched() // let other dials join the round
+		return nil, errDialRefused
+	}}
+	var wg sync.WaitGroup
+	for range 8 {
+		wg.Go(func() {
+			for range 200 {
+				err := try(t.Context(), d, "tcp", "h:1")
+				assert.ErrorIs(t, err, errDialRefused, "a failure, or a refusal that names it")
+				var be *DialBackoffError
+				if errors.As(err, &be) {
+					assert.Equal(t, "h:1", be.Addr)
+					assert.Positive(t, be.Remaining)
+				}
+			}
+		})
+	}
+	wg.Go(func() {
+		for range 200 {
+			d.Reset("h:1")
+			runtime.Gosched()
+		}
+	})
+	wg.Wait()
 }

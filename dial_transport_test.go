@@ -186,7 +186,31 @@ func TestDialBackoffErrorIsNotAnHTTPError(t *testing.T) {
 	err := &retryhttp.DialBackoffError{Addr: "h:1", Remaining: time.Second}
 	assert.True(t, errors.Is(err, retryhttp.ErrDialBackoff))
 	assert.Contains(t, err.Error(), "h:1")
-	assert.Contains(t, err.Error(), "1s")
+}
+
+// Calls to a closed port fail with the dial's own failure first, and with
+// the same text call after call, however much of the window is left.
+func TestDialBackoffErrorNamesTheCauseFirst(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		ln, err := net.Listen("tcp", "127.0.0.1:0")
+		require.NoError(t, err)
+		addr := ln.Addr().String()
+		require.NoError(t, ln.Close()) // the server is down
+
+		d := &retryhttp.Dialer{}
+		base := &http.Transport{DialContext: d.DialContext}
+		defer base.CloseIdleConnections()
+		tr := &retryhttp.Transport{Base: base, Policy: retryConfig(3, 503)}
+		want := "retryhttp: no response after 3 attempt(s): dial tcp " + addr +
+			": connect: connection refused (retryhttp: address in dial backoff)"
+		for call := range 2 {
+			req, err := http.NewRequestWithContext(t.Context(), "GET", "http://"+addr+"/", nil)
+			require.NoError(t, err)
+			_, err = tr.RoundTrip(req)
+			require.ErrorIs(t, err, retryhttp.ErrDialBackoff, "call %d", call)
+			assert.EqualError(t, err, want, "call %d", call)
+		}
+	})
 }
 
 // Under a hedging rule, a request that waits for ready sends the hedge

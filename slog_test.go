@@ -141,10 +141,13 @@ func TestLogHooksPrintNoSecret(t *testing.T) {
 
 func TestRedactURLsInLogs(t *testing.T) {
 	cases := map[string]string{
-		`Get "https://bob:pa%3Ass@api.test/x?k=v#f": boom`:      `Get "https://REDACTED:REDACTED@api.test/x": boom`,
-		"to http://b.test/y?sig=s then https://c.test/#t (EOF)": "to http://b.test/y then https://c.test/ (EOF)",
-		"bad ://x?k=v and h://%zz?k=v":                          "bad ://REDACTED and h://REDACTED",
-		"dial tcp 127.0.0.1:1: connect: connection refused":     "dial tcp 127.0.0.1:1: connect: connection refused",
+		`Get "https://bob:pa%3Ass@api.test/x?k=v#f": boom`:    `Get "https://REDACTED:REDACTED@api.test/x": boom`,
+		"to http://b.test/y then https://c.test/#t (EOF)":     "to http://b.test/y then https://c.test/",
+		"to http://b.test/y?sig=s then https://c.test/ (EOF)": "to http://b.test/y",
+		"bad ://x and h://%zz?k=v":                            "bad ://REDACTED and h://REDACTED",
+		"dial tcp 127.0.0.1:1: connect: connection refused":   "dial tcp 127.0.0.1:1: connect: connection refused",
+		`Get "https://h/x?q=a\"b&api_key=SECRET": boom`:       `Get "https://h/x": boom`,
+		"GET https://h/x?q=a b&api_key=SECRET: boom":          "GET https://h/x",
 	}
 	for text, want := range cases {
 		t.Run(text, func(t *testing.T) {

@@ -3,6 +3,7 @@ package otel_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"net"
 	"net/http"
 	"net/url"
@@ -193,14 +194,18 @@ func TestTransparentResend(t *testing.T) {
 	}
 }
 
-// secretURL carries secrets in its userinfo, query and fragment.
-const secretURL = "https://alice:hunter2@api.test/v1/items?token=s3cret#frag-secret"
+// secretURL carries secrets in its userinfo, query and fragment, the
+// query with characters that could end a URL in a text.
+const secretURL = "https://alice:hunter2@api.test/v1/items?q=a'b\"c <d>&token=s3cret#frag-secret"
 
 func TestNoSecretIsRecorded(t *testing.T) {
 	cases := map[string]http.RoundTripper{
 		// A base that wraps an http.Client quotes the URL in its errors.
 		"error quoting the URL": roundTripFunc(func(req *http.Request) (*http.Response, error) {
 			return nil, &url.Error{Op: "Get", URL: req.URL.String(), Err: errors.New("boom")}
+		}),
+		"error with the URL bare": roundTripFunc(func(req *http.Request) (*http.Response, error) {
+			return nil, fmt.Errorf("GET %s: boom", req.URL)
 		}),
 		"response with headers": roundTripFunc(func(*http.Request) (*http.Response, error) {
 			resp := httpmock.NewStringResponse(503, "")

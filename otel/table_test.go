@@ -88,9 +88,12 @@ func TestScrub(t *testing.T) {
 	cases := []struct{ text, want string }{
 		{`Get "https://bob:pa%3Ass@api.test/x?k=v#f": boom`, `Get "https://REDACTED:REDACTED@api.test/x": boom`},
 		{`Get "https://bob:***@api.test:8443/x?k=v": boom`, `Get "https://REDACTED:REDACTED@api.test:8443/x": boom`},
-		{"redirect to http://b.test/y?sig=s then to https://c.test/#t (refused)", "redirect to http://b.test/y then to https://c.test/ (refused)"},
-		{"bad URL ://x?k=v and h://%zz?k=v", "bad URL ://REDACTED and h://REDACTED"},
+		{"redirect to http://b.test/y then to https://c.test/#t (refused)", "redirect to http://b.test/y then to https://c.test/"},
+		{"redirect to http://b.test/y?sig=s then to https://c.test/ (refused)", "redirect to http://b.test/y"},
+		{"bad URL ://x and h://%zz?k=v", "bad URL ://REDACTED and h://REDACTED"},
 		{"dial tcp 127.0.0.1:1: connect: connection refused", "dial tcp 127.0.0.1:1: connect: connection refused"},
+		{`Get "https://h/x?q=a\"b&api_key=SECRET": boom`, `Get "https://h/x": boom`},
+		{"GET https://h/x?q=a b&api_key=SECRET: boom", "GET https://h/x"},
 	}
 	for _, c := range cases {
 		assert.Equal(t, c.want, scrub(textError(c.text)))
