@@ -35,31 +35,29 @@ import (
 //   - allocs: one member's successful requests, allocations and bytes
 //     per request with and without a Fleet installed.
 //
-// Each is run with the members alone (no Fleet: the baseline), with the
-// Fleet set as Transport.Fleet (core: the figure once the core calls its
-// Fleet; before that, the same as alone), and through fleetShim, which
-// calls the Fleet from the Transport's hooks as the core is to (shim).
+// Each is run with the members alone (no Fleet: the baseline) and with
+// the Fleet set as Transport.Fleet (fleet).
 //
 //	go test -run XXX -bench Fleet -benchtime 1x .
 func BenchmarkFleet(b *testing.B) {
 	s := startRedis(b)
 	b.Run("outage", func(b *testing.B) {
-		for _, w := range []wiring{alone, core, shim} {
+		for _, w := range []wiring{alone, fleet} {
 			b.Run(w.String(), func(b *testing.B) { benchOutage(b, s, w, false) })
 		}
 	})
 	b.Run("flaky", func(b *testing.B) {
-		for _, w := range []wiring{alone, core, shim} {
+		for _, w := range []wiring{alone, fleet} {
 			b.Run(w.String(), func(b *testing.B) { benchFlaky(b, s, w) })
 		}
 	})
 	b.Run("storedown", func(b *testing.B) {
-		for _, w := range []wiring{core, shim} {
+		for _, w := range []wiring{fleet} {
 			b.Run(w.String(), func(b *testing.B) { benchOutage(b, s, w, true) })
 		}
 	})
 	b.Run("allocs", func(b *testing.B) {
-		for _, w := range []wiring{alone, core, shim} {
+		for _, w := range []wiring{alone, fleet} {
 			b.Run(w.String(), func(b *testing.B) { benchAllocs(b, s, w) })
 		}
 	})

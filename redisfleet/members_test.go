@@ -14,21 +14,18 @@ import (
 	"github.com/retryhttp/retryhttp/redisfleet"
 )
 
-// wiring says how a member's Transport uses its Fleet.
+// wiring says whether a member's Transport shares a Fleet.
 type wiring int
 
 const (
 	// alone: no Fleet, each Transport its own budget: the baseline.
 	alone wiring = iota
-	// core: the Fleet set as Transport.Fleet, which the core calls.
-	core
-	// shim: the Fleet called through the Transport's public hooks, by
-	// fleetShim, standing in for the core's own calls.
-	shim
+	// fleet: the Fleet set as Transport.Fleet.
+	fleet
 )
 
 func (w wiring) String() string {
-	return [...]string{"alone", "core", "shim"}[w]
+	return [...]string{"alone", "fleet"}[w]
 }
 
 // member is one process of a fleet: a Transport with its own Fleet over
@@ -52,14 +49,7 @@ func newFleetMember(w wiring, addr string, pol *policy.Config, opts redisfleet.O
 	m.store = redis.NewClient(&redis.Options{Addr: addr, MaxRetries: -1,
 		DialTimeout: time.Second, ReadTimeout: time.Second, WriteTimeout: time.Second})
 	m.fleet = redisfleet.New(m.store, opts)
-	switch w {
-	case core:
-		tr.Fleet = m.fleet
-	case shim:
-		base, _ := retryhttp.NewBase()
-		s := &fleetShim{fleet: m.fleet, base: base, throttle: throttleOf(pol)}
-		tr.Base, tr.Classify = s, s.classify
-	}
+	tr.Fleet = m.fleet
 	return m
 }
 
@@ -70,68 +60,6 @@ func (m *member) close() {
 		_ = m.fleet.Close()
 		_ = m.store.Close()
 	}
-}
-
-// throttleOf returns the throttle of pol, policy.Default's for nil.
-func throttleOf(pol *policy.Config) *policy.Throttle {
-	if pol == nil {
-		pol = policy.Default()
-	}
-	return pol.Throttle
-}
-
-// shimRule is the rule key the shim reports under: the first rule.
-const shimRule = "methodConfig[0]"
-
-// shimRefused marks the answer fleetShim gives for a retry the fleet
-// refuses when its backoff ends; it is never sent.
-const shimRefused = "X-Fleet-Shim-Refused"
-
-// fleetShim stands in for the Transport's own calls to its Fleet, which
-// the core makes only once Transport.Fleet is wired: it does what the
-// design says the core does, through hooks that exist today. Classify
-// reports every attempt's outcome and refuses a retry while the fleet's
-// budget is spent; the Base gates each retry again when its backoff
-// ends, answering a refused one with a 503 of its own that no server
-// sees, which Classify then hands back.
-type fleetShim struct {
-	fleet    *redisfleet.Fleet
-	base     http.RoundTripper
-	throttle *policy.Throttle
-}
-
-func (s *fleetShim) RoundTrip(req *http.Request) (*http.Response, error) {
-	if req.Header.Get(retryhttp.AttemptsHeader) != "" && s.fleet.Look(req.URL.Host, shimRule).Spent {
-		if req.Body != nil {
-			_ = req.Body.Close()
-		}
-		return &http.Response{
-			Status: "503 Service Unavailable", StatusCode: http.StatusServiceUnavailable,
-			Proto: "HTTP/1.1", ProtoMajor: 1, ProtoMinor: 1,
-			Header: http.Header{shimRefused: {"1"}}, Body: http.NoBody, Request: req,
-		}, nil
-	}
-	return s.base.RoundTrip(req)
-}
-
-func (s *fleetShim) classify(_ int, resp *http.Response, err error) retryhttp.Verdict {
-	if resp == nil {
-		return retryhttp.UsePolicy // no host to report on; none of these tests meets one
-	}
-	if resp.Header.Get(shimRefused) != "" {
-		return retryhttp.Final
-	}
-	r := retryhttp.FleetReport{Rule: shimRule, Budget: retryhttp.FleetSuccess, Throttle: s.throttle}
-	switch resp.StatusCode {
-	case 429, 502, 503, 504:
-		r.Budget = retryhttp.FleetFailure
-	}
-	host := resp.Request.URL.Host
-	s.fleet.Report(host, r)
-	if r.Budget == retryhttp.FleetFailure && s.fleet.Look(host, shimRule).Spent {
-		return retryhttp.Final
-	}
-	return retryhttp.UsePolicy
 }
 
 // outcome is what a fleet's run gave.

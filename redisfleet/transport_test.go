@@ -6,6 +6,7 @@ import (
 
 	"github.com/retryhttp/retryhttp/retryhttptest"
 	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
 )
 
 // TestTransportsShareAFleet has ten members, each a Transport with its
@@ -16,9 +17,7 @@ import (
 // Alone, each Transport spends about a third of its 100 tokens before
 // its bucket stops it: about 1.7 server requests per request at this
 // size. Sharing one bucket, the fleet stops after 50 failures in all.
-// "shim" wires the Fleet through the Transport's hooks and holds the
-// fleet's figure today; "core" sets Transport.Fleet, and holds it once
-// the core calls its Fleet (until then it measures the Transports alone).
+
 func TestTransportsShareAFleet(t *testing.T) {
 	const n, m = 10, 50
 	s := startRedis(t)
@@ -26,7 +25,7 @@ func TestTransportsShareAFleet(t *testing.T) {
 	ts := httptest.NewServer(srv)
 	defer ts.Close()
 
-	for _, w := range []wiring{shim, core} {
+	for _, w := range []wiring{fleet} {
 		t.Run(w.String(), func(t *testing.T) {
 			members := make([]*member, n)
 			for i := range members {
@@ -41,15 +40,11 @@ func TestTransportsShareAFleet(t *testing.T) {
 			o := runFleet(members, m, ts.URL, nil)
 			hits := srv.Count() - before
 			perRequest := float64(hits) / float64(o.requests)
-			wired := members[0].fleet.Stats().Hosts > 0
-			t.Logf("%s: %d server requests for %d requests: %.3f a request (the fleet was called: %v)", w, hits, o.requests, perRequest, wired)
+			t.Logf("%s: %d server requests for %d requests: %.3f a request", w, hits, o.requests, perRequest)
 
 			assert.Zero(t, o.failed, "got %d requests without a response, want each to get its 503", o.failed)
 			assert.LessOrEqual(t, hits, 3*n*m, "got more attempts than the policy allows")
-			if !wired {
-				t.Logf("the Transport does not call its Fleet yet: the figure is the Transports' alone")
-				return
-			}
+			require.Positive(t, members[0].fleet.Stats().Hosts, "the Transport calls its Fleet")
 			// 50 tokens' worth of retries, plus those that started before
 			// the members read the bucket spent.
 			limit := 1.2
