@@ -17,6 +17,7 @@ type hedger struct {
 	results chan result
 	timer   *time.Timer // when the next hedge is due, while armed
 	armed   bool
+	dueNow  bool // the next hedge is due at once: no timer is set for it
 	flights [maxHedgeAttempts + 1]flight // by attempt number
 	flying  int                          // attempts in flight
 	// closed says no further hedge starts: a limit, the server or the
@@ -56,6 +57,11 @@ func (c *call) hedge() (*http.Response, error) {
 	for {
 		if h.over(c) {
 			return c.answer(errBodyCommitted)
+		}
+		if h.dueNow {
+			h.dueNow = false
+			h.due(c)
+			continue
 		}
 		select {
 		case <-h.timerC(c):
@@ -113,9 +119,14 @@ func (h *hedger) start() {
 	}
 }
 
-// arm makes the next hedge due after d, or at notBefore if that is later.
+// arm makes the next hedge due after d, or at notBefore if that is later;
+// one due now goes at the loop's next turn, with no timer.
 func (h *hedger) arm(d time.Duration) {
-	h.timer.Reset(max(d, time.Until(h.notBefore)))
+	if d = max(d, time.Until(h.notBefore)); d <= 0 {
+		h.dueNow = true
+		return
+	}
+	h.timer.Reset(d)
 	h.armed = true
 }
 
@@ -315,7 +326,7 @@ func reap(results <-chan result, n int) {
 // cancels and closes every attempt.
 func (h *hedger) finish(c *call) {
 	h.timer.Stop()
-	h.armed = false
+	h.armed, h.dueNow = false, false
 	if h.flying > 0 {
 		h.cancelAll(c, errPanicked)
 	}

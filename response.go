@@ -57,18 +57,22 @@ const (
 )
 
 // dropKept discards k, the body of a response kept through a wait: its
-// read-ahead is given what is left of its drain bound, then the attempt
-// is cancelled and the body closed under it, on a goroutine of its own
-// since Close may wait for the read in progress; a little longer, at
-// most, for the read to end.
+// read-ahead, usually over long since, is given what is left of its drain
+// bound, then the attempt is cancelled and the body closed under it, on a
+// goroutine of its own since Close may wait for the read in progress; a
+// little longer, at most, for the read to end.
 func (r *result) dropKept(k *keptBody) {
-	t := time.NewTimer(max(time.Until(k.until), 0))
-	defer t.Stop()
-	select {
-	case <-k.done:
+	if left := time.Until(k.until); !k.over() && left > 0 {
+		t := time.NewTimer(left)
+		select {
+		case <-k.done:
+		case <-t.C:
+		}
+		t.Stop()
+	}
+	if k.over() {
 		k.Close()
 		return
-	case <-t.C:
 	}
 	if r.cancel != nil {
 		r.cancel(errDrainTimeout)
@@ -76,7 +80,8 @@ func (r *result) dropKept(k *keptBody) {
 	go k.Close()
 	// A body that honours its context or Close ends its read now; one
 	// that ignores both is left to its goroutine.
-	t.Reset(drainTimeout / 10)
+	t := time.NewTimer(drainTimeout / 10)
+	defer t.Stop()
 	select {
 	case <-k.done:
 	case <-t.C:
@@ -203,6 +208,16 @@ func (k *keptBody) Read(p []byte) (int, error) {
 		return 0, k.err
 	}
 	return k.rest.Read(p)
+}
+
+// over reports whether the read-ahead has stopped.
+func (k *keptBody) over() bool {
+	select {
+	case <-k.done:
+		return true
+	default:
+		return false
+	}
 }
 
 // Close closes the body under the read-ahead, if it is still open; a
