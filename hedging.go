@@ -17,7 +17,7 @@ type hedger struct {
 	results chan result
 	timer   *time.Timer // when the next hedge is due, while armed
 	armed   bool
-	dueNow  bool // the next hedge is due at once: no timer is set for it
+	dueNow  bool                         // the next hedge is due at once: no timer is set for it
 	flights [maxHedgeAttempts + 1]flight // by attempt number
 	flying  int                          // attempts in flight
 	// closed says no further hedge starts: a limit, the server or the
