@@ -95,7 +95,8 @@ const (
 // Wait describes a wait before the next attempt.
 type Wait struct {
 	Request *http.Request
-	Attempt int // the attempt that will follow the wait
+	Rule    string // the rule governing the request, as in [Stats.Rules]
+	Attempt int    // the attempt that will follow the wait
 	Length  time.Duration
 	Reason  WaitReason
 }
@@ -117,7 +118,8 @@ const (
 // Refused describes an attempt that was not made.
 type Refused struct {
 	Request *http.Request
-	Attempt int // the attempt that was not made
+	Rule    string // the rule governing the request, as in [Stats.Rules]
+	Attempt int    // the attempt that was not made
 	Reason  RefusalReason
 }
 

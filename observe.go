@@ -126,7 +126,7 @@ func (o *observer) waiting(n int, d time.Duration, why WaitReason, idle bool) {
 	}
 	for _, h := range o.hooks {
 		if h != nil && h.Wait != nil {
-			h.Wait(Wait{Request: o.req, Attempt: n, Length: d, Reason: why})
+			h.Wait(Wait{Request: o.req, Rule: o.rule, Attempt: n, Length: d, Reason: why})
 		}
 	}
 }
@@ -148,7 +148,7 @@ func (o *observer) refused(n int, why RefusalReason) {
 	}
 	for _, h := range o.hooks {
 		if h != nil && h.Refused != nil {
-			h.Refused(Refused{Request: o.req, Attempt: n, Reason: why})
+			h.Refused(Refused{Request: o.req, Rule: o.rule, Attempt: n, Reason: why})
 		}
 	}
 }

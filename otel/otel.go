@@ -37,6 +37,21 @@ const (
 	RetryDelayMetric = "retryhttp.client.request.retry_delay"
 )
 
+// The names of the instruments recorded as things happen, not once per
+// request.
+const (
+	// HoldDelayMetric is each wait of a request for a hold on its host
+	// to end (a rate limit, or an outage the host announced). Unit s,
+	// with the attributes of the request histograms.
+	HoldDelayMetric = "retryhttp.client.hold.delay"
+	// RefusalsMetric counts the attempts a policy would make that were
+	// not made, by [RefusalReasonKey]: a spent budget, the fleet's, the
+	// hedge budget, a hold, a deadline, a server's delay, a body that
+	// cannot be replayed. Unit {attempt}, with the attributes of the
+	// request histograms and the reason.
+	RefusalsMetric = "retryhttp.client.refusals"
+)
+
 // Bucket boundaries: gRPC's recommendations for its retry metrics, and
 // its latency buckets (in seconds) for the delay.
 var (
@@ -66,8 +81,9 @@ type Config struct {
 
 // Hooks returns hooks that record, for each request they see, the
 // histograms named by [RetriesMetric], [TransparentRetriesMetric],
-// [HedgesMetric] and [RetryDelayMetric], and one span per attempt, a
-// child of the span in the request's context. Set them as
+// [HedgesMetric] and [RetryDelayMetric], each wait for a hold on its host
+// ([HoldDelayMetric]) and each refusal ([RefusalsMetric]), and one span
+// per attempt, a child of the span in the request's context. Set them as
 // [retryhttp.Transport.Hooks], or pass them to [retryhttp.WithHooks].
 //
 // The hooks are safe for concurrent use, and hold no state between
@@ -93,7 +109,8 @@ func Hooks(cfg Config) (*retryhttp.Hooks, error) {
 type recorder struct {
 	tracer                       trace.Tracer
 	retries, transparent, hedges metric.Int64Histogram
-	delay                        metric.Float64Histogram
+	delay, hold                  metric.Float64Histogram
+	refusals                     metric.Int64Counter
 	table                        *table
 }
 
@@ -114,7 +131,7 @@ func newRecorder(cfg Config) (*recorder, error) {
 		tracer: tp.Tracer(ScopeName, trace.WithSchemaURL(semconv.SchemaURL)),
 		table:  newTable(limit),
 	}
-	var errs [4]error
+	var errs [6]error
 	r.retries, errs[0] = meter.Int64Histogram(RetriesMetric, metric.WithUnit("{retry}"),
 		metric.WithDescription("Number of retries during the request."),
 		metric.WithExplicitBucketBoundaries(countBuckets...))
@@ -127,6 +144,11 @@ func newRecorder(cfg Config) (*recorder, error) {
 	r.delay, errs[3] = meter.Float64Histogram(RetryDelayMetric, metric.WithUnit("s"),
 		metric.WithDescription("Total time of delay while there is no active attempt during the request."),
 		metric.WithExplicitBucketBoundaries(delayBuckets...))
+	r.hold, errs[4] = meter.Float64Histogram(HoldDelayMetric, metric.WithUnit("s"),
+		metric.WithDescription("Time a request waited for a hold on its host to end."),
+		metric.WithExplicitBucketBoundaries(delayBuckets...))
+	r.refusals, errs[5] = meter.Int64Counter(RefusalsMetric, metric.WithUnit("{attempt}"),
+		metric.WithDescription("Attempts the policy would make that were not made, by reason."))
 	for _, err := range errs {
 		if err != nil {
 			return nil, fmt.Errorf("retryhttp/otel: %w", err)
@@ -187,14 +209,23 @@ func (r *recorder) attemptDone(a retryhttp.AttemptDone) {
 	span.End()
 }
 
-// wait keeps the wait for the span of the attempt that follows it.
+// wait keeps the wait for the span of the attempt that follows it, and
+// records a wait for a hold.
 func (r *recorder) wait(w retryhttp.Wait) {
 	r.table.announce(w.Request, announced{n: w.Attempt, length: w.Length, reason: w.Reason})
+	if w.Reason == retryhttp.WaitHold {
+		r.hold.Record(w.Request.Context(), w.Length.Seconds(), metric.WithAttributeSet(requestAttrs(w.Request, w.Rule)))
+	}
 }
 
-// refused notes on the caller's span why the request was not retried.
+// refused counts the refusal, and notes on the caller's span why the
+// request was not retried.
 func (r *recorder) refused(f retryhttp.Refused) {
-	span := trace.SpanFromContext(f.Request.Context())
+	ctx := f.Request.Context()
+	set := requestAttrs(f.Request, f.Rule)
+	kv := append(set.ToSlice(), RefusalReasonKey.String(string(f.Reason)))
+	r.refusals.Add(ctx, 1, metric.WithAttributeSet(attribute.NewSet(kv...)))
+	span := trace.SpanFromContext(ctx)
 	if !span.IsRecording() {
 		return
 	}

@@ -9,6 +9,7 @@ import (
 	"net/url"
 	"strconv"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"testing/synctest"
 	"time"
@@ -21,6 +22,7 @@ import (
 	"github.com/stretchr/testify/require"
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/codes"
+	"go.opentelemetry.io/otel/sdk/metric/metricdata"
 	"go.opentelemetry.io/otel/sdk/metric/metricdata/metricdatatest"
 	"go.opentelemetry.io/otel/trace"
 )
@@ -263,7 +265,57 @@ func TestRefusalIsAnEventOnTheCallerSpan(t *testing.T) {
 			}
 		}
 		assert.Equal(t, []string{"caller retryhttp.refused retryhttp.attempt=2,retryhttp.refusal.reason=server-delay"}, events)
-		assert.Empty(t, r.metrics(t), "one attempt, no wait: nothing to record")
+		got := r.metrics(t)
+		assert.NotContains(t, got, otel.RetryDelayMetric, "one attempt, no wait: no request histogram")
+		assert.NotContains(t, got, otel.RetriesMetric)
+		refusals := got[otel.RefusalsMetric].Data.(metricdata.Sum[int64]).DataPoints
+		require.Len(t, refusals, 1, "the refusal is counted")
+		assert.Equal(t, int64(1), refusals[0].Value)
+		reason, _ := refusals[0].Attributes.Value(otel.RefusalReasonKey)
+		assert.Equal(t, "server-delay", reason.AsString())
+	})
+}
+
+// A wait for a hold on the host is recorded, with the request's
+// attributes, and so is a request a hold refused.
+func TestHoldsAreRecorded(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		r := newRig(t)
+		mt := httpmock.NewMockTransport()
+		var calls atomic.Int64
+		mt.RegisterNoResponder(func(*http.Request) (*http.Response, error) {
+			if calls.Add(1) == 1 {
+				resp := httpmock.NewStringResponse(429, "")
+				resp.Header.Set("Retry-After", "2")
+				return resp, nil
+			}
+			return httpmock.NewStringResponse(200, "ok"), nil
+		})
+		tr := &retryhttp.Transport{Base: mt, Hooks: r.hooks} // policy.Default holds hosts
+		send := func(ctx context.Context) error {
+			req, err := http.NewRequestWithContext(ctx, "GET", "https://api.test/v1/items", nil)
+			require.NoError(t, err)
+			resp, err := tr.RoundTrip(req)
+			if err == nil {
+				resp.Body.Close()
+			}
+			return err
+		}
+		require.NoError(t, send(retryhttp.WithoutRetries(t.Context()))) // the 429: the host is held for 2 s
+		short, cancel := context.WithTimeout(t.Context(), time.Second)
+		defer cancel()
+		require.ErrorIs(t, send(short), retryhttp.ErrHeld, "would wait past its deadline: refused at once")
+		require.NoError(t, send(t.Context()), "waits for the hold to end")
+		hold := r.metrics(t)[otel.HoldDelayMetric].Data.(metricdata.Histogram[float64]).DataPoints
+		require.Len(t, hold, 1, "a wait for a hold is recorded")
+		assert.Equal(t, uint64(1), hold[0].Count)
+		assert.GreaterOrEqual(t, hold[0].Sum, 2.0)
+		var reasons []string
+		for _, dp := range r.metrics(t)[otel.RefusalsMetric].Data.(metricdata.Sum[int64]).DataPoints {
+			reason, _ := dp.Attributes.Value(otel.RefusalReasonKey)
+			reasons = append(reasons, reason.AsString())
+		}
+		assert.Contains(t, reasons, string(retryhttp.RefusedHold))
 	})
 }
 
