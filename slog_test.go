@@ -2,6 +2,7 @@ package retryhttp_test
 
 import (
 	"bytes"
+	"context"
 	"io"
 	"log/slog"
 	"net/http"
@@ -211,4 +212,29 @@ func BenchmarkLogHooksSuccessPath(b *testing.B) {
 			}
 		})
 	}
+}
+
+// A hold on the host shows in the log: the wait for its end at Info, the
+// request it refuses at Warn.
+func TestLogHooksHolds(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		var buf bytes.Buffer
+		tr, _ := newScripted(policy.Default(), rt.Step{Status: 429, Header: http.Header{"Retry-After": {"2"}}}, rt.Step{})
+		send := func(ctx context.Context) {
+			if resp, err := tr.RoundTrip(newRequest(t, ctx, "GET", "")); err == nil {
+				readAll(t, resp)
+			}
+		}
+		send(retryhttp.WithoutRetries(t.Context())) // the 429 holds the host for 2 s
+		tr.Hooks = logTo(&buf, slog.LevelInfo)
+		short, cancel := context.WithTimeout(t.Context(), time.Second)
+		defer cancel()
+		send(short)
+		assert.Equal(t, []string{`level=WARN msg="retryhttp: attempt refused" ` + logPrefix + `attempt=1 reason=hold`}, lines(&buf))
+		buf.Reset()
+		send(t.Context())
+		require.NotEmpty(t, lines(&buf))
+		assert.Contains(t, lines(&buf)[0], `msg="retryhttp: waiting" `+logPrefix+`attempt=1 wait=2.`)
+		assert.Contains(t, lines(&buf)[0], `reason=hold`)
+	})
 }
