@@ -100,49 +100,16 @@ func parseDuration(v string) (time.Duration, bool) {
 	var d uint64  // nanoseconds, at most 1<<63 while !over
 	over := false // d has passed 1<<63: the syntax is still checked
 	for s != "" {
-		if s[0] != '.' && (s[0] < '0' || s[0] > '9') {
+		n, termOver, rest, ok := durationTerm(s)
+		if !ok {
 			return 0, false
 		}
-		whole, wholeOver, rest := leadingUint(s)
-		pre := len(rest) != len(s)
 		s = rest
-		var frac uint64 // the digits after the point, as an integer
-		scale, post := 1.0, false
-		if s != "" && s[0] == '.' {
-			s = s[1:]
-			frac, scale, rest = leadingFraction(s)
-			post = len(rest) != len(s)
-			s = rest
-		}
-		if !pre && !post {
-			return 0, false // a point with no digits: ".s"
-		}
-		i := 0
-		for i < len(s) && s[i] != '.' && (s[i] < '0' || s[i] > '9') {
-			i++
-		}
-		unit, ok := durationUnit(s[:i])
-		if !ok {
-			return 0, false // missing or unknown unit
-		}
-		s = s[i:]
-		if over || wholeOver || whole > 1<<63/unit {
-			over = true
-			continue
-		}
-		n := whole * unit
-		if frac > 0 {
-			// As time.ParseDuration computes it: float64 is exact enough
-			// for a fraction of the largest unit, an hour.
-			n += uint64(float64(frac) * (float64(unit) / scale))
-		}
 		// Checked before adding, so that two halves of 1<<64 do not wrap
 		// to 0, as they do in time.ParseDuration.
-		if n > 1<<63 || d > 1<<63-n {
-			over = true
-			continue
+		if over = over || termOver || n > 1<<63 || d > 1<<63-n; !over {
+			d += n
 		}
-		d += n
 	}
 	switch {
 	case neg && (over || d > 0):
@@ -151,6 +118,47 @@ func parseDuration(v string) (time.Duration, bool) {
 		return tooLong, true
 	}
 	return time.Duration(d), true
+}
+
+// durationTerm reads the term that s starts with, a number and its unit
+// ("1.5h"), as time.ParseDuration does: n nanoseconds, over when they pass
+// 1<<63, and the rest of s; ok is false for a term that is not one.
+func durationTerm(s string) (n uint64, over bool, rest string, ok bool) {
+	if s[0] != '.' && (s[0] < '0' || s[0] > '9') {
+		return 0, false, "", false
+	}
+	whole, wholeOver, rest := leadingUint(s)
+	pre := len(rest) != len(s)
+	s = rest
+	var frac uint64 // the digits after the point, as an integer
+	scale, post := 1.0, false
+	if s != "" && s[0] == '.' {
+		s = s[1:]
+		frac, scale, rest = leadingFraction(s)
+		post = len(rest) != len(s)
+		s = rest
+	}
+	if !pre && !post {
+		return 0, false, "", false // a point with no digits: ".s"
+	}
+	i := 0
+	for i < len(s) && s[i] != '.' && (s[i] < '0' || s[i] > '9') {
+		i++
+	}
+	unit, ok := durationUnit(s[:i])
+	if !ok {
+		return 0, false, "", false // missing or unknown unit
+	}
+	if wholeOver || whole > 1<<63/unit {
+		return 0, true, s[i:], true
+	}
+	n = whole * unit
+	if frac > 0 {
+		// As time.ParseDuration computes it: float64 is exact enough
+		// for a fraction of the largest unit, an hour.
+		n += uint64(float64(frac) * (float64(unit) / scale))
+	}
+	return n, false, s[i:], true
 }
 
 // leadingUint reads the decimal digits that s starts with, as

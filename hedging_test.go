@@ -135,7 +135,7 @@ func TestNegativePushbackStopsFurtherHedges(t *testing.T) {
 		assert.Equal(t, "attempt 1", readAll(t, resp), "the attempt in flight goes on")
 		assert.Equal(t, time.Second, time.Since(start))
 		assert.Equal(t, []time.Duration{0, 50 * time.Millisecond}, arrivals(srv), "no hedge after the pushback")
-		assert.Equal(t, []retryhttp.Refused{{Request: resp.Request, Attempt: 3, Reason: retryhttp.RefusedServerDelay}}, log.refused())
+		assert.Equal(t, []retryhttp.Refused{{Request: resp.Request, Rule: "methodConfig[0]", Attempt: 3, Reason: retryhttp.RefusedServerDelay}}, log.refused())
 		st := tr.Stats().Total
 		assertHedges(t, st, 1, 0, 0)
 		assert.Equal(t, uint64(1), st.RetryAttemptsFailed)
