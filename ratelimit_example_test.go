@@ -95,25 +95,7 @@ func Example_gitHub() {
 	for _, answer := range []string{"secondary", "retry-after", "primary", "502", "forbidden"} {
 		// A Transport each: a rate limit holds its host's next requests.
 		tr := &retryhttp.Transport{Policy: cfg, Classify: gitHubClassify}
-		ctx, stop := context.WithCancelCause(context.Background())
-		var wait string
-		ctx = retryhttp.WithHooks(ctx, &retryhttp.Hooks{Wait: func(w retryhttp.Wait) {
-			wait = "waits " + asked(w)
-			stop(errors.New("seen")) // show the wait, do not wait it out
-		}})
-		req, _ := http.NewRequestWithContext(ctx, "GET", srv.URL+"/user?answer="+answer, nil)
-		resp, err := tr.RoundTrip(req)
-		tr.CloseIdleConnections()
-		switch {
-		case wait != "":
-			fmt.Printf("%s: %s\n", answer, wait)
-		case err != nil:
-			fmt.Printf("%s: %v\n", answer, err)
-		default:
-			resp.Body.Close()
-			fmt.Printf("%s: %d, not retried\n", answer, resp.StatusCode)
-		}
-		stop(nil)
+		fmt.Printf("%s: %s\n", answer, firstWait(tr, "GET", srv.URL+"/user?answer="+answer))
 	}
 	// Output:
 	// secondary: waits 1m0s (classify)
@@ -121,6 +103,31 @@ func Example_gitHub() {
 	// primary: waits 20s (server-delay)
 	// 502: waits the backoff
 	// forbidden: 403, not retried
+}
+
+// firstWait sends a request through tr and says what follows its first
+// attempt: the wait the rule asks for before the next (the request ends as
+// that wait starts: it is shown, not waited out), or the answer or error
+// handed back.
+func firstWait(tr *retryhttp.Transport, method, url string) string {
+	defer tr.CloseIdleConnections()
+	ctx, stop := context.WithCancelCause(context.Background())
+	defer stop(nil)
+	var wait string
+	ctx = retryhttp.WithHooks(ctx, &retryhttp.Hooks{Wait: func(w retryhttp.Wait) {
+		wait = "waits " + asked(w)
+		stop(errors.New("seen"))
+	}})
+	req, _ := http.NewRequestWithContext(ctx, method, url, nil)
+	resp, err := tr.RoundTrip(req)
+	switch {
+	case wait != "":
+		return wait
+	case err != nil:
+		return err.Error()
+	}
+	resp.Body.Close()
+	return fmt.Sprintf("%d, not retried", resp.StatusCode)
 }
 
 // asked is the wait w, to the server's own precision: a server's delay is
@@ -178,25 +185,7 @@ func Example_llmAPI() {
 	cfg.Rules[0].Name[0].Host = srv.Listener.Addr().String() // the test server stands in for api.openai.com
 	for _, answer := range []string{"retry-after-ms", "requests-spent", "should-not-retry", "should-retry"} {
 		tr := &retryhttp.Transport{Policy: cfg} // a Transport each: a spent quota holds its host
-		ctx, stop := context.WithCancelCause(context.Background())
-		var wait string
-		ctx = retryhttp.WithHooks(ctx, &retryhttp.Hooks{Wait: func(w retryhttp.Wait) {
-			wait = "waits " + asked(w)
-			stop(errors.New("seen"))
-		}})
-		req, _ := http.NewRequestWithContext(ctx, "POST", srv.URL+"/v1/responses?answer="+answer, nil)
-		resp, err := tr.RoundTrip(req)
-		tr.CloseIdleConnections()
-		switch {
-		case wait != "":
-			fmt.Printf("%s: %s\n", answer, wait)
-		case err != nil:
-			fmt.Printf("%s: %v\n", answer, err)
-		default:
-			resp.Body.Close()
-			fmt.Printf("%s: %d, not retried\n", answer, resp.StatusCode)
-		}
-		stop(nil)
+		fmt.Printf("%s: %s\n", answer, firstWait(tr, "POST", srv.URL+"/v1/responses?answer="+answer))
 	}
 	// Output:
 	// retry-after-ms: waits 1.5s (retry-after)
