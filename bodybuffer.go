@@ -375,6 +375,9 @@ func (b *replayableBody) callerErr() error {
 // reader is open, or else when the last one is closed: an attempt still
 // sending its body keeps reading. Calls after the first do nothing.
 func (b *replayableBody) release() {
+	if b.mode == noBody {
+		return // nothing to let go, nothing to close
+	}
 	b.mu.Lock()
 	if b.released {
 		b.mu.Unlock()

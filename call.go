@@ -2,6 +2,7 @@ package retryhttp
 
 import (
 	"context"
+	"fmt"
 	"net/http"
 	"net/http/httptrace"
 	"strconv"
@@ -47,11 +48,12 @@ type call struct {
 	backoff     int
 	spare       bool
 	// last is the latest outcome, kept for the caller until a later one
-	// replaces it or the next attempt goes; lost is why an attempt could
-	// not be sent, for a request that has nothing else to hand back;
-	// resent is the outcome whose transparent resend is under way.
+	// replaces it or the next attempt goes; whyUnsent is why an attempt
+	// could not be sent (no body, a hold), for a request that has nothing
+	// else to hand back; resent is the outcome whose transparent resend is
+	// under way.
 	last, resent result
-	lost         error
+	whyUnsent    error
 	// failedAddrs are the addresses whose attempts failed (a network
 	// error, a 5xx), which later attempts avoid when the host has
 	// others; a few are enough to remember.
@@ -157,7 +159,9 @@ func (st *state) newCall(req *http.Request, hooks *Hooks, classifier func(int, *
 	return c, nil
 }
 
-// end lets the body's buffer go and puts c back in the pool.
+// end lets the body's buffer go, closes an outcome kept and not handed
+// back (the caller's context ended during a wait), and puts c back in the
+// pool.
 //
 // A request cut short by a panic (of a hook, the caller's classifier or
 // GetBody, or the base) is left to the garbage collector instead, never
@@ -165,8 +169,11 @@ func (st *state) newCall(req *http.Request, hooks *Hooks, classifier func(int, *
 // have put its state in order.
 func (c *call) end(completed bool) {
 	c.body.release()
+	c.last.abort(errCallDone) // an outcome kept, and not handed back
 	if !completed {
-		c.last.abort(errPanicked)
+		if c.unwatch != nil {
+			c.unwatch(errPanicked)
+		}
 		return
 	}
 	st, h := c.st, c.hedger.keepable()
@@ -246,17 +253,20 @@ func (c *call) deliver(r *result) *http.Response {
 }
 
 // answer ends the request with what it kept: the latest outcome's
-// response, with a nil error whatever its status; else its error; else
-// why no attempt could be sent: lost, or why.
+// response, with a nil error whatever its status; else its error, with
+// why (a hold's refusal, say) after it; else why no attempt could be sent:
+// whyUnsent, or why.
 func (c *call) answer(why error) (*http.Response, error) {
 	if c.last.resp != nil {
 		return c.deliver(&c.last), nil
 	}
 	err := c.last.err
 	switch {
+	case err != nil && why != nil:
+		err = fmt.Errorf("%w; then %w", err, why)
 	case err != nil:
-	case c.lost != nil:
-		err = c.lost
+	case c.whyUnsent != nil:
+		err = c.whyUnsent
 	default:
 		err = why
 	}
@@ -278,14 +288,17 @@ func (c *call) fail(err error) error {
 }
 
 // pause waits out s, a wait before attempt s.attempt with no attempt in
-// flight, reporting it first. It returns the caller's context's cause if
-// that ends first.
+// flight, reporting it first. The wait ends when the step said, s.at, so
+// that the time spent since the decision (getting the next attempt's
+// body, the hooks) is not added to it. It returns the caller's context's
+// cause if that ends first.
 func (c *call) pause(s step) error {
 	c.waiting(s.attempt, s.wait, s.reason, true)
-	if s.wait <= 0 {
+	d := time.Until(s.at)
+	if d <= 0 {
 		return context.Cause(c.ctx)
 	}
-	t := time.NewTimer(s.wait)
+	t := time.NewTimer(d)
 	defer t.Stop()
 	select {
 	case <-t.C:

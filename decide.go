@@ -22,9 +22,12 @@ type step struct {
 	reason  WaitReason    // why wait is as long as it is
 	refusal RefusalReason // why no further attempt goes; "" when none was due
 	backoff int           // the retry policy's counter once the wait is over
+	// at is when the wait ends: the time of the decision plus wait.
+	at time.Time
 	// resp and err are the request's answer, for stepDeliver and
 	// stepFail: the response (with a nil error, whatever its status),
-	// or the error.
+	// or the error; for the stepNoMore of a gate, err says why the
+	// attempt was refused (a hold's HoldError).
 	resp *http.Response
 	err  error
 }
@@ -64,6 +67,12 @@ const (
 // follows, and keeps the result as that says (see take). The loops carry
 // the step out and never touch the result again.
 func (c *call) after(r *result) step {
+	taken := false
+	defer func() {
+		if !taken { // a hook or the fleet panicked: the response goes with the request
+			r.abort(errPanicked)
+		}
+	}()
 	out := c.judge(r)
 	c.attemptDone(r, out)
 	now := time.Now()
@@ -71,7 +80,9 @@ func (c *call) after(r *result) step {
 		c.learn(r, out, now)
 	}
 	s := c.decide(r, out, now, rand.Float64())
+	s.at = now.Add(s.wait)
 	c.take(r, out, s)
+	taken = true
 	if s.kind == stepDeliver || s.kind == stepFail {
 		s.resp, s.err = c.answer(nil)
 	}
@@ -136,9 +147,9 @@ func (c *call) take(r *result, out outcome, s step) {
 		case r.resend && r.n == c.resent.n && r.err != nil:
 			// The resend's failure says the most: why attempt n was
 			// not sent, then why it was not sent again.
-			c.lost = resendError(c.resent.err, r.err)
-		case c.lost == nil:
-			c.lost = r.err
+			c.whyUnsent = resendError(c.resent.err, r.err)
+		case c.whyUnsent == nil:
+			c.whyUnsent = r.err
 		}
 		r.abort(errBodyCommitted)
 		return
@@ -173,8 +184,8 @@ func (c *call) decide(r *result, out outcome, now time.Time, rnd float64) step {
 	switch {
 	case c.sent >= c.plan.attempts || !c.repeatable(r, out):
 		return step{kind: stepNoMore, attempt: next}
-	case r.serverDelay.Kind == delayStop:
-		return noMore(next, RefusedServerDelay)
+	case r.serverDelay.Kind == delayStop && !r.verdict.timed():
+		return noMore(next, RefusedServerDelay) // unless a verdict's wait replaces the server's
 	}
 	if why, ok := c.allowed(); !ok {
 		return noMore(next, why)

@@ -28,9 +28,10 @@ import (
 // Valkey.
 type Fleet interface {
 	// Report tells the fleet what one attempt to host (a URL host,
-	// lowercased, port kept) showed. It is called once per attempt
-	// that reached or may have reached the server, after its outcome
-	// is known.
+	// lowercased, port kept) showed. It is called once per attempt whose
+	// outcome counts in the budget (not for the first try of one resent
+	// transparently, nor for a dial its backoff window refused), or
+	// whose answer set a hold, after its outcome is known.
 	Report(host string, r FleetReport)
 	// Look returns what the fleet knows of host now, for the requests
 	// of rule (a key of [Stats.Rules]). It is called before each

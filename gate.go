@@ -26,7 +26,7 @@ func (c *call) gate(n int, now time.Time, rnd float64) step {
 				s.err = &HoldError{Host: c.host.name, Remaining: left, Status: h.status}
 				return s
 			}
-			return step{kind: stepWait, attempt: n, wait: wait, reason: WaitHold}
+			return step{kind: stepWait, attempt: n, wait: wait, reason: WaitHold, at: now.Add(wait)}
 		}
 	}
 	budget := c.plan.hedge != nil && c.plan.hedge.MaxExtraLoad > 0

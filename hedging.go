@@ -108,7 +108,8 @@ func (h *hedger) outgrownC(c *call) <-chan struct{} {
 }
 
 // start readies the hedger for a request, reusing the channel and timer
-// of the call's last request when it left them clean.
+// of the call's last request: finish left the timer stopped and drained,
+// and the channel is kept only when nothing can still report on it.
 func (h *hedger) start() {
 	if h.results == nil {
 		h.results = make(chan result, maxHedgeAttempts+1)
@@ -149,7 +150,7 @@ func (h *hedger) due(c *call) {
 	switch s.kind {
 	case stepWait:
 		c.waiting(n, s.wait, s.reason, h.flying == 0)
-		h.arm(s.wait)
+		h.arm(time.Until(s.at))
 	case stepNoMore:
 		h.close(c, s)
 	default:
@@ -216,7 +217,7 @@ func (h *hedger) landed(c *call, r result) (*http.Response, error, bool) {
 	default: // stepNext
 		if s.wait > 0 {
 			c.waiting(s.attempt, s.wait, s.reason, h.flying == 0)
-			h.notBefore = later(h.notBefore, time.Now().Add(s.wait))
+			h.notBefore = later(h.notBefore, s.at)
 		}
 		h.arm(0)
 	}
@@ -229,8 +230,8 @@ func (h *hedger) close(c *call, s step) {
 	if h.mayLaunch(c) {
 		c.refused(c.sent+1, s.refusal)
 	}
-	if s.err != nil && c.lost == nil {
-		c.lost = s.err
+	if s.err != nil && c.whyUnsent == nil {
+		c.whyUnsent = s.err
 	}
 	h.closed = true
 }
@@ -277,12 +278,20 @@ func (h *hedger) cancelAll(c *call, cause error) {
 	tail := c.hedgeDelay()
 	timeout := time.NewTimer(drainTimeout)
 	defer timeout.Stop()
+	var panicked any // a loser's base's, raised once every attempt is closed
+	defer func() {
+		if panicked != nil {
+			panic(panicked)
+		}
+	}()
 	for h.flying > 0 {
 		select {
 		case r := <-h.results:
 			h.cut(c, r.n, tail)
-			c.attemptDone(&r, outCancelled)
-			r.discard()
+			if r.panicked != nil && panicked == nil {
+				panicked = r.panicked
+			}
+			h.loser(c, &r)
 		case <-timeout.C:
 			left := h.flying
 			for n, f := range h.flights {
@@ -296,6 +305,13 @@ func (h *hedger) cancelAll(c *call, cause error) {
 			h.results = nil
 		}
 	}
+}
+
+// loser reports r, an attempt cut off, to the hooks and discards its
+// answer, even when a hook panics.
+func (h *hedger) loser(c *call, r *result) {
+	defer r.discard()
+	c.attemptDone(r, outCancelled)
 }
 
 // cut takes attempt n out of flight, cut off; past tail, the hedging
@@ -314,7 +330,8 @@ func (h *hedger) cut(c *call, n int, tail time.Duration) {
 }
 
 // reap closes what the n attempts still to report on results get: they
-// were cancelled, and their request has ended.
+// were cancelled, and their request has ended. A base that panics on one
+// of them then has no caller to reach: its panic is dropped with it.
 func reap(results <-chan result, n int) {
 	for range n {
 		r := <-results
@@ -325,7 +342,15 @@ func reap(results <-chan result, n int) {
 // finish stops the timer and, when a panic cut the request short,
 // cancels and closes every attempt.
 func (h *hedger) finish(c *call) {
-	h.timer.Stop()
+	if !h.timer.Stop() {
+		// A tick that came while no hedge could go: under the timers of
+		// GODEBUG=asynctimerchan=1 it waits in the channel, and would
+		// send the next request's hedge at once.
+		select {
+		case <-h.timer.C:
+		default:
+		}
+	}
 	h.armed, h.dueNow = false, false
 	if h.flying > 0 {
 		h.cancelAll(c, errPanicked)

@@ -72,7 +72,7 @@ func (o *observer) attemptStarted(n int, w how) {
 }
 
 // attemptDone reports the end of an attempt. Whether a retry attempt
-// failed is counted by account, once per attempt, as a transparent resend
+// failed is counted by learn, once per attempt, as a transparent resend
 // may follow this report.
 func (o *observer) attemptDone(r *result, out outcome) {
 	if out == outCancelled {

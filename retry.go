@@ -1,7 +1,6 @@
 package retryhttp
 
 import (
-	"context"
 	"fmt"
 	"math/rand/v2"
 	"net/http"
@@ -19,12 +18,11 @@ func (c *call) retry() (*http.Response, error) {
 	defer ready.abandon(errCallDone)
 	for n := 1; ; n++ {
 		if s := c.admit(n); s.kind != stepSend {
-			c.refused(s.attempt, s.refusal)
-			why := s.err // a hold's, when there is nothing else to hand back
-			if why == nil {
-				why = context.Cause(c.ctx)
+			if c.ctx.Err() != nil { // the caller has gone during a wait
+				return nil, c.fail(nil)
 			}
-			return c.answer(why)
+			c.refused(s.attempt, s.refusal)
+			return c.answer(s.err) // a hold's, when there is nothing else to hand back
 		}
 		c.last.discard() // the next attempt goes: the last outcome is no longer needed
 		r := c.send(n, &ready)
@@ -86,22 +84,17 @@ func (c *call) send(n int, ready *attempt) result {
 // transparently, or once its dial backoff window has ended. It returns
 // what follows the new try.
 func (c *call) sendAgain(s step) step {
-	first := c.resent.err
-	if s.kind == stepReady {
-		if err := c.pause(s); err != nil {
-			return step{kind: stepNoMore, attempt: s.attempt}
-		}
-		first = nil
+	if s.kind == stepReady && c.pause(s) != nil {
+		return step{kind: stepNoMore, attempt: s.attempt}
 	}
 	again := how{resend: true}
 	c.attemptStarted(s.attempt, again)
 	var r result
 	if a, err := c.newAttempt(s.attempt, again, c.avoid()); err != nil {
-		r = c.unsent(s.attempt, again, err)
+		r = c.unsent(s.attempt, again, err) // take joins it to the first try's error
 	} else {
 		r = a.send()
 	}
-	r.err = resendError(first, r.err)
 	return c.after(&r)
 }
 

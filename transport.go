@@ -328,9 +328,14 @@ func (t *Transport) RoundTrip(req *http.Request) (*http.Response, error) {
 	// every attempt; the deferred end lets the body go, and keeps the
 	// call out of the pool.
 	completed := false
-	defer func() { c.end(completed) }()
-	c.started()
 	var resp *http.Response
+	defer func() {
+		if !completed && resp != nil {
+			resp.Body.Close() // a Done hook panicked over it
+		}
+		c.end(completed)
+	}()
+	c.started()
 	switch c.plan.kind {
 	case planHedge:
 		resp, err = c.hedge()

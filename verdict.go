@@ -93,6 +93,9 @@ func (v Verdict) wait() (time.Duration, bool) {
 	return time.Duration(us) * time.Microsecond, true
 }
 
+// timed reports whether v asks for a wait of its own.
+func (v Verdict) timed() bool { _, ok := v.wait(); return ok }
+
 // String returns the verdict's name, and its wait when it has one:
 // "RetryableUnprocessed.After(1m0s)"; a value that is no verdict is
 // "Verdict(n)".

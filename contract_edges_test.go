@@ -1,0 +1,212 @@
+package retryhttp_test
+
+import (
+	"context"
+	"errors"
+	"io"
+	"net"
+	"net/http"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"syscall"
+	"testing"
+	"testing/synctest"
+	"time"
+
+	"github.com/retryhttp/retryhttp"
+	"github.com/retryhttp/retryhttp/policy"
+	rt "github.com/retryhttp/retryhttp/retryhttptest"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+// tracked is a base that hands every attempt to next and counts the
+// response bodies it returned and those closed since.
+type tracked struct {
+	next           http.RoundTripper
+	opened, closed atomic.Int64
+}
+
+func (b *tracked) RoundTrip(req *http.Request) (*http.Response, error) {
+	resp, err := b.next.RoundTrip(req)
+	if resp != nil {
+		b.opened.Add(1)
+		resp.Body = &onceCloser{ReadCloser: resp.Body, n: &b.closed}
+	}
+	return resp, err
+}
+
+// open returns the number of response bodies never closed.
+func (b *tracked) open() int64 { return b.opened.Load() - b.closed.Load() }
+
+// onceCloser counts its first Close in n.
+type onceCloser struct {
+	io.ReadCloser
+	once sync.Once
+	n    *atomic.Int64
+}
+
+func (c *onceCloser) Close() error {
+	c.once.Do(func() { c.n.Add(1) })
+	return c.ReadCloser.Close()
+}
+
+// big is a response body longer than the Transport reads ahead of a
+// response kept through a wait (64 KiB).
+var big = strings.Repeat("x", 100<<10)
+
+// A retry's backoff that the caller's cancellation cuts short must not
+// leave the response kept through the wait unclosed: its read-ahead stops
+// at 64 KiB, and nothing closes the rest.
+func TestKeptResponseClosedWhenCancelledDuringBackoff(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		srv := script(rt.Step{Status: 503, Body: big})
+		base := &tracked{next: srv}
+		tr := &retryhttp.Transport{Base: base, Policy: retryConfig(3, 503)}
+		ctx, cancel := context.WithCancel(t.Context())
+		defer cancel()
+		time.AfterFunc(50*time.Millisecond, cancel) // during the 100 ms backoff
+		resp, err := tr.RoundTrip(newRequest(t, ctx, "GET", ""))
+		require.Error(t, err)
+		require.Nil(t, resp)
+		synctest.Wait()
+		assert.Equal(t, int64(0), base.open(), "response bodies left open")
+	})
+}
+
+// A wait that would end at or past the deadline is not started: the last
+// outcome goes back at once. decide checks the deadline before the next
+// attempt gets its body (GetBody) and before the Wait hook runs, and the
+// retry loop then sleeps the whole wait: when the deadline comes during
+// it, the caller gets an error, not the 503 it was kept for, and the 503
+// is never closed.
+func TestWaitPastTheDeadlineIsNotStarted(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		srv := script(rt.Step{Status: 503, Body: big}, rt.Step{Body: "ok"})
+		base := &tracked{next: srv}
+		tr := &retryhttp.Transport{Base: base, Policy: retryConfig(3, 503)}
+		ctx, cancel := context.WithTimeout(t.Context(), 120*time.Millisecond)
+		defer cancel()
+		req := newRequest(t, ctx, "PUT", "payload")
+		req.GetBody = func() (io.ReadCloser, error) {
+			time.Sleep(50 * time.Millisecond) // a body reopened from slow storage
+			return io.NopCloser(strings.NewReader("payload")), nil
+		}
+		// The 503 comes at 0, decide allows its 100 ms backoff (ends at
+		// 100 ms < 120 ms), GetBody takes 50 ms, then the loop sleeps the
+		// whole 100 ms: to 150 ms, past the deadline. Either the wait is
+		// kept to what was decided (attempt 2 answers) or the 503 comes
+		// back: never an error.
+		resp, err := tr.RoundTrip(req)
+		if assert.NoError(t, err, "the wait crossed the deadline") {
+			resp.Body.Close()
+		}
+		synctest.Wait()
+		assert.Equal(t, int64(0), base.open(), "response bodies left open")
+	})
+}
+
+// A hook that panics must reach the caller with every attempt closed: an
+// AttemptDone hook that panics leaves the response it was told about
+// open, under the retry loop and under the hedge loop.
+func TestAttemptDonePanicClosesItsResponse(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		cfg  *policy.Config
+	}{
+		{"retry", retryConfig(3, 503)},
+		{"hedge", &policy.Config{Rules: []policy.Rule{{Name: []policy.Name{{}},
+			Hedge: &policy.Hedge{MaxAttempts: 2, HedgingDelay: time.Second}}}}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				base := &tracked{next: script(rt.Step{Body: "ok"})}
+				tr := &retryhttp.Transport{Base: base, Policy: tc.cfg,
+					Hooks: &retryhttp.Hooks{AttemptDone: func(retryhttp.AttemptDone) { panic("hook is broken") }}}
+				func() {
+					defer func() { assert.Equal(t, "hook is broken", recover()) }()
+					tr.RoundTrip(newRequest(t, t.Context(), "GET", ""))
+				}()
+				synctest.Wait()
+				assert.Equal(t, int64(0), base.open(), "response bodies left open")
+			})
+		})
+	}
+}
+
+// A Done hook that panics must not leave the response RoundTrip was about
+// to return open.
+func TestDonePanicClosesTheResponse(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		base := &tracked{next: script(rt.Step{Body: "ok"})}
+		tr := &retryhttp.Transport{Base: base, Policy: retryConfig(3, 503),
+			Hooks: &retryhttp.Hooks{Done: func(retryhttp.Done) { panic("hook is broken") }}}
+		func() {
+			defer func() { assert.Equal(t, "hook is broken", recover()) }()
+			tr.RoundTrip(newRequest(t, t.Context(), "GET", ""))
+		}()
+		synctest.Wait()
+		assert.Equal(t, int64(0), base.open(), "response bodies left open")
+	})
+}
+
+// A base that panics on a hedge that lost, as it is cancelled, must reach
+// the caller too: cancelAll takes the panic for a result and drops it.
+func TestLoserPanicDuringCancelAllReachesTheCaller(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		srv := script(rt.Step{Body: "ok"})
+		base := roundTripFunc(func(req *http.Request) (*http.Response, error) {
+			if req.Header.Get(retryhttp.AttemptsHeader) == "" { // attempt 1: slow, panics once cancelled
+				<-req.Context().Done()
+				panic("base is broken")
+			}
+			return srv.RoundTrip(req)
+		})
+		cfg := &policy.Config{Rules: []policy.Rule{{Name: []policy.Name{{}},
+			Hedge: &policy.Hedge{MaxAttempts: 2, HedgingDelay: 10 * time.Millisecond}}}}
+		tr := &retryhttp.Transport{Base: base, Policy: cfg}
+		var recovered any
+		func() {
+			defer func() { recovered = recover() }()
+			resp, err := tr.RoundTrip(newRequest(t, t.Context(), "GET", ""))
+			if err == nil {
+				resp.Body.Close()
+			}
+		}()
+		assert.Equal(t, "base is broken", recovered, "the loser's panic was swallowed")
+	})
+}
+
+// A panic must not leave the goroutine that watches the caller's
+// Request.Cancel running: end never calls c.unwatch on the panic path.
+func TestPanicLeavesNoCancelWatcher(t *testing.T) {
+	before := goleakIgnore()
+	tr := &retryhttp.Transport{Base: script(rt.Step{Body: "ok"}), Policy: retryConfig(3, 503),
+		Hooks: &retryhttp.Hooks{AttemptStart: func(retryhttp.AttemptStart) { panic("hook is broken") }}}
+	req := newRequest(t, context.Background(), "GET", "")
+	stop := make(chan struct{}) // as http.Client sets it; closed only once the check is done
+	req.Cancel = stop
+	t.Cleanup(func() { close(stop) })
+	func() {
+		defer func() { assert.Equal(t, "hook is broken", recover()) }()
+		tr.RoundTrip(req)
+	}()
+	assertNoLeak(t, before)
+}
+
+// When a transparent resend cannot get its body, the error names why the
+// attempt was not sent, then why its resend was not: once. sendAgain wraps
+// the resend's error with the first one, and take wraps it again.
+func TestResendErrorWrappedOnce(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		refused := &net.OpError{Op: "dial", Net: "tcp", Err: syscall.ECONNREFUSED}
+		tr, _ := newCalls(retryConfig(3, 503), fail(refused))
+		req := newRequest(t, t.Context(), "PUT", "payload")
+		req.GetBody = func() (io.ReadCloser, error) { return nil, errors.New("storage gone") }
+		resp, err := tr.RoundTrip(req)
+		require.Nil(t, resp)
+		require.Error(t, err)
+		assert.Equal(t, 1, strings.Count(err.Error(), "connection refused"), "error: %v", err)
+	})
+}
