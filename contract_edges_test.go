@@ -56,9 +56,9 @@ func (c *onceCloser) Close() error {
 // response kept through a wait (64 KiB).
 var big = strings.Repeat("x", 100<<10)
 
-// A retry's backoff that the caller's cancellation cuts short must not
-// leave the response kept through the wait unclosed: its read-ahead stops
-// at 64 KiB, and nothing closes the rest.
+// A retry's backoff that the caller's cancellation cuts short leaves no
+// response open: the one kept through the wait, read ahead only to
+// 64 KiB, is closed with the request.
 func TestKeptResponseClosedWhenCancelledDuringBackoff(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		srv := script(rt.Step{Status: 503, Body: big})
@@ -76,11 +76,9 @@ func TestKeptResponseClosedWhenCancelledDuringBackoff(t *testing.T) {
 }
 
 // A wait that would end at or past the deadline is not started: the last
-// outcome goes back at once. decide checks the deadline before the next
-// attempt gets its body (GetBody) and before the Wait hook runs, and the
-// retry loop then sleeps the whole wait: when the deadline comes during
-// it, the caller gets an error, not the 503 it was kept for, and the 503
-// is never closed.
+// outcome goes back at once. The deadline is checked when the wait is
+// decided, and the wait ends when it was decided to end, however long the
+// next attempt's GetBody and the Wait hook take meanwhile.
 func TestWaitPastTheDeadlineIsNotStarted(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		srv := script(rt.Step{Status: 503, Body: big}, rt.Step{Body: "ok"})
@@ -107,9 +105,9 @@ func TestWaitPastTheDeadlineIsNotStarted(t *testing.T) {
 	})
 }
 
-// A hook that panics must reach the caller with every attempt closed: an
-// AttemptDone hook that panics leaves the response it was told about
-// open, under the retry loop and under the hedge loop.
+// A hook that panics reaches the caller with every attempt closed, the
+// response an AttemptDone hook was told about included, under the retry
+// loop and under the hedge loop.
 func TestAttemptDonePanicClosesItsResponse(t *testing.T) {
 	for _, tc := range []struct {
 		name string
@@ -135,8 +133,8 @@ func TestAttemptDonePanicClosesItsResponse(t *testing.T) {
 	}
 }
 
-// A Done hook that panics must not leave the response RoundTrip was about
-// to return open.
+// A Done hook that panics leaves open no response, not even the one
+// RoundTrip was about to return.
 func TestDonePanicClosesTheResponse(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		base := &tracked{next: script(rt.Step{Body: "ok"})}
@@ -151,8 +149,8 @@ func TestDonePanicClosesTheResponse(t *testing.T) {
 	})
 }
 
-// A base that panics on a hedge that lost, as it is cancelled, must reach
-// the caller too: cancelAll takes the panic for a result and drops it.
+// A base that panics on a hedge that lost, as it is cancelled, reaches
+// the caller too, once every attempt is closed.
 func TestLoserPanicDuringCancelAllReachesTheCaller(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		srv := script(rt.Step{Body: "ok"})
@@ -178,14 +176,14 @@ func TestLoserPanicDuringCancelAllReachesTheCaller(t *testing.T) {
 	})
 }
 
-// A panic must not leave the goroutine that watches the caller's
-// Request.Cancel running: end never calls c.unwatch on the panic path.
+// A panic leaves no goroutine watching the caller's Request.Cancel.
 func TestPanicLeavesNoCancelWatcher(t *testing.T) {
 	before := goleakIgnore()
 	tr := &retryhttp.Transport{Base: script(rt.Step{Body: "ok"}), Policy: retryConfig(3, 503),
 		Hooks: &retryhttp.Hooks{AttemptStart: func(retryhttp.AttemptStart) { panic("hook is broken") }}}
 	req := newRequest(t, context.Background(), "GET", "")
 	stop := make(chan struct{}) // as http.Client sets it; closed only once the check is done
+	//lint:ignore SA1019 the legacy way is what http.Client uses, and what is tested
 	req.Cancel = stop
 	t.Cleanup(func() { close(stop) })
 	func() {
@@ -196,8 +194,7 @@ func TestPanicLeavesNoCancelWatcher(t *testing.T) {
 }
 
 // When a transparent resend cannot get its body, the error names why the
-// attempt was not sent, then why its resend was not: once. sendAgain wraps
-// the resend's error with the first one, and take wraps it again.
+// attempt was not sent, then why its resend was not, each once.
 func TestResendErrorWrappedOnce(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		refused := &net.OpError{Op: "dial", Net: "tcp", Err: syscall.ECONNREFUSED}

@@ -13,15 +13,15 @@ import (
 	rt "github.com/retryhttp/retryhttp/retryhttptest"
 )
 
-// A pooled hedger keeps its timer for the next request; finish only
-// Stops it. Under the timer semantics a program may still choose
-// (GODEBUG=asynctimerchan=1, those of Go before 1.23), a tick that fired
-// unread stays in the channel through Stop and Reset, and the next request
-// on the pooled call sends its hedge at once instead of after the hedging
-// delay. The scenario runs in a child process with that setting.
-func TestPooledHedgeTimerStale(t *testing.T) {
+// A pooled hedger keeps its timer for the next request. Under the timer
+// semantics a program may still choose (GODEBUG=asynctimerchan=1, those of
+// Go before 1.23), a tick that fired unread would stay in the channel
+// through Stop and Reset and send the next request's hedge at once; it is
+// drained, and the next request waits its hedging delay. The scenario
+// runs in a child process with that setting.
+func TestPooledHedgeTimerCarriesNoTick(t *testing.T) {
 	if os.Getenv("RETRYHTTP_REVIEW_CHILD") == "" {
-		cmd := exec.Command(os.Args[0], "-test.run=^TestPooledHedgeTimerStale$", "-test.count=1", "-test.v")
+		cmd := exec.Command(os.Args[0], "-test.run=^TestPooledHedgeTimerCarriesNoTick$", "-test.count=1", "-test.v")
 		cmd.Env = append(os.Environ(), "RETRYHTTP_REVIEW_CHILD=1", "GODEBUG=asynctimerchan=1")
 		out, err := cmd.CombinedOutput()
 		if err != nil {
