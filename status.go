@@ -28,9 +28,10 @@ import (
 // ended in an error, or in a 429 or 5xx after more than one attempt.
 //
 // Each answer is bounded: at most 100 hosts are listed and the rest are
-// counted, the most troubled first (held, then most of its retry budget
+// counted, the most troubled first (held, then with its retry budget
 // spent, most dial windows open, most recent failures, most failed
-// retries, most requests); at most 8 holds and 8 addresses per host;
+// retries, most of its budget used, most requests); at most 8 holds and
+// 8 addresses per host;
 // every text (a host, a path, an error) is cut to 256 bytes. An answer
 // stays under 1 MiB whatever tr holds, listing fewer hosts if it must.
 //

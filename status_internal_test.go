@@ -42,7 +42,7 @@ func loadedState(t *testing.T, n int, nasty bool) (*Transport, time.Time) {
 	for i := range n {
 		name := longName(i)
 		h := st.hosts.get(name)
-		h.bucket.tokens.Store(0)
+		h.bucket.tokens.Store(0) // spent
 		for _, rule := range texts {
 			h.holds.set(rule, now, time.Hour, 429)
 		}
@@ -163,8 +163,9 @@ func TestDialIndexClaims(t *testing.T) {
 	assert.ElementsMatch(t, []string{"plain.test:8080", "port.test:443", "proxy.test:3128"}, rest)
 }
 
-// Hosts are ranked held first, then by budget spent, dial windows open,
-// recent failures, failed retries, requests, and name.
+// Hosts are ranked held first, then with their budget spent, then by
+// dial windows open, recent failures, failed retries, budget used,
+// requests, and name.
 func TestHostRankOrder(t *testing.T) {
 	t.Parallel()
 	h := func(name string) *host { return &host{name: name} }
@@ -172,12 +173,14 @@ func TestHostRankOrder(t *testing.T) {
 		{h: h("z-quiet")},
 		{h: h("a-quiet")},
 		{h: h("busy"), requests: 100},
-		{h: h("failed-retries"), failed: 1},
+		{h: h("used"), used: 1000},
+		{h: h("failed-retries"), failed: 1, used: 100},
 		{h: h("recent"), failures: 1},
-		{h: h("dialing"), windows: 1},
-		{h: h("spent-more"), spent: 2000, windows: 0},
-		{h: h("spent"), spent: 1000, windows: 5},
+		{h: h("dialing-more"), windows: 2},
+		{h: h("dialing"), windows: 1, failures: 5},
+		{h: h("spent"), spent: true},
 		{h: h("held"), held: true},
+		{h: h("held-spent"), held: true, spent: true},
 	}
 	shuffled := append([]hostRank(nil), ranks...)
 	for i := range shuffled {
@@ -189,5 +192,6 @@ func TestHostRankOrder(t *testing.T) {
 	for _, r := range shuffled {
 		got = append(got, r.h.name)
 	}
-	assert.Equal(t, []string{"held", "spent-more", "spent", "dialing", "recent", "failed-retries", "busy", "a-quiet", "z-quiet"}, got)
+	assert.Equal(t, []string{"held-spent", "held", "spent", "dialing-more", "dialing", "recent", "failed-retries", "used",
+		"busy", "a-quiet", "z-quiet"}, got)
 }

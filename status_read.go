@@ -143,28 +143,34 @@ func (t *Transport) status(now time.Time) *statusPage {
 type hostRank struct {
 	h        *host
 	held     bool
-	spent    int64 // milli-tokens of its retry budget spent
-	windows  int   // dial backoff windows open
-	failures int   // among the recent failures
+	spent    bool // its retry budget refuses retries
+	windows  int  // dial backoff windows open
+	failures int  // among the recent failures
 	failed   uint64
+	used     int64 // milli-tokens of its retry budget used
 	requests uint64
 	dials    []dialState
 }
 
 // compare orders r before o when r is the more troubled: held, then
-// most budget spent, most dial windows open, most recent failures, most
-// failed retries, most requests; by name when all are equal, so that the
-// page is stable.
+// with its retry budget spent, most dial windows open, most recent
+// failures, most failed retries, most of its budget used, most
+// requests; by name when all are equal, so that the page is stable.
 func (r hostRank) compare(o hostRank) int {
-	if r.held != o.held {
-		if r.held {
-			return -1
-		}
-		return 1
-	}
-	return cmp.Or(cmp.Compare(o.spent, r.spent), cmp.Compare(o.windows, r.windows),
-		cmp.Compare(o.failures, r.failures), cmp.Compare(o.failed, r.failed),
+	return cmp.Or(first(r.held, o.held), first(r.spent, o.spent), cmp.Compare(o.windows, r.windows),
+		cmp.Compare(o.failures, r.failures), cmp.Compare(o.failed, r.failed), cmp.Compare(o.used, r.used),
 		cmp.Compare(o.requests, r.requests), strings.Compare(r.h.name, o.h.name))
+}
+
+// first orders what has a flag before what has not.
+func first(a, b bool) int {
+	switch {
+	case a == b:
+		return 0
+	case a:
+		return -1
+	}
+	return 1
 }
 
 // rankHosts returns every host the table holds, ranked. Each costs a few
@@ -181,9 +187,9 @@ func (st *state) rankHosts(now time.Time, counts map[string]Counters, failures [
 	var ranked []hostRank
 	st.hosts.each(func(h *host) {
 		c := counts[h.name]
-		r := hostRank{h: h, held: h.holds.any(now), failures: recent[h.name], failed: c.RetryAttemptsFailed,
-			requests: c.Requests, dials: dials.claim(h.name)}
-		r.spent = max(capacity-h.bucket.tokens.Load(), 0)
+		r := hostRank{h: h, held: h.holds.any(now), spent: !h.bucket.Allow(), failures: recent[h.name],
+			failed: c.RetryAttemptsFailed, requests: c.Requests, dials: dials.claim(h.name)}
+		r.used = max(capacity-h.bucket.tokens.Load(), 0)
 		for _, d := range r.dials {
 			if d.until.After(now) {
 				r.windows++
