@@ -67,8 +67,12 @@ a { color: inherit; }
 .muted { color: var(--muted); }
 .mono, .host { font-family: ui-monospace, SFMono-Regular, Menlo, Consolas, monospace; font-size: 13px; }
 .host { font-weight: 600; overflow-wrap: anywhere; }
-table { border-collapse: collapse; width: 100%; }
-th, td { text-align: left; vertical-align: top; padding: 5px 8px; border-bottom: 1px solid var(--line); }
+td.host { min-width: 12em; }
+td.dial { min-width: 16em; }
+td.req { min-width: 13em; }
+.nw { white-space: nowrap; }
+table { border-collapse: collapse; width: 100%; font-size: 13px; }
+th, td { text-align: left; vertical-align: top; padding: 5px 7px; border-bottom: 1px solid var(--line); }
 th { background: var(--head); font-weight: 600; white-space: nowrap; }
 .n { text-align: right; font-variant-numeric: tabular-nums; white-space: nowrap; }
 td > div + div { margin-top: 2px; }
@@ -78,7 +82,7 @@ td > div + div { margin-top: 2px; }
 .ok { color: var(--ok); }
 .err { overflow-wrap: anywhere; }
 meter { width: 80px; height: 12px; vertical-align: -1px; }
-dl.totals { display: flex; flex-wrap: wrap; gap: 8px 28px; margin: 14px 0 4px; }
+dl.totals { display: flex; flex-wrap: wrap; gap: 8px 28px; margin: 12px 0 0; }
 dl.totals div { min-width: 90px; }
 dt { color: var(--muted); font-size: 12px; }
 dd { margin: 0; font-size: 18px; font-weight: 600; font-variant-numeric: tabular-nums; }
@@ -113,21 +117,22 @@ dd small { font-size: 12px; font-weight: 400; color: var(--muted); }
 {{- range .Hosts}}
 <tr>
 <td class="host">{{.Host}}</td>
-<td>{{with .Budget}}<div><meter min="0" max="{{.Capacity}}" low="{{half .Capacity}}" optimum="{{.Capacity}}" value="{{.Tokens}}"></meter> {{num .Tokens}} / {{num .Capacity}}</div>
-{{- if .Allows}}<div class="muted">retries allowed</div>{{else}}<div><span class="tag bad">spent</span> retries refused</div>{{end}}
+<td>{{with .Budget}}<div class="nw"><meter min="0" max="{{.Capacity}}" low="{{half .Capacity}}" optimum="{{.Capacity}}" value="{{.Tokens}}"></meter> {{num .Tokens}} / {{num .Capacity}}</div>
+{{- if not .Allows}}<div><span class="tag bad">spent</span> retries refused</div>{{end}}
 {{- else}}<span class="muted">no throttle</span>{{end}}</td>
-<td>{{range .Holds}}<div><span class="tag bad">held</span> <b>{{dur .Left}}</b> left</div><div class="muted">{{status .Status}} · {{.Rule}}</div>{{else}}<span class="muted">none</span>{{end}}
-{{- if .MoreHolds}}<div class="muted">and {{.MoreHolds}} more</div>{{end}}</td>
+<td>{{range .Holds}}<div class="nw"><span class="tag bad">held</span> <b>{{dur .Left}}</b> left</div><div class="muted">after a {{status .Status}}</div><div class="muted nw">rule {{.Rule}}</div>{{else}}<span class="muted">none</span>{{end}}
+{{- if .MoreHolds}}<div class="muted">and {{.MoreHolds}} more</div>{{end}}
+{{- with .Counters}}{{if .HoldsSet}}<div class="muted">{{.HoldsSet}} set in all</div>{{end}}{{end}}</td>
 {{- if $.Dialer}}
-<td>{{template "dials" .Dials}}{{if .MoreDials}}<div class="muted">and {{.MoreDials}} more</div>{{end}}</td>
+<td class="dial">{{template "dials" .Dials}}{{if .MoreDials}}<div class="muted">and {{.MoreDials}} more</div>{{end}}</td>
 {{- end}}
-<td>{{with .Latency}}<div class="mono">p50 {{dur .P50}}</div><div class="mono">p90 {{dur .P90}}</div><div class="mono">p99 {{dur .P99}}</div><div class="muted">{{.Samples}} samples</div>{{else}}<span class="muted">not kept</span>{{end}}
+<td>{{with .Latency}}<div class="mono"><span class="nw">p50 {{dur .P50}}</span> <span class="nw">p90 {{dur .P90}}</span> <span class="nw">p99 {{dur .P99}}</span></div><div class="muted">{{.Samples}} samples</div>{{else}}<span class="muted">none</span>{{end}}
 {{- if .HedgeBudget}}<div class="muted">hedge budget {{num .HedgeBudget}}</div>{{end}}</td>
 {{- with .Counters}}
 <td class="n">{{.Requests}}</td>
-<td class="n">{{.Retries}}<div class="muted">{{.RetriesFailed}} failed</div></td>
-<td class="n">{{.Hedges}}<div class="muted">{{.HedgesWon}} won</div></td>
-<td>{{template "refusals" .}}{{if .HoldsSet}}<div class="muted">{{.HoldsSet}} holds set</div>{{end}}</td>
+<td class="n">{{.Retries}}{{if .RetriesFailed}}<div class="muted">{{.RetriesFailed}} failed</div>{{end}}</td>
+<td class="n">{{.Hedges}}{{if .Hedges}}<div class="muted">{{.HedgesWon}} won</div>{{end}}</td>
+<td>{{template "refusals" .}}</td>
 {{- else}}
 <td colspan="4" class="muted">counted under (other) in Stats</td>
 {{- end}}
@@ -149,7 +154,7 @@ dd small { font-size: 12px; font-weight: 400; color: var(--muted); }
 <thead><tr><th>Time</th><th>Host</th><th>Request</th><th>Outcome</th><th class="n">Attempts</th></tr></thead>
 <tbody>
 {{- range .Failures}}
-<tr><td class="mono"><time datetime="{{stamp .Time}}">{{when .Time}}</time></td><td class="host">{{.Host}}</td><td class="mono">{{.Method}} {{.Path}}</td>
+<tr><td class="mono nw"><time datetime="{{stamp .Time}}">{{when .Time}}</time></td><td class="host">{{.Host}}</td><td class="mono err req">{{.Method}} {{.Path}}</td>
 <td>{{if .Error}}<span class="err bad">{{.Error}}</span>{{else}}<span class="bad">{{status .Status}}</span>{{end}}</td><td class="n">{{.Attempts}}</td></tr>
 {{- else}}
 <tr><td colspan="5" class="muted">No failure yet.</td></tr>
@@ -160,10 +165,11 @@ dd small { font-size: 12px; font-weight: 400; color: var(--muted); }
 </body>
 </html>
 {{- define "dials"}}{{range .}}<div><span class="mono">{{.Address}}</span>{{if ne .Network "tcp"}} <span class="muted">{{.Network}}</span>{{end}}</div>
-<div>{{if .Left}}<span class="tag warn">backing off</span> <b>{{dur .Left}}</b> left{{else}}<span class="muted">window over</span>{{end}} · {{.Failures}} failed</div>
+<div class="nw">{{if .Left}}<span class="tag warn">backing off</span> <b>{{dur .Left}}</b> left{{else}}<span class="muted">window over</span>{{end}}</div>
+<div class="muted">{{.Failures}} failed in a row</div>
 {{- with .Error}}<div class="muted err">{{.}}</div>{{end}}{{else}}<span class="muted">none</span>{{end}}{{end}}
 {{- define "refusals"}}{{if or .Refusals.Budget .Refusals.Fleet .Refusals.HedgeBudget .Refusals.Hold}}
-{{- with .Refusals.Budget}}<div>{{.}} budget</div>{{end}}{{with .Refusals.Hold}}<div>{{.}} hold</div>{{end}}
-{{- with .Refusals.Fleet}}<div>{{.}} fleet</div>{{end}}{{with .Refusals.HedgeBudget}}<div>{{.}} hedge budget</div>{{end}}
+{{- with .Refusals.Budget}}<div class="nw">{{.}} budget</div>{{end}}{{with .Refusals.Hold}}<div class="nw">{{.}} hold</div>{{end}}
+{{- with .Refusals.Fleet}}<div class="nw">{{.}} fleet</div>{{end}}{{with .Refusals.HedgeBudget}}<div class="nw">{{.}} hedge budget</div>{{end}}
 {{- else}}<span class="muted">none</span>{{end}}{{end}}
 `
