@@ -216,6 +216,20 @@ func (s *spread) transport(e *hostEntry, i int) *http.Transport {
 	return t
 }
 
+// addrsByHost returns the addresses attempts were spread over, by URL
+// host (lowercased, as the Transport's host records name it), for the
+// status page. It changes nothing; entries past their time count, as
+// their addresses may still be backing off.
+func (s *spread) addrsByHost() map[string][]string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	out := make(map[string][]string, len(s.hosts))
+	for k, e := range s.hosts {
+		out[k.host] = append(out[k.host], e.addrs...)
+	}
+	return out
+}
+
 // closeIdle closes the idle connections of every address's transport.
 func (s *spread) closeIdle() {
 	s.mu.Lock()

@@ -257,6 +257,27 @@ func (d *Dialer) backingOff(network, addr string) bool {
 	return e != nil && time.Now().Before(e.until)
 }
 
+// dialState is an address's backoff, copied for the status page.
+type dialState struct {
+	dialKey
+	dialEntry
+}
+
+// backoffs copies, under d.mu, the state of every address that failed
+// since its last connection, in its window or past it. It changes
+// nothing; formatting an error is left to the caller, outside the lock.
+func (d *Dialer) backoffs() []dialState {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	out := make([]dialState, 0, len(d.addrs))
+	for k, e := range d.addrs {
+		if e.failures > 0 {
+			out = append(out, dialState{k, *e})
+		}
+	}
+	return out
+}
+
 // admit lets a dial to addr start at now, or refuses it. An admitted dial
 // joins the address's current round, creating its entry if needed.
 func (d *Dialer) admit(ctx context.Context, network, addr string, now time.Time) (dialAttempt, error) {

@@ -70,7 +70,9 @@
 // [Transport.Stats] gives counters per rule and per host; [Hooks] report
 // each attempt, wait and refusal ([LogHooks] logs them with log/slog,
 // [JoinHooks] combines several); [Transport.PublishExpvar] serves the
-// counters at /debug/vars. The nested module
+// counters at /debug/vars; [StatusHandler] serves an operator's page of
+// the Transport's live state (budgets, holds, dial backoff, latencies,
+// the last failures), as HTML and JSON. The nested module
 // github.com/retryhttp/retryhttp/otel turns the hooks into OpenTelemetry
 // metrics and spans.
 package retryhttp

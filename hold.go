@@ -98,6 +98,23 @@ func (hs *holds) get(rule string, now time.Time) (hold, bool) {
 	return hold{}, false
 }
 
+// inForce returns the holds in force at now, in no order, for the
+// status page.
+func (hs *holds) inForce(now time.Time) []hold {
+	if !hs.any(now) {
+		return nil
+	}
+	hs.mu.Lock()
+	defer hs.mu.Unlock()
+	var out []hold
+	for _, h := range hs.list {
+		if h.until.After(now) {
+			out = append(out, h)
+		}
+	}
+	return out
+}
+
 // set holds rule's requests for wait from now, status being the status of
 // the answer that asks for it. A hold in force that ends later is kept: a
 // later answer may extend a hold, never shorten it. It reports the hold

@@ -106,6 +106,7 @@ type state struct {
 	fleet      Fleet
 	pol        atomic.Pointer[active] // the policy in force
 	hosts      *hostTable             // budgets, holds, latencies and statistics per host
+	failures   failureRing            // the last requests that failed, for the status page
 	pool       *bufferPool
 	// calls keeps the state of finished requests for the next ones, so
 	// that a request costs no allocation of its own.
@@ -344,6 +345,7 @@ func (t *Transport) RoundTrip(req *http.Request) (*http.Response, error) {
 	}
 	c.settleWatch(resp)
 	c.finished(resp, err)
+	c.noteFailure(resp, err)
 	completed = true
 	return resp, err
 }

@@ -1,19 +1,28 @@
 // Command demo shows retryhttp at work against a misbehaving server on
 // loopback: a flaky endpoint, a rate limit with Retry-After, a streamed
 // upload replayed after a failure, a slow tail cut by hedging, and an
-// outage that the retry budget keeps from becoming a retry storm.
+// outage that the retry budget keeps from becoming a retry storm. The
+// Transport's status page is served on a loopback port of its own while
+// the scenarios run.
 //
 // Run it with: go run ./cmd/demo
+//
+// With -serve, the status page stays up after the scenarios, until the
+// demo is interrupted.
 package main
 
 import (
 	"crypto/sha256"
 	"encoding/hex"
+	"flag"
 	"fmt"
 	"io"
 	"log"
+	"net"
 	"net/http"
 	"net/http/httptest"
+	"os"
+	"os/signal"
 	"sort"
 	"strings"
 	"sync"
@@ -42,6 +51,8 @@ const config = `{
 }`
 
 func main() {
+	serve := flag.Bool("serve", false, "keep serving the status page after the scenarios, until interrupted")
+	flag.Parse()
 	cfg, err := policy.ParseConfig([]byte(config))
 	if err != nil {
 		log.Fatal(err)
@@ -51,8 +62,11 @@ func main() {
 	tr := &retryhttp.Transport{Policy: cfg}
 	defer tr.CloseIdleConnections()
 	client := &http.Client{Transport: tr, Timeout: 10 * time.Second}
+	page, stop := serveStatus(tr)
+	defer stop()
 
 	fmt.Println("retryhttp demo, server at", srv.URL)
+	fmt.Println("status page at", page, "(add ?format=json for tools)")
 	flaky(client, srv.URL)
 	rateLimited(client, srv.URL)
 	upload(client, srv.URL)
@@ -64,6 +78,29 @@ func main() {
 		st.Requests, st.RetryAttempts, st.RetryAttemptsFailed, st.HedgesSent, st.HedgesWon, st.HedgesCancelled, st.BudgetRefusals)
 	fmt.Println("\nside by side with go-retryablehttp, failsafe-go and hedgedhttp, with charts:")
 	fmt.Println("  docs/benchmarks.md (made anew with: cd benchmarks && go run ./cmd/figures)")
+	if !*serve {
+		fmt.Println("\nthe status page was at", page, "(run with -serve to keep it up)")
+		return
+	}
+	fmt.Println("\nthe status page is at", page, "until interrupted (Ctrl-C)")
+	interrupt := make(chan os.Signal, 1)
+	signal.Notify(interrupt, os.Interrupt)
+	<-interrupt
+}
+
+// serveStatus serves tr's status page on a loopback port of its own,
+// mounted as an application would mount it beside its other admin
+// pages, and returns its URL and a func that stops it.
+func serveStatus(tr *retryhttp.Transport) (string, func()) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		log.Fatal(err)
+	}
+	mux := http.NewServeMux()
+	mux.Handle("/debug/retryhttp", retryhttp.StatusHandler(tr))
+	s := &http.Server{Handler: mux, ReadHeaderTimeout: 5 * time.Second}
+	go s.Serve(ln)
+	return "http://" + ln.Addr().String() + "/debug/retryhttp", func() { s.Close() }
 }
 
 // get fetches url and reports the status, the attempts and the time taken.
