@@ -3,7 +3,6 @@ package retryhttp
 import (
 	"context"
 	"crypto/tls"
-	"errors"
 	"net"
 	"sync"
 	"time"
@@ -18,45 +17,6 @@ const DefaultMinConnectTimeout = 20 * time.Second
 // DefaultMaxAddrs is the number of addresses whose backoff a [Dialer]
 // remembers when its MaxAddrs is zero.
 const DefaultMaxAddrs = 1024
-
-// ErrDialBackoff is matched by every [*DialBackoffError]: a dial refused
-// without touching the network because its address is inside its backoff
-// window.
-var ErrDialBackoff = errors.New("retryhttp: address in dial backoff")
-
-// DialBackoffError is the error of a dial refused because its address is
-// inside its backoff window. errors.Is(err, [ErrDialBackoff]) is true for it.
-type DialBackoffError struct {
-	// Addr is the address that was dialed, as given to the Dialer.
-	Addr string
-	// Remaining is how long the window still lasts: a dial to Addr
-	// started this much later or more goes to the network again.
-	Remaining time.Duration
-	// Err is the failure of the dial that set the window, so that the
-	// reason a host is unreachable is not lost behind its backoff.
-	Err error
-}
-
-// Error names the failure that set the window first, as the reason the
-// address cannot be reached, followed by "(retryhttp: address in dial
-// backoff)"; with no such failure, it names the address. It leaves out the
-// time left, which Remaining gives, so that refusals of one window read
-// alike, call after call.
-func (e *DialBackoffError) Error() string {
-	if e.Err == nil {
-		return ErrDialBackoff.Error() + ": " + e.Addr
-	}
-	return e.Err.Error() + " (" + ErrDialBackoff.Error() + ")"
-}
-
-// Unwrap returns [ErrDialBackoff] and Err, so that errors.Is finds both
-// the backoff and its cause, such as [syscall.ECONNREFUSED].
-func (e *DialBackoffError) Unwrap() []error {
-	if e.Err == nil {
-		return []error{ErrDialBackoff}
-	}
-	return []error{ErrDialBackoff, e.Err}
-}
 
 // Dialer dials with gRPC's connection backoff, kept per address (network and
 // addr): after a failed attempt started at time s with backoff b, no
