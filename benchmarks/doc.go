@@ -1,7 +1,10 @@
 // Package benchmarks measures retryhttp beside its peers on loopback: bare
 // net/http, retryhttp (retry, retry with its budget, hedge),
 // go-retryablehttp, failsafe-go (retry, retry with its budget, hedge) and
-// hedgedhttp.
+// hedgedhttp ([Peers]); and, on a heavy tail, every hedger with each way
+// it sets or bounds its delay: a fixed delay, a quantile, retryhttp's hedge
+// budget (policy.Hedge.MaxExtraLoad) alone and beside a fixed delay, and
+// failsafe-go's budget ([HedgePeers]).
 //
 // Each scenario has one [Spec], the policy every peer in it follows, and
 // each [Peer] maps that Spec into its own configuration. What a peer cannot
