@@ -58,7 +58,7 @@ func run(dir, from string, short bool) error {
 		return err
 	}
 	var md bytes.Buffer
-	if err := write(&md, report{runs: runs, dir: dir, peers: benchmarks.Peers()}, meta); err != nil {
+	if err := write(&md, report{runs: runs, dir: dir, peers: benchmarks.Peers(), hedgers: benchmarks.HedgePeers()}, meta); err != nil {
 		return err
 	}
 	return os.WriteFile(filepath.Join(dir, "benchmarks.md"), md.Bytes(), 0o644)
@@ -133,7 +133,7 @@ func write(w io.Writer, r report, m Meta) error {
 	r.writePeers(w)
 	writeSpecs(w)
 	for _, section := range []func(io.Writer) error{
-		r.writeSuccess, r.writeStorm, r.writeTail, r.writeRetryAfter, r.writeUpload, r.writeKeepAlive,
+		r.writeSuccess, r.writeStorm, r.writeTail, r.writeHedgeBudget, r.writeRetryAfter, r.writeUpload, r.writeKeepAlive,
 	} {
 		if err := section(w); err != nil {
 			return err

@@ -28,6 +28,8 @@ var passes = []pass{
 	{"^BenchmarkOutage$", "1x", 5},
 	{"^BenchmarkFlaky$", "1x", 5},
 	{"^BenchmarkTail$", "1x", 5},
+	{"^BenchmarkTailShortDelay$", "1x", 5},
+	{"^BenchmarkTailShift$", "1x", 5},
 	{"^BenchmarkRetryAfter$", "1x", 3},
 	{"^BenchmarkUpload$", "3x", 3},
 	{"^BenchmarkKeepAlive$", "1x", 5},
