@@ -14,5 +14,6 @@
 // the Spec asks for, and runs every scenario once at a tiny size.
 //
 // The full run is `go run ./cmd/figures`, which runs the benchmarks of this
-// package and writes tables and charts into the repository's docs/.
+// package, and the redisfleet module's BenchmarkFleet where redis-server is
+// installed, and writes tables and charts into the repository's docs/.
 package benchmarks

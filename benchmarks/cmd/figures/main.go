@@ -1,6 +1,8 @@
-// Command figures runs the benchmarks of the peers side by side and
+// Command figures runs the benchmarks of the peers side by side, and the
+// redisfleet module's BenchmarkFleet against a real redis-server, and
 // writes their tables (docs/benchmarks.md) and charts (docs/benchmarks/)
-// into the repository's docs directory.
+// into the repository's docs directory. Without redis-server in PATH the
+// fleet's figures are left out, saying so.
 //
 // Run it from the benchmarks directory:
 //
@@ -133,7 +135,7 @@ func write(w io.Writer, r report, m Meta) error {
 	r.writePeers(w)
 	writeSpecs(w)
 	for _, section := range []func(io.Writer) error{
-		r.writeSuccess, r.writeStorm, r.writeTail, r.writeHedgeBudget, r.writeRetryAfter, r.writeUpload, r.writeKeepAlive,
+		r.writeSuccess, r.writeStorm, r.writeFleet, r.writeTail, r.writeHedgeBudget, r.writeRetryAfter, r.writeUpload, r.writeKeepAlive,
 	} {
 		if err := section(w); err != nil {
 			return err

@@ -17,7 +17,7 @@ import (
 // fakeRuns gives every peer two runs of every benchmark the report reads,
 // leaving out hedgedhttp where bodies are sent, the peers that do not
 // hedge from the tail, and those whose delay is not fixed from the short
-// delay, as the benchmarks do.
+// delay, as the benchmarks do; and BenchmarkFleet's results at two sizes.
 func fakeRuns() Runs {
 	runs := Runs{}
 	benches := []string{"Success/GET", "Success/POST-1KiB", "Success/POST-1MiB", "Outage", "Flaky", "Tail",
@@ -60,6 +60,16 @@ func fakeRuns() Runs {
 			runs["Benchmark"+b+"/"+p.Name] = append(runs["Benchmark"+b+"/"+p.Name], m, slow)
 		}
 	}
+	for _, n := range []int{1000, 1} {
+		for _, r := range fleetRuns {
+			name := fleetSize{n, 10000 / n}.bench(r)
+			v := 1.003 + float64(n)/1000
+			if r.wiring == "fleet" && r.scenario == "outage" {
+				v = 1.004
+			}
+			runs[name] = append(runs[name], map[string]float64{"attempts/req": v, "extra/member": 33, "max-ms": 350})
+		}
+	}
 	return runs
 }
 
@@ -87,17 +97,21 @@ func TestWrite(t *testing.T) {
 		"| retryhttp | the 429 | 1.0 ms | 1 |",
 		"| net/http | 100 | +0 | 2 MiB | 2.0 ms (1.0 ms–3.0 ms) |",
 		"Left out: hedgedhttp (hedges share one body reader).",
-		"## Hedging within a load budget",
+		"## Hedging within a load budget", "## A fleet in an outage",
 		"| retryhttp hedge + load budget | start of the tail | 2% of requests | 2.0 ms | 5.0 ms | 16.0 ms | +1.00% |",
 		"| failsafe-go hedge + budget | 1ms | 0.02 of executions in flight (min 3) |",
 		"| retryhttp hedge, quantile delay | 0.95 quantile (10ms until known) | — |",
 		"- p99 at most 0.05 of bare's with at most 2% extra load (retryhttp hedge + load budget, heavy tail): p99 5.0 ms, 0.025 of bare's 201 ms; extra load +1.00%, at most +1.00% over the runs: met.",
 		"- Extra load within the 2% budget in every run, whatever sets the delay, the shift included: the highest is +2.50% (retryhttp hedge, fixed delay + load budget, shift: fast answers from 2 ms to 15 ms): not met.",
+		"| 1 × 10,000 | 1.004 | 1.004 | 1.004 | 33 | 33 | 350 ms | 350 ms |",
+		"| 1,000 × 10 | 2.003 | 1.004 | 2.003 |",
+		"Highest over the runs: 1.004 (met).",
 	} {
 		assert.Contains(t, out, want)
 	}
+	assert.Less(t, strings.Index(out, "| 1 × 10,000 |"), strings.Index(out, "| 1,000 × 10 |"), "fewest members first")
 	for _, name := range []string{"success-allocs", "success-bytes", "storm", "storm-conns", "tail", "retry-after", "upload", "keepalive",
-		"hedge-budget"} {
+		"hedge-budget", "fleet"} {
 		assert.Contains(t, out, "(benchmarks/"+name+".png)")
 		f, err := os.Open(filepath.Join(dir, chartDir, name+".png"))
 		require.NoError(t, err)
@@ -106,6 +120,24 @@ func TestWrite(t *testing.T) {
 		require.NoError(t, err, name)
 		assert.Greater(t, img.Bounds().Dx(), 400, name)
 	}
+}
+
+// TestWriteWithoutFleet checks that a run without the fleet's results
+// (no redis-server) says why, and draws no fleet chart.
+func TestWriteWithoutFleet(t *testing.T) {
+	dir := t.TempDir()
+	require.NoError(t, os.MkdirAll(filepath.Join(dir, chartDir), 0o755))
+	runs := fakeRuns()
+	for name := range runs {
+		if strings.HasPrefix(name, fleetBench) {
+			delete(runs, name)
+		}
+	}
+	var md bytes.Buffer
+	require.NoError(t, write(&md, report{runs: runs, dir: dir, peers: benchmarks.Peers(), hedgers: benchmarks.HedgePeers()}, Meta{}))
+	assert.Contains(t, md.String(), "Not measured in this run: the fleet needs `redis-server` in PATH")
+	assert.NotContains(t, md.String(), "fleet.png")
+	assert.NoFileExists(t, filepath.Join(dir, chartDir, "fleet.png"))
 }
 
 func TestMetaRoundTrip(t *testing.T) {
