@@ -33,7 +33,8 @@ type Spec struct {
 	HedgeQuantile float64
 	// MaxExtraLoad is the hedge budget of the hedgers that have one: at
 	// most this fraction of the requests sent to a host are hedges.
-	// Zero means none.
+	// Zero means none. failsafe-go's budget, which caps hedges in flight
+	// rather than their share of requests, takes it as its rate.
 	MaxExtraLoad float64
 	// Throttle is the budget of the peers that have one: a token bucket
 	// per host as retryhttp keeps it. Peers with another kind of budget

@@ -95,12 +95,17 @@ func (r report) writeFleet(w io.Writer) error {
 	}
 	table(w, []string{"N members × M requests", "alone: server req/req", "Fleet: server req/req", "Fleet, store down: server req/req",
 		"extra attempts per member: alone", "Fleet", "slowest request: Fleet", "Fleet, store down"}, rows)
-	worst := 0.0
+	var med, worst float64
+	var at fleetSize
 	for _, s := range sizes {
-		worst = max(worst, r.runs.stat(s.bench(fleetRuns[1]), "attempts/req").Max)
+		st := r.runs.stat(s.bench(fleetRuns[1]), "attempts/req")
+		med = max(med, st.Med)
+		if st.Max > worst {
+			worst, at = st.Max, s
+		}
 	}
-	fmt.Fprintf(w, "Target: at most %g server requests per request with a Fleet, at every N. Highest over the runs: %s (%s). With the store down, each member's own budget decides until it returns; no request waits for it (compare the slowest requests).\n\n",
-		fleetTarget, ratio3(worst), met(worst <= fleetTarget))
+	fmt.Fprintf(w, "Target: at most %g server requests per request with a Fleet, at every N. The highest median: %s (%s); the highest run: %s at %v (%s). With the store down, each member's own budget decides until it returns (compare the slowest requests).\n\n",
+		fleetTarget, ratio3(med), met(med <= fleetTarget), ratio3(worst), at, met(worst <= fleetTarget))
 	c := chart{title: "N members × M requests to a host that is down: server requests per request",
 		xlabel: "server requests / client request (median)"}
 	for _, s := range sizes {

@@ -82,8 +82,9 @@ func (r report) writeHedgeBudget(w io.Writer) error {
 
 // writeVerdicts writes whether the runs meet the two targets: p99 and
 // extra load on the heavy tail for the hedger whose delay comes from its
-// budget (medians, the extra load's highest run too), and the extra load
-// of every hedger under a load budget in every run (the highest run).
+// budget (against bare's median p99, by the median run and by the
+// slowest; the extra load of the highest run), and the extra load of
+// every hedger under a load budget in every run (the highest run).
 func (r report) writeVerdicts(w io.Writer) {
 	bare, _ := benchmarks.Find("bare")
 	budget := 100 * benchmarks.TailSpec().MaxExtraLoad
@@ -94,9 +95,18 @@ func (r report) writeVerdicts(w io.Writer) {
 		if p.Delay != benchmarks.DelayBudget || p99.N == 0 || extra.N == 0 || base.N == 0 {
 			continue
 		}
-		fmt.Fprintf(w, "- p99 at most %g of bare's with at most %g%% extra load (%s, %s): p99 %s, %.3f of bare's %s; extra load %s, at most %s over the runs: %s.\n",
-			tailTarget, budget, p.Label, tail.name, spread(p99, millis), p99.Med/base.Med, millis(base.Med),
-			extraLoad(extra.Med), extraLoad(extra.Max), met(p99.Med <= tailTarget*base.Med && extra.Max <= budget))
+		limit := tailTarget * base.Med
+		verdict := "not met"
+		switch {
+		case extra.Max > budget:
+		case p99.Max <= limit:
+			verdict = "met in every run"
+		case p99.Med <= limit:
+			verdict = "met by the median, not in every run"
+		}
+		fmt.Fprintf(w, "- p99 at most %g of bare's with at most %g%% extra load (%s, %s): p99 %s, %.3f of bare's %s (the slowest of %d runs: %s, %.3f); extra load %s, at most %s: %s.\n",
+			tailTarget, budget, p.Label, tail.name, millis(p99.Med), p99.Med/base.Med, millis(base.Med),
+			p99.N, millis(p99.Max), p99.Max/base.Med, extraLoad(extra.Med), extraLoad(extra.Max), verdict)
 	}
 	worst, where := math.Inf(-1), ""
 	for _, tr := range tailRuns {

@@ -8,7 +8,7 @@
 //
 //	go run ./cmd/figures
 //
-// It takes about ten minutes on two cores. -quick runs each benchmark
+// It takes about five minutes on two cores, one of them for the fleet. -quick runs each benchmark
 // once, briefly, to try the tool; -from re-makes the tables and charts
 // from the raw output of an earlier run without measuring again.
 package main
