@@ -4,7 +4,6 @@ import (
 	"math/rand/v2"
 	"net/http"
 	"slices"
-	"sync"
 	"sync/atomic"
 	"testing"
 	"testing/synctest"
@@ -72,21 +71,8 @@ func TestLoadBudget(t *testing.T) {
 // would tie with a delay learnt from them, and the order of a tie is
 // chance.
 func spreadTail(seed uint64) http.Handler {
-	var mu sync.Mutex // the generator is not safe for concurrent use
-	rng := rand.New(rand.NewPCG(seed, seed))
-	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		mu.Lock()
-		d := TailFast*3/4 + time.Duration(rng.Int64N(int64(TailFast/2)))
-		if rng.Float64() < TailSlowRate {
-			d = TailSlow
-		}
-		mu.Unlock()
-		t := time.NewTimer(d)
-		defer t.Stop()
-		select {
-		case <-t.C:
-		case <-r.Context().Done():
-		}
+	return tail(seed, func(_ int64, rng *rand.Rand) time.Duration {
+		return TailFast*3/4 + time.Duration(rng.Int64N(int64(TailFast/2)))
 	})
 }
 

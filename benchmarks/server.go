@@ -87,15 +87,25 @@ func HeavyTail(seed uint64) http.Handler { return ShiftingTail(seed, -1) }
 // busier: above a fixed delay tuned to the first half, below the slow
 // answers. A negative after never shifts.
 func ShiftingTail(seed uint64, after int64) http.Handler {
-	var mu sync.Mutex // the generator is not safe for concurrent use
+	return tail(seed, func(n int64, _ *rand.Rand) time.Duration {
+		if after >= 0 && n >= after {
+			return TailShifted
+		}
+		return TailFast
+	})
+}
+
+// tail answers arrival n (from 0) after fast(n, rng), or after TailSlow
+// with probability TailSlowRate, drawn from a generator seeded with seed
+// after fast's own draws, if any. A request whose context ends is let go
+// at once.
+func tail(seed uint64, fast func(n int64, rng *rand.Rand) time.Duration) http.Handler {
+	var mu sync.Mutex // guards rng, not safe for concurrent use, and arrivals
 	rng := rand.New(rand.NewPCG(seed, seed))
-	var arrivals int64 // guarded by mu
+	var arrivals int64
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		mu.Lock()
-		d := TailFast
-		if after >= 0 && arrivals >= after {
-			d = TailShifted
-		}
+		d := fast(arrivals, rng)
 		arrivals++
 		if rng.Float64() < TailSlowRate {
 			d = TailSlow
