@@ -58,21 +58,21 @@ type statusError struct{ status int }
 
 func (e *statusError) Error() string { return "unexpected status " + http.StatusText(e.status) }
 
-// reportLoad reports what a load scenario saw.
+// reportLoad reports what a load scenario saw. extra% is the server
+// requests beyond one per request, in percent, fine enough to read
+// against a budget of a few percent.
 func reportLoad(b *testing.B, r Result) {
 	b.ReportMetric(r.PerRequest(), "srv-req/req")
+	b.ReportMetric(100*(r.PerRequest()-1), "extra%")
 	b.ReportMetric(100*r.Success(), "ok%")
 	b.ReportMetric(100*float64(r.Errors)/float64(r.Requests), "err%")
 	b.ReportMetric(float64(r.Conns), "conns")
 }
 
-// benchLoad runs one load scenario per iteration through each peer that
-// takes part, and reports the last run.
-func benchLoad(b *testing.B, take func(Peer) bool, run func(Peer) Result) {
-	for _, p := range Peers() {
-		if !take(p) {
-			continue
-		}
+// benchLoad runs one load scenario per iteration through each of peers,
+// and reports the last run.
+func benchLoad(b *testing.B, peers []Peer, run func(Peer) Result) {
+	for _, p := range peers {
 		b.Run(p.Name, func(b *testing.B) {
 			var r Result
 			for b.Loop() {
@@ -88,23 +88,44 @@ func benchLoad(b *testing.B, take func(Peer) bool, run func(Peer) Result) {
 	}
 }
 
-func all(Peer) bool { return true }
-
 // BenchmarkOutage: the server answers every request 503.
 func BenchmarkOutage(b *testing.B) {
-	benchLoad(b, all, func(p Peer) Result { return Outage(p, Full.Storm) })
+	benchLoad(b, Peers(), func(p Peer) Result { return Outage(p, Full.Storm) })
 }
 
 // BenchmarkFlaky: the server answers 10% of requests 503 (seeded).
 func BenchmarkFlaky(b *testing.B) {
-	benchLoad(b, all, func(p Peer) Result { return Flaky(p, Full.Storm) })
+	benchLoad(b, Peers(), func(p Peer) Result { return Flaky(p, Full.Storm) })
 }
 
-// BenchmarkTail: 98% of answers in 2 ms, 2% in 200 ms (seeded); the
-// hedgers and bare net/http.
+// BenchmarkTail: 98% of answers in 2 ms, 2% in 200 ms (seeded), under
+// TailSpec (a 10 ms or 0.95-quantile delay, a 2% hedge budget); the
+// hedgers, each way each sets its delay, and bare net/http.
 func BenchmarkTail(b *testing.B) {
-	benchLoad(b, func(p Peer) bool { return !p.Caps.Retries },
-		func(p Peer) Result { return TailLatency(p, Full.Tail) })
+	benchLoad(b, HedgePeers(), func(p Peer) Result { return TailLatency(p, TailSpec(), Full.Tail) })
+}
+
+// BenchmarkTailShortDelay: the heavy tail under ShortDelaySpec, a fixed
+// delay of 1 ms, under every answer; the hedgers whose delay is fixed.
+func BenchmarkTailShortDelay(b *testing.B) {
+	benchLoad(b, fixedDelay(HedgePeers()), func(p Peer) Result { return TailLatency(p, ShortDelaySpec(), Full.Tail) })
+}
+
+// BenchmarkTailShift: the heavy tail whose fast answers slow from 2 ms to
+// 15 ms halfway through, under TailSpec; the same peers as BenchmarkTail.
+func BenchmarkTailShift(b *testing.B) {
+	benchLoad(b, HedgePeers(), func(p Peer) Result { return TailShift(p, Full.Tail) })
+}
+
+// fixedDelay returns the hedgers among peers whose delay is fixed.
+func fixedDelay(peers []Peer) []Peer {
+	var out []Peer
+	for _, p := range peers {
+		if p.Caps.Hedges && p.Delay == DelayFixed {
+			out = append(out, p)
+		}
+	}
+	return out
 }
 
 // BenchmarkKeepAlive: GETs under http.Client.Timeout, over each peer's own
@@ -117,7 +138,7 @@ func BenchmarkKeepAlive(b *testing.B) {
 			name = "default-base"
 		}
 		b.Run(name, func(b *testing.B) {
-			benchLoad(b, all, func(p Peer) Result { return KeepAlive(p, def, Full.KeepAlive) })
+			benchLoad(b, Peers(), func(p Peer) Result { return KeepAlive(p, def, Full.KeepAlive) })
 		})
 	}
 }

@@ -28,6 +28,8 @@ func testSpec() Spec {
 		Jitter:         0.2,
 		Statuses:       []int{429, 503},
 		HedgeDelay:     50 * time.Millisecond,
+		HedgeQuantile:  0.95,
+		MaxExtraLoad:   0.02,
 		Throttle:       *policy.Default().Throttle,
 	}
 }
@@ -114,11 +116,13 @@ func TestBackoff(t *testing.T) {
 }
 
 // TestHedgeDelay checks that every hedger starts the next attempt one
-// HedgeDelay after the last while none has answered, up to MaxAttempts.
+// HedgeDelay after the last while none has answered, up to MaxAttempts:
+// those with a quantile delay too, as a new host's latencies are not yet
+// known. A hedger under a load budget is checked by TestLoadBudget.
 func TestHedgeDelay(t *testing.T) {
 	spec := testSpec()
-	for _, p := range Peers() {
-		if !p.Caps.Hedges {
+	for _, p := range HedgePeers() {
+		if !p.Caps.Hedges || p.Caps.LoadBudget {
 			continue
 		}
 		t.Run(p.Name, func(t *testing.T) {

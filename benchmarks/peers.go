@@ -1,7 +1,9 @@
 package benchmarks
 
 import (
+	"fmt"
 	"net/http"
+	"slices"
 	"strings"
 
 	"github.com/retryhttp/retryhttp"
@@ -18,6 +20,8 @@ type Peer struct {
 	Label, Library string
 	// Caps says what the peer can express of a [Spec].
 	Caps Caps
+	// Delay is how a hedger sets the wait before each next hedge.
+	Delay Delay
 	// Notes say how the Spec was mapped where the peer's model differs.
 	Notes []string
 	// New returns the peer's round tripper for s, sending each attempt
@@ -52,6 +56,9 @@ type Caps struct {
 	// request whose retry the budget refuses gets its last answer back,
 	// not an error.
 	Budget, KeepsAnswer bool
+	// LoadBudget: hedges are capped at MaxExtraLoad of the requests sent
+	// to a host, over time, whatever sets the delay.
+	LoadBudget bool
 	// Body is how a request body without GetBody is made replayable.
 	Body BodyMode
 }
@@ -75,6 +82,32 @@ const (
 	BodyShared
 )
 
+// Delay is how a hedger sets the wait before each next hedge.
+type Delay int
+
+const (
+	// DelayFixed waits the Spec's HedgeDelay.
+	DelayFixed Delay = iota
+	// DelayQuantile waits the Spec's HedgeQuantile of the host's recent
+	// latencies, and HedgeDelay until enough of them are known.
+	DelayQuantile
+	// DelayBudget waits the host's latency at the start of its tail,
+	// where the hedges spend the MaxExtraLoad budget, and sends no hedge
+	// until the host's latencies are known.
+	DelayBudget
+)
+
+// Describe says, for a table, how long d waits under s.
+func (d Delay) Describe(s Spec) string {
+	switch d {
+	case DelayQuantile:
+		return fmt.Sprintf("%g quantile (%v until known)", s.HedgeQuantile, s.HedgeDelay)
+	case DelayBudget:
+		return "start of the tail"
+	}
+	return s.HedgeDelay.String()
+}
+
 // Lacks lists, in words for a table, what p's library cannot express of
 // a Spec: what none of its setups among peers does (retries, hedging, a
 // budget, Retry-After, waits cut at the deadline), and what p's own mode
@@ -91,6 +124,7 @@ func Lacks(p Peer, peers []Peer) string {
 			lib.Retries = lib.Retries || q.Caps.Retries
 			lib.Hedges = lib.Hedges || q.Caps.Hedges
 			lib.Budget = lib.Budget || q.Caps.Budget
+			lib.LoadBudget = lib.LoadBudget || q.Caps.LoadBudget
 			lib.RetryAfter = lib.RetryAfter || q.Caps.RetryAfter
 			lib.Deadline = lib.Deadline || q.Caps.Deadline
 		}
@@ -114,6 +148,9 @@ func Lacks(p Peer, peers []Peer) string {
 	add(lib.RetryAfter, "Retry-After")
 	add(lib.Deadline, "waits cut at the deadline")
 	add(lib.Budget, "a budget")
+	if lib.Hedges {
+		add(lib.LoadBudget, "hedges capped at a share of the requests sent")
+	}
 	if c.Budget {
 		add(c.KeepsAnswer, "the last answer when the budget refuses (an error instead)")
 	}
@@ -123,15 +160,37 @@ func Lacks(p Peer, peers []Peer) string {
 	return strings.Join(out, "; ")
 }
 
-// Peers returns every peer, bare net/http first.
+// Peers returns the peers of every scenario, bare net/http first.
 func Peers() []Peer {
-	return []Peer{bare(), retryhttpRetry(false), retryhttpRetry(true), retryhttpHedge(),
-		retryablehttpPeer(), failsafeRetry(false), failsafeRetry(true), failsafeHedge(), hedgedhttpPeer()}
+	return []Peer{bare(), retryhttpRetry(false), retryhttpRetry(true), retryhttpHedge(DelayFixed, false),
+		retryablehttpPeer(), failsafeRetry(false), failsafeRetry(true), failsafeHedge(false), hedgedhttpPeer()}
+}
+
+// HedgePeers returns the peers of the heavy-tail scenarios, bare net/http
+// first: the hedgers of [Peers], and the other ways retryhttp and
+// failsafe-go offer to set or bound hedging: a delay at a quantile, a
+// delay and a cap from a hedge budget, a fixed delay under that cap, and
+// failsafe-go's budget.
+func HedgePeers() []Peer {
+	return []Peer{bare(), retryhttpHedge(DelayFixed, false), retryhttpHedge(DelayQuantile, false),
+		retryhttpHedge(DelayBudget, true), retryhttpHedge(DelayFixed, true),
+		failsafeHedge(false), failsafeHedge(true), hedgedhttpPeer()}
+}
+
+// AllPeers returns every peer once: Peers, then those HedgePeers adds.
+func AllPeers() []Peer {
+	out := Peers()
+	for _, p := range HedgePeers() {
+		if !slices.ContainsFunc(out, func(q Peer) bool { return q.Name == p.Name }) {
+			out = append(out, p)
+		}
+	}
+	return out
 }
 
 // Find returns the peer with this name, or false.
 func Find(name string) (Peer, bool) {
-	for _, p := range Peers() {
+	for _, p := range AllPeers() {
 		if p.Name == name {
 			return p, true
 		}
@@ -187,22 +246,37 @@ func retryhttpRetry(budget bool) Peer {
 	return p
 }
 
-func retryhttpHedge() Peer {
-	p := Peer{Name: "retryhttp-hedge", Label: "retryhttp hedge", Library: "retryhttp", Caps: retryhttpCaps}
-	p.Caps.Hedges, p.Caps.Budget, p.Caps.KeepsAnswer = true, true, true
+// retryhttpHedge is retryhttp's hedging policy with its delay set as
+// delay says, under the spec's hedge budget when loadBudget is set, as it
+// always is with a DelayBudget.
+func retryhttpHedge(delay Delay, loadBudget bool) Peer {
+	loadBudget = loadBudget || delay == DelayBudget
+	p := Peer{Name: "retryhttp-hedge", Label: "retryhttp hedge", Library: "retryhttp", Caps: retryhttpCaps, Delay: delay}
+	p.Caps.Hedges, p.Caps.Budget, p.Caps.KeepsAnswer, p.Caps.LoadBudget = true, true, true, loadBudget
 	p.Notes = []string{"policy.Hedge with the spec's fields and its throttle per host; hedges idempotent requests only"}
+	switch {
+	case delay == DelayQuantile:
+		p.Name, p.Label = "retryhttp-hedge-quantile", "retryhttp hedge, quantile delay"
+		p.Notes = append(p.Notes, "HedgingDelayQuantile: the spec's quantile, HedgingDelay until 20 latencies are known")
+	case delay == DelayBudget:
+		p.Name, p.Label = "retryhttp-hedge-loadbudget", "retryhttp hedge + load budget"
+		p.Notes = append(p.Notes, "MaxExtraLoad: the spec's hedge budget, with no HedgingDelay: the delay sits at the start of the host's tail")
+	case loadBudget:
+		p.Name, p.Label = "retryhttp-hedge-fixed-loadbudget", "retryhttp hedge, fixed delay + load budget"
+		p.Notes = append(p.Notes, "MaxExtraLoad: the spec's hedge budget, beside the fixed HedgingDelay")
+	}
 	p.New = func(s Spec, base http.RoundTripper) http.RoundTripper {
-		cfg := &policy.Config{
-			Rules: []policy.Rule{{
-				Name: []policy.Name{{}},
-				Hedge: &policy.Hedge{
-					MaxAttempts:         s.MaxAttempts,
-					HedgingDelay:        s.HedgeDelay,
-					NonFatalStatusCodes: s.Statuses,
-				},
-			}},
-			Throttle: &s.Throttle,
+		h := &policy.Hedge{MaxAttempts: s.MaxAttempts, HedgingDelay: s.HedgeDelay, NonFatalStatusCodes: s.Statuses}
+		switch delay {
+		case DelayQuantile:
+			h.HedgingDelayQuantile = s.HedgeQuantile
+		case DelayBudget:
+			h.HedgingDelay = 0
 		}
+		if loadBudget {
+			h.MaxExtraLoad = s.MaxExtraLoad
+		}
+		cfg := &policy.Config{Rules: []policy.Rule{{Name: []policy.Name{{}}, Hedge: h}}, Throttle: &s.Throttle}
 		return &retryhttp.Transport{Base: base, Policy: cfg}
 	}
 	return p

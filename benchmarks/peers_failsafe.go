@@ -55,27 +55,39 @@ func budgetFor(s Spec) budget.Budget {
 	return budget.NewBuilder().WithMaxRate(s.BudgetShare()).WithMinConcurrency(3).Build()
 }
 
-// failsafeHedge is failsafe-go's hedge policy. A non-fatal answer does
-// not end the request, but the next hedge still waits for its delay.
-func failsafeHedge() Peer {
-	return Peer{
+// failsafeHedge is failsafe-go's hedge policy with a fixed delay. A
+// non-fatal answer does not end the request, but the next hedge still
+// waits for its delay. With withBudget, its budget caps the hedges in
+// flight at the spec's MaxExtraLoad of the executions in flight, at least
+// 3 at once (failsafe-go's default, as for its retries): a cap on
+// concurrency, not on the share of requests hedged over time.
+func failsafeHedge(withBudget bool) Peer {
+	p := Peer{
 		Name:    "failsafe-hedge",
 		Label:   "failsafe-go hedge",
 		Library: "failsafe-go",
 		Caps:    Caps{Hedges: true, Statuses: true, Body: BodyWhole},
 		Notes: []string{"non-fatal statuses through CancelIf; the next hedge still waits the delay; hedges any method",
 			"no budget set (it has one, shared with retries)"},
-		New: func(s Spec, base http.RoundTripper) http.RoundTripper {
-			if s.MaxAttempts < 2 {
-				panic(fmt.Sprintf("benchmarks: hedging needs 2 attempts or more, got %d", s.MaxAttempts))
-			}
-			h := hedgepolicy.NewBuilderWithDelay[*http.Response](s.HedgeDelay).
-				WithMaxHedges(s.MaxAttempts - 1).
-				CancelIf(func(resp *http.Response, err error) bool {
-					return err == nil && !s.Retries(resp.StatusCode)
-				}).
-				Build()
-			return failsafehttp.NewRoundTripper(base, h)
-		},
 	}
+	if withBudget {
+		p.Name, p.Label = "failsafe-hedge+budget", "failsafe-go hedge + budget"
+		p.Caps.Budget, p.Caps.KeepsAnswer = true, true
+		p.Notes[1] = "budget: hedges in flight at most the spec's MaxExtraLoad of executions in flight (min 3)"
+	}
+	p.New = func(s Spec, base http.RoundTripper) http.RoundTripper {
+		if s.MaxAttempts < 2 {
+			panic(fmt.Sprintf("benchmarks: hedging needs 2 attempts or more, got %d", s.MaxAttempts))
+		}
+		b := hedgepolicy.NewBuilderWithDelay[*http.Response](s.HedgeDelay).
+			WithMaxHedges(s.MaxAttempts - 1).
+			CancelIf(func(resp *http.Response, err error) bool {
+				return err == nil && !s.Retries(resp.StatusCode)
+			})
+		if withBudget {
+			b = b.WithBudget(budget.NewBuilder().WithMaxRate(s.MaxExtraLoad).WithMinConcurrency(3).Build())
+		}
+		return failsafehttp.NewRoundTripper(base, b.Build())
+	}
+	return p
 }

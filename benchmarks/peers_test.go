@@ -13,12 +13,17 @@ func TestLacks(t *testing.T) {
 		"retryhttp+budget": "",
 		"retryhttp-hedge":  "",
 		"retryablehttp":    "jitter; a backoff multiplier other than 2; hedging; waits cut at the deadline; a budget",
-		"failsafe":         "waits cut at the deadline",
-		"failsafe+budget":  "waits cut at the deadline; the last answer when the budget refuses (an error instead)",
-		"failsafe-hedge":   "waits cut at the deadline",
-		"hedgedhttp":       "non-fatal statuses (any answer wins); retries; Retry-After; waits cut at the deadline; a budget; a request body (hedges share one reader)",
+		"failsafe":         "waits cut at the deadline; hedges capped at a share of the requests sent",
+		"failsafe+budget":  "waits cut at the deadline; hedges capped at a share of the requests sent; the last answer when the budget refuses (an error instead)",
+		"failsafe-hedge":   "waits cut at the deadline; hedges capped at a share of the requests sent",
+		"hedgedhttp":       "non-fatal statuses (any answer wins); retries; Retry-After; waits cut at the deadline; a budget; hedges capped at a share of the requests sent; a request body (hedges share one reader)",
+
+		"retryhttp-hedge-quantile":         "",
+		"retryhttp-hedge-loadbudget":       "",
+		"retryhttp-hedge-fixed-loadbudget": "",
+		"failsafe-hedge+budget":            "waits cut at the deadline; hedges capped at a share of the requests sent",
 	}
-	peers := Peers()
+	peers := AllPeers()
 	assert.Len(t, peers, len(want))
 	for _, p := range peers {
 		assert.Equal(t, want[p.Name], Lacks(p, peers), p.Name)
@@ -27,7 +32,7 @@ func TestLacks(t *testing.T) {
 
 func TestPeerNames(t *testing.T) {
 	seen := map[string]bool{}
-	for _, p := range Peers() {
+	for _, p := range AllPeers() {
 		assert.False(t, seen[p.Name], "%s named twice", p.Name)
 		seen[p.Name] = true
 		assert.NotContains(t, p.Name, " ", "benchmark names split on spaces")
@@ -38,6 +43,9 @@ func TestPeerNames(t *testing.T) {
 	}
 	_, ok := Find("nobody")
 	assert.False(t, ok)
+	for _, p := range HedgePeers() {
+		assert.True(t, p.Name == "bare" || p.Caps.Hedges, "%s in HedgePeers does not hedge", p.Name)
+	}
 }
 
 func TestSpecWait(t *testing.T) {

@@ -79,8 +79,15 @@ func Outage(p Peer, l Load) Result { return RunOn(p, LoadSpec(), Failing(1, 1), 
 // Flaky runs l against a server that answers 10% of requests 503.
 func Flaky(p Peer, l Load) Result { return RunOn(p, LoadSpec(), Failing(0.1, FlakySeed), l) }
 
-// TailLatency runs l against a [HeavyTail] server.
-func TailLatency(p Peer, l Load) Result { return RunOn(p, TailSpec(), HeavyTail(TailSeed), l) }
+// TailLatency runs l under s against a [HeavyTail] server.
+func TailLatency(p Peer, s Spec, l Load) Result { return RunOn(p, s, HeavyTail(TailSeed), l) }
+
+// TailShift runs l under [TailSpec] against a [ShiftingTail] server whose
+// fast answers slow down once it has seen half as many arrivals as l has
+// requests.
+func TailShift(p Peer, l Load) Result {
+	return RunOn(p, TailSpec(), ShiftingTail(TailSeed, int64(l.Requests/2)), l)
+}
 
 // KeepAlive runs l through p against a server answering 200, with
 // http.Client.Timeout set, over p's own default base when defaultBase is

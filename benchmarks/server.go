@@ -67,23 +67,46 @@ func Failing(rate float64, seed uint64) http.Handler {
 	})
 }
 
-// Shape of the heavy tail: most answers fast, a few very slow.
+// Shape of the heavy tail: most answers fast, a few very slow; in the
+// shift, the fast answers slow down to TailShifted halfway through.
 const (
 	TailFast     = 2 * time.Millisecond
 	TailSlow     = 200 * time.Millisecond
 	TailSlowRate = 0.02
+	TailShifted  = 15 * time.Millisecond
 )
 
 // HeavyTail answers after TailFast, or after TailSlow with probability
 // TailSlowRate, drawn per arrival from a generator seeded with seed; a hedge
 // is an arrival like any other. A request whose context ends (a cancelled
 // hedge) is let go at once, as a server that notices the disconnect would.
-func HeavyTail(seed uint64) http.Handler {
-	var mu sync.Mutex // the generator is not safe for concurrent use
+func HeavyTail(seed uint64) http.Handler { return ShiftingTail(seed, -1) }
+
+// ShiftingTail is HeavyTail whose fast answers take TailShifted instead of
+// TailFast from arrival number after (from 0) on, as when a backend gets
+// busier: above a fixed delay tuned to the first half, below the slow
+// answers. A negative after never shifts.
+func ShiftingTail(seed uint64, after int64) http.Handler {
+	return tail(seed, func(n int64, _ *rand.Rand) time.Duration {
+		if after >= 0 && n >= after {
+			return TailShifted
+		}
+		return TailFast
+	})
+}
+
+// tail answers arrival n (from 0) after fast(n, rng), or after TailSlow
+// with probability TailSlowRate, drawn from a generator seeded with seed
+// after fast's own draws, if any. A request whose context ends is let go
+// at once.
+func tail(seed uint64, fast func(n int64, rng *rand.Rand) time.Duration) http.Handler {
+	var mu sync.Mutex // guards rng, not safe for concurrent use, and arrivals
 	rng := rand.New(rand.NewPCG(seed, seed))
+	var arrivals int64
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		mu.Lock()
-		d := TailFast
+		d := fast(arrivals, rng)
+		arrivals++
 		if rng.Float64() < TailSlowRate {
 			d = TailSlow
 		}

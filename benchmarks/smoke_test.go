@@ -66,23 +66,37 @@ func TestSmokeFlaky(t *testing.T) {
 }
 
 func TestSmokeTail(t *testing.T) {
-	for _, p := range Peers() {
-		if p.Caps.Retries {
-			continue
+	scenarios := []struct {
+		name  string
+		spec  Spec
+		peers []Peer
+		run   func(Peer, Load) Result
+	}{
+		{"tail", TailSpec(), HedgePeers(), func(p Peer, l Load) Result { return TailLatency(p, TailSpec(), l) }},
+		{"short-delay", ShortDelaySpec(), fixedDelay(HedgePeers()), func(p Peer, l Load) Result { return TailLatency(p, ShortDelaySpec(), l) }},
+		{"shift", TailSpec(), HedgePeers(), TailShift},
+	}
+	for _, sc := range scenarios {
+		for _, p := range sc.peers {
+			t.Run(sc.name+"/"+p.Name, func(t *testing.T) {
+				r := sc.run(p, Smoke.Tail)
+				assert.Zero(t, r.Errors)
+				assert.Equal(t, r.Requests, r.OK)
+				require.Len(t, r.Latencies, r.Requests)
+				assert.LessOrEqual(t, r.Quantile(0.5), r.Quantile(0.99))
+				switch {
+				case p.Caps.LoadBudget:
+					// The budget starts empty, so a run is sent at most
+					// MaxExtraLoad of its requests as hedges.
+					assert.LessOrEqual(t, r.PerRequest(), 1+sc.spec.MaxExtraLoad, "server requests per request")
+				case p.Caps.Hedges:
+					assert.GreaterOrEqual(t, r.PerRequest(), 1.0, "server requests per request")
+					assert.LessOrEqual(t, r.PerRequest(), float64(sc.spec.MaxAttempts), "server requests per request")
+				default:
+					assert.Equal(t, 1.0, r.PerRequest(), "server requests per request")
+				}
+			})
 		}
-		t.Run(p.Name, func(t *testing.T) {
-			r := TailLatency(p, Smoke.Tail)
-			assert.Zero(t, r.Errors)
-			assert.Equal(t, r.Requests, r.OK)
-			require.Len(t, r.Latencies, r.Requests)
-			assert.LessOrEqual(t, r.Quantile(0.5), r.Quantile(0.99))
-			if p.Caps.Hedges {
-				assert.GreaterOrEqual(t, r.PerRequest(), 1.0)
-				assert.LessOrEqual(t, r.PerRequest(), float64(TailSpec().MaxAttempts))
-			} else {
-				assert.Equal(t, 1.0, r.PerRequest())
-			}
-		})
 	}
 }
 

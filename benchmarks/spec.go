@@ -24,8 +24,18 @@ type Spec struct {
 	// Statuses are the answers that are retried, or that under hedging
 	// send the next hedge; every other answer is handed back.
 	Statuses []int
-	// HedgeDelay is the wait before each next hedge.
+	// HedgeDelay is the wait before each next hedge, for the hedgers
+	// whose delay is fixed ([DelayFixed]), and for those whose delay
+	// follows a quantile until the host's latencies are known.
 	HedgeDelay time.Duration
+	// HedgeQuantile is the quantile of the host's recent latencies that
+	// the hedgers with a [DelayQuantile] wait before each next hedge.
+	HedgeQuantile float64
+	// MaxExtraLoad is the hedge budget of the hedgers that have one: at
+	// most this fraction of the requests sent to a host are hedges.
+	// Zero means none. failsafe-go's budget, which caps hedges in flight
+	// rather than their share of requests, takes it as its rate.
+	MaxExtraLoad float64
 	// Throttle is the budget of the peers that have one: a token bucket
 	// per host as retryhttp keeps it. Peers with another kind of budget
 	// derive theirs from it (see [Spec.BudgetShare]).
@@ -83,12 +93,25 @@ func LoadSpec() Spec {
 	return s
 }
 
-// TailSpec is the spec of the heavy-tail scenario: hedge up to 3 attempts, the
-// next one 10 ms after the last, and treat 502, 503 and 504 as non-fatal.
+// TailSpec is the spec of the heavy-tail scenarios: hedge up to 3
+// attempts, the next one 10 ms after the last (or after the 0.95 quantile
+// of the host's latencies), treat 502, 503 and 504 as non-fatal, and,
+// under a hedge budget, send at most 2% more requests.
 func TailSpec() Spec {
 	s := EverydaySpec()
 	s.MaxAttempts = 3
 	s.Statuses = []int{502, 503, 504}
 	s.HedgeDelay = 10 * time.Millisecond
+	s.HedgeQuantile = 0.95
+	s.MaxExtraLoad = 0.02
+	return s
+}
+
+// ShortDelaySpec is TailSpec with a hedging delay of 1 ms, under every
+// answer of the heavy tail: a delay set wrong, which hedges every request
+// unless a budget stops it.
+func ShortDelaySpec() Spec {
+	s := TailSpec()
+	s.HedgeDelay = time.Millisecond
 	return s
 }

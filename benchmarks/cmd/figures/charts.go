@@ -3,6 +3,7 @@ package main
 import (
 	"fmt"
 	"image/color"
+	"os"
 	"slices"
 	"strconv"
 
@@ -33,15 +34,43 @@ const barWidth = vg.Length(11)
 
 // chart is a horizontal grouped bar chart: one row per category (the
 // first at the top), one bar per series in each row, each bar labelled
-// with its value.
+// with its value, and dashed vertical lines at marks.
 type chart struct {
 	title, xlabel string
 	cats          []string
 	series        []series
+	marks         []mark
+}
+
+// mark is a vertical reference line, such as a target, named in the
+// legend.
+type mark struct {
+	x    float64
+	name string
 }
 
 // save draws the chart into a PNG file at path.
 func (c chart) save(path string) error {
+	p, err := c.plot(true)
+	if err != nil {
+		return err
+	}
+	return p.Save(7*vg.Inch, c.height(), path)
+}
+
+// height is the height that gives each bar of c room.
+func (c chart) height() vg.Length {
+	rows := len(c.cats)
+	if len(c.series) > 1 {
+		rows++ // the legend's row
+	}
+	return vg.Inch + vg.Length(rows)*(vg.Length(len(c.series))*barWidth+vg.Points(10))
+}
+
+// plot builds c's plot, with the category names on its Y axis and the
+// series in its legend when names is set: a chart drawn beside another
+// leaves them to it.
+func (c chart) plot(names bool) (*plot.Plot, error) {
 	p := plot.New()
 	p.Title.Text = c.title
 	p.Title.TextStyle.Font.Size = vg.Points(13)
@@ -51,6 +80,9 @@ func (c chart) save(path string) error {
 	p.X.Tick.Label.Font.Size = vg.Points(10)
 	p.Y.Tick.Label.Font.Size = vg.Points(11)
 	cats := slices.Clone(c.cats)
+	if !names {
+		cats = make([]string, len(c.cats))
+	}
 	k := len(c.series)
 	if k > 1 {
 		cats = append([]string{""}, cats...) // a row at the top for the legend
@@ -60,10 +92,13 @@ func (c chart) save(path string) error {
 	top := 0.0
 	for i, s := range c.series {
 		off := (vg.Length(k-1)/2 - vg.Length(i)) * barWidth
-		if err := c.addSeries(p, s, off, palette[i%len(palette)], k > 1); err != nil {
-			return err
+		if err := c.addSeries(p, s, off, palette[i%len(palette)], k > 1 && names); err != nil {
+			return nil, err
 		}
 		top = max(top, slices.Max(s.values))
+	}
+	for _, m := range c.marks {
+		top = max(top, m.x)
 	}
 	if top == 0 {
 		top = 1
@@ -71,11 +106,65 @@ func (c chart) save(path string) error {
 	// Room on the right for the labels.
 	p.X.Min, p.X.Max = 0, top*1.3
 	p.Y.Min, p.Y.Max = -0.5, float64(len(cats))-0.5
+	for _, m := range c.marks {
+		l, err := plotter.NewLine(plotter.XYs{{X: m.x, Y: p.Y.Min}, {X: m.x, Y: p.Y.Max}})
+		if err != nil {
+			return nil, fmt.Errorf("chart %q: %w", c.title, err)
+		}
+		l.Color = color.Gray{Y: 90}
+		l.Width = vg.Points(1)
+		l.Dashes = []vg.Length{vg.Points(4), vg.Points(3)}
+		p.Add(l)
+		p.Legend.Add(m.name, l)
+	}
 	p.Legend.Top, p.Legend.Left = true, false
 	p.Legend.XOffs = -vg.Points(20)
 	p.Legend.TextStyle.Font.Size = vg.Points(10)
-	height := vg.Inch + vg.Length(len(cats))*(vg.Length(k)*barWidth+vg.Points(10))
-	return p.Save(7*vg.Inch, height, path)
+	return p, nil
+}
+
+// pair is two charts side by side over the same categories, each with its
+// own axis, the category names written once, on the left.
+type pair struct {
+	title       string
+	left, right chart
+}
+
+// save draws the pair into a PNG file at path.
+func (pr pair) save(path string) error {
+	left, err := pr.left.plot(true)
+	if err != nil {
+		return err
+	}
+	right, err := pr.right.plot(false)
+	if err != nil {
+		return err
+	}
+	title := vg.Points(26)
+	w, h := 11*vg.Inch, max(pr.left.height(), pr.right.height())+title
+	c, err := draw.NewFormattedCanvas(w, h, "png")
+	if err != nil {
+		return err
+	}
+	dc := draw.New(c)
+	sty := left.Title.TextStyle
+	sty.XAlign, sty.YAlign = draw.XCenter, draw.YTop
+	dc.FillText(sty, vg.Point{X: w / 2, Y: h - vg.Points(4)}, pr.title)
+	body := dc
+	body.Max.Y -= title
+	tiles := draw.Tiles{Rows: 1, Cols: 2, PadX: vg.Points(12), PadLeft: vg.Points(6), PadRight: vg.Points(4)}
+	cs := plot.Align([][]*plot.Plot{{left, right}}, tiles, body)
+	left.Draw(cs[0][0])
+	right.Draw(cs[0][1])
+	f, err := os.Create(path)
+	if err != nil {
+		return err
+	}
+	if _, err := c.WriteTo(f); err != nil {
+		f.Close()
+		return err
+	}
+	return f.Close()
 }
 
 // plainTicks are gonum's default ticks with their labels written in as

@@ -1,12 +1,14 @@
-// Command figures runs the benchmarks of the peers side by side and
+// Command figures runs the benchmarks of the peers side by side, and the
+// redisfleet module's BenchmarkFleet against a real redis-server, and
 // writes their tables (docs/benchmarks.md) and charts (docs/benchmarks/)
-// into the repository's docs directory.
+// into the repository's docs directory. Without redis-server in PATH the
+// fleet's figures are left out, saying so.
 //
 // Run it from the benchmarks directory:
 //
 //	go run ./cmd/figures
 //
-// It takes about ten minutes on two cores. -quick runs each benchmark
+// It takes about five minutes on two cores, one of them for the fleet. -quick runs each benchmark
 // once, briefly, to try the tool; -from re-makes the tables and charts
 // from the raw output of an earlier run without measuring again.
 package main
@@ -58,7 +60,7 @@ func run(dir, from string, short bool) error {
 		return err
 	}
 	var md bytes.Buffer
-	if err := write(&md, report{runs: runs, dir: dir, peers: benchmarks.Peers()}, meta); err != nil {
+	if err := write(&md, report{runs: runs, dir: dir, peers: benchmarks.Peers(), hedgers: benchmarks.HedgePeers()}, meta); err != nil {
 		return err
 	}
 	return os.WriteFile(filepath.Join(dir, "benchmarks.md"), md.Bytes(), 0o644)
@@ -133,7 +135,7 @@ func write(w io.Writer, r report, m Meta) error {
 	r.writePeers(w)
 	writeSpecs(w)
 	for _, section := range []func(io.Writer) error{
-		r.writeSuccess, r.writeStorm, r.writeTail, r.writeRetryAfter, r.writeUpload, r.writeKeepAlive,
+		r.writeSuccess, r.writeStorm, r.writeFleet, r.writeTail, r.writeHedgeBudget, r.writeRetryAfter, r.writeUpload, r.writeKeepAlive,
 	} {
 		if err := section(w); err != nil {
 			return err

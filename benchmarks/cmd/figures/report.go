@@ -13,8 +13,10 @@ import (
 type report struct {
 	runs Runs
 	// dir is the docs directory; charts go to dir/benchmarks/.
-	dir   string
-	peers []benchmarks.Peer
+	dir string
+	// peers are those of every scenario; hedgers, those of the
+	// heavy-tail scenarios.
+	peers, hedgers []benchmarks.Peer
 }
 
 // chartDir is where the charts go, under the docs directory.
@@ -32,9 +34,12 @@ func (r report) ran(bench string, p benchmarks.Peer) bool {
 }
 
 // taking returns the peers with results in bench.
-func (r report) taking(bench string) []benchmarks.Peer {
+func (r report) taking(bench string) []benchmarks.Peer { return r.takingOf(bench, r.peers) }
+
+// takingOf returns those of ps with results in bench.
+func (r report) takingOf(bench string, ps []benchmarks.Peer) []benchmarks.Peer {
 	var out []benchmarks.Peer
-	for _, p := range r.peers {
+	for _, p := range ps {
 		if r.ran(bench, p) {
 			out = append(out, p)
 		}
@@ -62,8 +67,8 @@ func (r report) medians(bench, unit string, ps []benchmarks.Peer, f func(float64
 	return vs, ls
 }
 
-// chart saves c as name.png and links it from w.
-func (r report) chart(w io.Writer, c chart, name, alt string) error {
+// chart saves c (a chart or a pair) as name.png and links it from w.
+func (r report) chart(w io.Writer, c interface{ save(path string) error }, name, alt string) error {
 	rel := chartDir + "/" + name + ".png"
 	if err := c.save(filepath.Join(r.dir, rel)); err != nil {
 		return err
@@ -91,9 +96,10 @@ func (r report) writePeers(w io.Writer) {
 	fmt.Fprintln(w)
 	fmt.Fprintln(w, "Every peer is built from the same spec per scenario (attempts, backoff, statuses, hedge delay, budget); `go test ./...` in `benchmarks/` checks each mapping on scripted servers. What a peer cannot express is left out, not imitated:")
 	fmt.Fprintln(w)
+	all := benchmarks.AllPeers()
 	var rows [][]string
-	for _, p := range r.peers {
-		rows = append(rows, []string{p.Label, strings.Join(p.Notes, "; "), benchmarks.Lacks(p, r.peers)})
+	for _, p := range all {
+		rows = append(rows, []string{p.Label, strings.Join(p.Notes, "; "), benchmarks.Lacks(p, all)})
 	}
 	table(w, []string{"peer", "how the spec is mapped", "cannot express"}, rows)
 }
@@ -109,13 +115,21 @@ func writeSpecs(w io.Writer) {
 	}{
 		{"everyday (success path, upload, Retry-After, keep-alive)", benchmarks.EverydaySpec()},
 		{"load (outage, flaky)", benchmarks.LoadSpec()},
-		{"tail", benchmarks.TailSpec()},
+		{"tail (heavy tail, its shift)", benchmarks.TailSpec()},
+		{"short delay (heavy tail)", benchmarks.ShortDelaySpec()},
 	} {
 		sp := s.spec
+		delay, load := sp.HedgeDelay.String(), none
+		if sp.HedgeQuantile > 0 {
+			delay += fmt.Sprintf(", or the %g quantile", sp.HedgeQuantile)
+		}
+		if sp.MaxExtraLoad > 0 {
+			load = fmt.Sprintf("%g%% of requests", 100*sp.MaxExtraLoad)
+		}
 		rows = append(rows, []string{s.name, fmt.Sprint(sp.MaxAttempts),
 			fmt.Sprintf("%v ×%g to %v, ±%g", sp.InitialBackoff, sp.Multiplier, sp.MaxBackoff, sp.Jitter),
-			fmt.Sprint(sp.Statuses), sp.HedgeDelay.String(),
+			fmt.Sprint(sp.Statuses), delay, load,
 			fmt.Sprintf("%g tokens, ratio %g (share %.2f)", sp.Throttle.MaxTokens, sp.Throttle.TokenRatio, sp.BudgetShare())})
 	}
-	table(w, []string{"spec", "attempts", "backoff", "statuses", "hedge delay", "budget"}, rows)
+	table(w, []string{"spec", "attempts", "backoff", "statuses", "hedge delay", "hedge budget", "budget"}, rows)
 }

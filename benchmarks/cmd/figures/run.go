@@ -3,6 +3,7 @@ package main
 import (
 	"bufio"
 	"bytes"
+	"cmp"
 	"fmt"
 	"io"
 	"os"
@@ -12,25 +13,38 @@ import (
 	"strings"
 )
 
-// pass is one run of the benchmark binary: a -bench pattern, its
-// -benchtime and -count.
+// pass is one run of a package's benchmark binary: a -bench pattern, its
+// -benchtime and -count. dir is the package's directory, relative to the
+// benchmarks module ("." for its own); a pass whose needs is not in PATH
+// is left out, saying why.
 type pass struct {
 	bench, benchtime string
 	count            int
+	dir, needs       string
 }
+
+// fleetDir is the redisfleet module, whose BenchmarkFleet measures
+// fleets against a real redis-server.
+const fleetDir = "../redisfleet"
 
 // passes are the runs of a full measurement. The load scenarios run once
 // per count: their spread comes from -count. The success path runs
-// enough iterations to steady its per-op figures.
+// enough iterations to steady its per-op figures. Members alone in an
+// outage are counted exactly, so one run of them is enough.
 var passes = []pass{
-	{"^BenchmarkSuccess$/^(GET|POST-1KiB)$/", "2000x", 5},
-	{"^BenchmarkSuccess$/^POST-1MiB$/", "200x", 5},
-	{"^BenchmarkOutage$", "1x", 5},
-	{"^BenchmarkFlaky$", "1x", 5},
-	{"^BenchmarkTail$", "1x", 5},
-	{"^BenchmarkRetryAfter$", "1x", 3},
-	{"^BenchmarkUpload$", "3x", 3},
-	{"^BenchmarkKeepAlive$", "1x", 5},
+	{bench: "^BenchmarkSuccess$/^(GET|POST-1KiB)$/", benchtime: "2000x", count: 5},
+	{bench: "^BenchmarkSuccess$/^POST-1MiB$/", benchtime: "200x", count: 5},
+	{bench: "^BenchmarkOutage$", benchtime: "1x", count: 5},
+	{bench: "^BenchmarkFlaky$", benchtime: "1x", count: 5},
+	{bench: "^BenchmarkTail$", benchtime: "1x", count: 5},
+	{bench: "^BenchmarkTailShortDelay$", benchtime: "1x", count: 5},
+	{bench: "^BenchmarkTailShift$", benchtime: "1x", count: 5},
+	{bench: "^BenchmarkRetryAfter$", benchtime: "1x", count: 3},
+	{bench: "^BenchmarkUpload$", benchtime: "3x", count: 3},
+	{bench: "^BenchmarkKeepAlive$", benchtime: "1x", count: 5},
+	{bench: "^BenchmarkFleet$/^outage$/^alone$", benchtime: "1x", count: 1, dir: fleetDir, needs: "redis-server"},
+	{bench: "^BenchmarkFleet$/^outage$/^fleet$", benchtime: "1x", count: 3, dir: fleetDir, needs: "redis-server"},
+	{bench: "^BenchmarkFleet$/^storedown$", benchtime: "1x", count: 3, dir: fleetDir, needs: "redis-server"},
 }
 
 // quick shrinks the passes, to try the tool itself.
@@ -46,32 +60,91 @@ func quick(ps []pass) []pass {
 	return out
 }
 
-// measure builds the package's test binary in dir and runs every pass,
-// echoing the output to log, and returns it all.
+// measure builds the test binary of each package the passes name and runs
+// every pass, echoing the output to log, and returns it all.
 func measure(ps []pass, log io.Writer) ([]byte, error) {
 	tmp, err := os.MkdirTemp("", "figures")
 	if err != nil {
 		return nil, err
 	}
 	defer os.RemoveAll(tmp)
-	bin := filepath.Join(tmp, "benchmarks.test")
-	build := exec.Command("go", "test", "-c", "-o", bin, ".")
-	build.Stdout, build.Stderr = log, log
-	if err := build.Run(); err != nil {
-		return nil, fmt.Errorf("building the benchmarks: %w", err)
-	}
+	bins := map[string]string{} // by dir
 	var all bytes.Buffer
 	for _, p := range ps {
-		fmt.Fprintf(log, "--- %s -benchtime %s -count %d\n", p.bench, p.benchtime, p.count)
+		dir := cmp.Or(p.dir, ".")
+		if p.needs != "" {
+			if _, err := exec.LookPath(p.needs); err != nil {
+				fmt.Fprintf(log, "--- %s left out: %s is not in PATH (apt-get install -y %s)\n", p.bench, p.needs, p.needs)
+				continue
+			}
+		}
+		bin, ok := bins[dir]
+		if !ok {
+			bin = filepath.Join(tmp, fmt.Sprintf("bench%d.test", len(bins)))
+			build := exec.Command("go", "test", "-c", "-o", bin, ".")
+			build.Dir, build.Stdout, build.Stderr = dir, log, log
+			if err := build.Run(); err != nil {
+				return nil, fmt.Errorf("building the benchmarks in %s: %w", dir, err)
+			}
+			bins[dir] = bin
+		}
+		fmt.Fprintf(log, "--- %s %s -benchtime %s -count %d\n", dir, p.bench, p.benchtime, p.count)
 		cmd := exec.Command(bin, "-test.run", "^$", "-test.bench", p.bench,
 			"-test.benchtime", p.benchtime, "-test.count", fmt.Sprint(p.count))
-		cmd.Stdout = io.MultiWriter(&all, log)
-		cmd.Stderr = log
-		if err := cmd.Run(); err != nil {
-			return nil, fmt.Errorf("running %s: %w", p.bench, err)
+		stderr := &dropLines{w: log, prefix: []byte("redis: ")}
+		cmd.Dir, cmd.Stdout, cmd.Stderr = dir, io.MultiWriter(&all, log), stderr
+		err := cmd.Run()
+		stderr.flush()
+		if stderr.dropped > 0 {
+			fmt.Fprintf(log, "(%d lines of go-redis's log left out: it logs each failed dial while the store is down)\n", stderr.dropped)
+		}
+		if err != nil {
+			return nil, fmt.Errorf("running %s in %s: %w", p.bench, dir, err)
 		}
 	}
 	return all.Bytes(), nil
+}
+
+// dropLines writes to w the lines written to it, but those that begin
+// with prefix, which it counts. A line split over writes is kept whole
+// until its end.
+type dropLines struct {
+	w       io.Writer
+	prefix  []byte
+	line    []byte
+	dropped int
+}
+
+func (d *dropLines) Write(p []byte) (int, error) {
+	for rest := p; len(rest) > 0; {
+		i := bytes.IndexByte(rest, '\n')
+		if i < 0 {
+			d.line = append(d.line, rest...)
+			break
+		}
+		d.line = append(d.line, rest[:i+1]...)
+		rest = rest[i+1:]
+		if bytes.HasPrefix(d.line, d.prefix) {
+			d.dropped++
+		} else if _, err := d.w.Write(d.line); err != nil {
+			return 0, err
+		}
+		d.line = d.line[:0]
+	}
+	return len(p), nil
+}
+
+// flush writes a last line that had no end, or drops it, as Write does
+// a whole line.
+func (d *dropLines) flush() {
+	switch {
+	case len(d.line) == 0:
+	case bytes.HasPrefix(d.line, d.prefix):
+		d.dropped++
+	default:
+		d.w.Write(d.line)
+	}
+	d.line = d.line[:0]
 }
 
 // Machine describes where the figures were measured.
