@@ -30,6 +30,18 @@
 // more than it answers; a host that is down is dialled with gRPC's
 // connection backoff, and calls to it fail as fast as the policy allows.
 //
+// # Rate limits are the host's
+//
+// A response that says its host will refuse for a while (a 429 or 503
+// with Retry-After, a spent quota in its rate-limit fields, a verdict
+// RetryableUnprocessed.After(d)) holds the host for every request of the
+// same rule, not only its own: while the hold lasts nothing under it is
+// sent; a request waits for its end within its deadline and
+// maxServerDelay, or fails at once with an error matching [ErrHeld], its
+// [*HoldError] giving the host, the time left and the status. Holds are on
+// in policy.Default ([policy.Config.Hold]). [Transport.Fleet] shares them,
+// and the retry budget, with the other processes of a fleet.
+//
 // # Configuration
 //
 // A [policy.Config], built in Go or read from gRPC's service-config JSON

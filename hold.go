@@ -30,7 +30,7 @@ type HoldError struct {
 
 // Error says which host is held, for how long and why.
 func (e *HoldError) Error() string {
-	return fmt.Sprintf("retryhttp: host %s held for another %v after a %d", e.Host, e.Remaining.Round(time.Millisecond), e.Status)
+	return fmt.Sprintf("host %s held for another %v after a %d (%v)", e.Host, e.Remaining.Round(time.Millisecond), e.Status, ErrHeld)
 }
 
 // Is reports whether target is [ErrHeld].

@@ -144,9 +144,9 @@ func asked(w retryhttp.Wait) string {
 
 // llmConfig is an LLM API's rules (OpenAI's, as its own SDK retries) as
 // configuration, with no code: 408, 409, 429 and 5xx are retried with a
-// backoff; retry-after-ms and x-should-retry are read by default; a spent
-// request or token quota waits for its reset, written as a Go duration
-// ("6m0s"), and holds the host.
+// backoff, for POST too, as the SDK retries them; retry-after-ms and
+// x-should-retry are read by default; a spent request or token quota waits
+// for its reset, written as a Go duration ("6m0s"), and holds the host.
 func llmConfig() *policy.Config {
 	return &policy.Config{
 		Rules: []policy.Rule{{
@@ -155,6 +155,7 @@ func llmConfig() *policy.Config {
 				MaxAttempts:          3,
 				Backoff:              policy.Exponential{Initial: 500 * time.Millisecond, Max: 8 * time.Second, Multiplier: 2, Jitter: 0.25},
 				RetryableStatusCodes: []int{408, 409, 429, 500, 502, 503, 504},
+				RetryNonIdempotent:   true, // the API's calls are POSTs, retried as the SDK retries them
 			},
 		}},
 		DelayHeaders: []policy.DelayHeader{

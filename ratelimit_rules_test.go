@@ -245,5 +245,5 @@ func TestHoldsAndTheSwitches(t *testing.T) {
 func TestHoldErrorReads(t *testing.T) {
 	err := &retryhttp.Error{Err: &retryhttp.HoldError{Host: "api.test:443", Remaining: 1500 * time.Millisecond, Status: 429}}
 	assert.True(t, errors.Is(err, retryhttp.ErrHeld))
-	assert.Equal(t, "retryhttp: no response after 0 attempt(s): retryhttp: host api.test:443 held for another 1.5s after a 429", err.Error())
+	assert.Equal(t, "retryhttp: not sent: host api.test:443 held for another 1.5s after a 429 (retryhttp: host held)", err.Error())
 }

@@ -98,16 +98,19 @@ type Transport struct {
 
 // state is what a Transport builds from its fields on first use.
 type state struct {
-	fields     fields // as they were then
-	base       http.RoundTripper
-	dialer     *Dialer // non-nil when the Transport built its own base
-	spread     *spread // likewise: attempts to distinct backends
-	omitHeader bool
-	fleet      Fleet
-	pol        atomic.Pointer[active] // the policy in force
-	hosts      *hostTable             // budgets, holds, latencies and statistics per host
-	failures   failureRing            // the last requests that failed, for the status page
-	pool       *bufferPool
+	fields fields // as they were then
+	// policyField is the Policy field as the Transport last took it: on
+	// first use, or when SetPolicy said what the policy is.
+	policyField atomic.Pointer[policy.Config]
+	base        http.RoundTripper
+	dialer      *Dialer // non-nil when the Transport built its own base
+	spread      *spread // likewise: attempts to distinct backends
+	omitHeader  bool
+	fleet       Fleet
+	pol         atomic.Pointer[active] // the policy in force
+	hosts       *hostTable             // budgets, holds, latencies and statistics per host
+	failures    failureRing            // the last requests that failed, for the status page
+	pool        *bufferPool
 	// calls keeps the state of finished requests for the next ones, so
 	// that a request costs no allocation of its own.
 	calls sync.Pool
@@ -146,8 +149,13 @@ type Error struct {
 	Err error
 }
 
-// Error implements error.
+// Error implements error: "retryhttp: no response after 3 attempt(s): "
+// and the cause, or, for a request not sent at all (a hold refused it),
+// "retryhttp: not sent: " and the cause.
 func (e *Error) Error() string {
+	if e.Attempts == 0 {
+		return "retryhttp: not sent: " + e.Err.Error()
+	}
 	return fmt.Sprintf("retryhttp: no response after %d attempt(s): %v", e.Attempts, e.Err)
 }
 
@@ -187,6 +195,7 @@ func (t *Transport) init() *state {
 			st.pol.Store(&active{err: err})
 		}
 		st.fields = fieldsOf(t)
+		st.policyField.Store(t.Policy)
 		t.st.Store(st)
 	})
 	return t.st.Load()
@@ -196,7 +205,6 @@ func (t *Transport) init() *state {
 // they were then, so that one set later is known for what it is.
 type fields struct {
 	base         http.RoundTripper
-	policy       *policy.Config
 	buffer       BufferLimits
 	fleet        Fleet
 	omit         bool
@@ -205,7 +213,7 @@ type fields struct {
 }
 
 func fieldsOf(t *Transport) fields {
-	return fields{base: t.Base, policy: t.Policy, buffer: t.Buffer, fleet: t.Fleet, omit: t.OmitAttemptsHeader,
+	return fields{base: t.Base, buffer: t.Buffer, fleet: t.Fleet, omit: t.OmitAttemptsHeader,
 		compareBase: canCompare(t.Base), compareFleet: canCompare(t.Fleet)}
 }
 
@@ -215,11 +223,12 @@ func canCompare(v any) bool { return v == nil || reflect.TypeOf(v).Comparable() 
 
 // changed returns an error naming a field of t set since its first use,
 // or nil. A Base or Fleet whose type cannot be compared is not checked.
-func (f *fields) changed(t *Transport) error {
+func (st *state) changed(t *Transport) error {
+	f := &st.fields
 	var field, hint string
 	switch {
-	case t.Policy != f.policy:
-		field, hint = "Policy", "use SetPolicy to change the policy of a Transport in use"
+	case t.Policy != st.policyField.Load():
+		field, hint = "Policy", "call SetPolicy to change the policy of a Transport in use"
 	case t.Buffer != f.buffer:
 		field = "Buffer"
 	case t.OmitAttemptsHeader != f.omit:
@@ -248,7 +257,14 @@ func (f *fields) changed(t *Transport) error {
 // run; cfg must not be modified afterwards. It also mends a Transport
 // whose Policy field was invalid.
 func (t *Transport) SetPolicy(cfg *policy.Config) error {
-	return t.init().setPolicy(cfg)
+	st := t.init()
+	if err := st.setPolicy(cfg); err != nil {
+		return err
+	}
+	// SetPolicy says what the policy is: a Policy field set meanwhile is
+	// no longer a change to report.
+	st.policyField.Store(t.Policy)
+	return nil
 }
 
 // setPolicy validates cfg and puts it in force, with the throttle's limits.
@@ -312,7 +328,7 @@ func (t *Transport) RoundTrip(req *http.Request) (*http.Response, error) {
 	st := t.init()
 	err := checkRequest(req)
 	if err == nil {
-		err = st.fields.changed(t)
+		err = st.changed(t)
 	}
 	var c *call
 	if err == nil {

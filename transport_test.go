@@ -237,6 +237,10 @@ func TestFieldSetAfterFirstUseIsNamed(t *testing.T) {
 			assert.Equal(t, int64(1), body.closes.Load(), "the body is closed")
 			if tc.field == "Policy" {
 				assert.Contains(t, err.Error(), "SetPolicy")
+				require.NoError(t, tr.SetPolicy(policy.None()), "as the error says")
+				resp, err := tr.RoundTrip(newRequest(t, t.Context(), "GET", ""))
+				require.NoError(t, err, "SetPolicy says what the policy is: the field is no longer a change")
+				readAll(t, resp)
 			}
 		})
 	}

@@ -96,7 +96,8 @@ type Rule struct {
 // boundary ("/v3" matches "/v3" and "/v3/x", not "/v30"). The zero Name
 // matches every request. Validate refuses what could never match: a Host
 // written as a URL (with a scheme, path, query or userinfo), a Method that
-// is not an HTTP token, a Path not starting with "/".
+// is not an HTTP token or is not in upper case ("get" for "GET"), a Path
+// not starting with "/".
 type Name struct {
 	Host   string
 	Method string

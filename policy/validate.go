@@ -105,6 +105,10 @@ func (n Name) validate(path string) error {
 		return &FieldError{Field: join(path, "host"), Value: strconv.Quote(n.Host),
 			Reason: `must be a host name or address, with a port if any, such as "api.example.com:443": not a URL`}
 	}
+	if n.Method != "" && strings.ToUpper(n.Method) != n.Method && isToken(strings.ToUpper(n.Method)) {
+		return &FieldError{Field: join(path, "method"), Value: strconv.Quote(n.Method),
+			Reason: "must be written as requests send it, in upper case: " + strconv.Quote(strings.ToUpper(n.Method))}
+	}
 	if n.Method != "" && !isToken(n.Method) {
 		return &FieldError{Field: join(path, "method"), Value: strconv.Quote(n.Method), Reason: "must be an HTTP method token"}
 	}

@@ -97,6 +97,8 @@ func TestValidateRejects(t *testing.T) {
 			"methodConfig[0].name[0].method", `"GE T"`},
 		{"method with slash", func(c *Config) { c.Rules[0].Name = append(c.Rules[0].Name, Name{Method: "GET/1"}) },
 			"methodConfig[0].name[1].method", `"GET/1"`},
+		{"method in lower case, which no request sends", func(c *Config) { c.Rules[0].Name[0].Method = "get" },
+			"methodConfig[0].name[0].method", `"get"`},
 		{"relative path", func(c *Config) { c.Rules[1].Name[0].Path = "v3" },
 			"methodConfig[1].name[0].path", `"v3"`},
 		{"retry maxAttempts 1", func(c *Config) { c.Rules[0].Retry.MaxAttempts = 1 },
