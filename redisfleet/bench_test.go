@@ -27,8 +27,10 @@ import (
 //     added above its own requests. policy.Default's backoffs.
 //   - flaky: a server that answers 10% of attempts 503 at random; ok%
 //     is the requests answered 200 (about 0.1% draw three 503s whatever
-//     the budgets do). quickPolicy's backoffs, a tenth of the defaults,
-//     with a flush interval a tenth as long, so that a run takes seconds.
+//     the budgets do); refused/req is the retries the budgets, the
+//     members' own and the fleet's, refused, per request. quickPolicy's
+//     backoffs, a tenth of the defaults, with a flush interval a tenth
+//     as long, so that a run takes seconds.
 //   - storedown: the outage with the store stopped until half the
 //     requests have ended; max-ms is the slowest request, which would
 //     show one that waited for the store (compare the outage's).
@@ -123,16 +125,24 @@ func benchFlaky(b *testing.B, s *redisServer, w wiring) {
 		b.Run(fmt.Sprintf("N=%d/M=%d", n, m), func(b *testing.B) {
 			var o outcome
 			var hits int
+			var refused uint64
 			for b.Loop() {
 				flushStore(b, s)
 				members := newMembers(w, n, s.addr, quickPolicy(), quickFleet)
 				before := srv.Count()
 				o = runFleet(members, m, ts.URL, nil)
 				hits = srv.Count() - before
+				refused = 0
+				for _, mb := range members {
+					for _, c := range mb.tr.Stats().Hosts {
+						refused += c.BudgetRefusals + c.FleetRefusals
+					}
+				}
 				closeMembers(members)
 			}
 			b.ReportMetric(100*float64(o.ok)/float64(o.requests), "ok%")
 			b.ReportMetric(float64(hits)/float64(o.requests), "attempts/req")
+			b.ReportMetric(float64(refused)/float64(o.requests), "refused/req")
 		})
 	}
 }

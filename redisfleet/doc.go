@@ -23,7 +23,8 @@
 // rest. The flusher sends, in one pipelined round trip, each host's
 // deltas summed since the last one, the holds the member met, and
 // fetches of holds; a failure or a hold goes at once, unless a round
-// trip went out less than FlushInterval (100 ms) ago. Successes are
+// trip that carried one went out less than FlushInterval (100 ms) ago
+// (a fetch alone, which waits FlushInterval, holds none back). Successes are
 // sampled: one in 16 is sent, as promptly, with a weight of 16. The
 // count is per host and deterministic, from a random phase, so that
 // every success has the same chance to be the one sent: nothing is lost

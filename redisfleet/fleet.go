@@ -35,10 +35,14 @@ type Options struct {
 	// DefaultPrefix, "retryhttp:".
 	Prefix string
 	// FlushInterval is the least time between two round trips to the
-	// store: a failure, a hold or a sampled success is sent at once
-	// unless one went out less than FlushInterval ago, and what waits
-	// meanwhile travels together. Zero or less means
-	// DefaultFlushInterval, 100 ms.
+	// store that carry deltas or holds: a failure, a hold or a sampled
+	// success is sent at once unless one went out less than
+	// FlushInterval ago, and what waits meanwhile travels together.
+	// The fetches of the holds of hosts met wait FlushInterval, unless
+	// such work takes them along first; a round trip of fetches alone
+	// does not hold back the failure that follows it. So a member
+	// makes at most two round trips per FlushInterval. Zero or less
+	// means DefaultFlushInterval, 100 ms.
 	FlushInterval time.Duration
 	// MaxHosts bounds the hosts a Fleet keeps state for; past it, the
 	// hosts idle longest are forgotten (see [Stats.Dropped]). Zero or

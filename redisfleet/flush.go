@@ -35,13 +35,14 @@ func (f *Fleet) flusher() {
 			warm := b.warm
 			s.start(time.Now())
 			ok := f.flush(&b)
-			s.end(ok, rand.Float64())
-			if ok && !warm && b.warm {
-				// The warm-up does not count against the interval: a
-				// member's first failure, often just after its start,
-				// goes at once.
-				s.last = time.Time{}
+			what := carriedUrgent
+			switch {
+			case !warm && b.warm:
+				what = carriedWarmUp
+			case !b.urgent():
+				what = carriedFetches
 			}
+			s.end(ok, what, rand.Float64())
 		}
 	}
 }
@@ -53,6 +54,17 @@ type batch struct {
 	hosts []*host
 	holds []hold
 	items []item
+}
+
+// urgent reports whether b's round trip carried urgent work: a delta or a
+// hold.
+func (b *batch) urgent() bool {
+	for _, it := range b.items {
+		if it.kind != fetchItem {
+			return true
+		}
+	}
+	return false
 }
 
 // item is one command of a round trip, with what its answer applies to.

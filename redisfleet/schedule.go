@@ -13,7 +13,8 @@ const maxStoreBackoff = time.Second
 // ready: interval must be set. Only the flusher goroutine uses it.
 type schedule struct {
 	interval time.Duration // least time between two round trips
-	last     time.Time     // start of the last round trip; zero before the first
+	last     time.Time     // start of the last round trip that counts; zero before the first
+	prev     time.Time     // last, before the round trip that started last
 	fails    int           // round trips failed in a row
 	backoff  time.Duration // least time after the last round trip while the store fails
 	due      time.Time     // start of the next round trip; zero: nothing to send
@@ -43,17 +44,45 @@ func (s *schedule) work(now time.Time, urgent bool) {
 // start records a round trip starting at now: nothing is due until work
 // arrives again.
 func (s *schedule) start(now time.Time) {
-	s.last = now
+	s.prev, s.last = s.last, now
 	s.due = time.Time{}
 }
 
-// end records how the round trip that started last went. After a failure
-// what it carried is due again after the backoff, which grows; rnd, in
-// [0, 1), jitters it so that members do not return in step. An answer
-// resets the backoff.
-func (s *schedule) end(ok bool, rnd float64) {
+// carried is what a round trip carried, which says whether it counts
+// against the interval once the store has answered it.
+type carried uint8
+
+const (
+	// carriedUrgent: deltas or holds. It counts.
+	carriedUrgent carried = iota
+	// carriedFetches: fetches of the holds of hosts met, or nothing.
+	// It does not count: urgent work after it goes as soon as the
+	// round trip before it allows. A member's first failure on a host
+	// often comes just after the fetch of that host's holds; kept
+	// waiting out the interval, it would reach the store after the
+	// member's own retry had asked the fleet. Fetches still wait the
+	// interval after one another, so a member makes at most two round
+	// trips per interval, one of fetches and one of urgent work.
+	carriedFetches
+	// carriedWarmUp: the first answered round trip, which loaded the
+	// scripts. Nothing before it counts either: a member's first
+	// failure, often just after its start, goes at once.
+	carriedWarmUp
+)
+
+// end records how the round trip that started last, carrying what, went.
+// After a failure what it carried is due again after the backoff, which
+// grows; rnd, in [0, 1), jitters it so that members do not return in
+// step. An answer resets the backoff.
+func (s *schedule) end(ok bool, what carried, rnd float64) {
 	if ok {
 		s.fails, s.backoff = 0, 0
+		switch what {
+		case carriedFetches:
+			s.last = s.prev
+		case carriedWarmUp:
+			s.last = time.Time{}
+		}
 		return
 	}
 	s.fails++

@@ -13,9 +13,12 @@ func TestSchedule(t *testing.T) {
 	t0 := time.Unix(1000, 0)
 	at := func(ms int) time.Time { return t0.Add(time.Duration(ms) * time.Millisecond) }
 	type step struct {
-		event   string // "urgent", "wake", "start", "ok", "fail"
-		at      int    // ms after t0
-		wantDue int    // ms after t0; -1: nothing due
+		// "urgent", "wake", "start", "ok", "fail", and the answers to a
+		// round trip of fetches alone ("fetched") and to the warm-up
+		// ("warm").
+		event   string
+		at      int // ms after t0
+		wantDue int // ms after t0; -1: nothing due
 	}
 	tests := []struct {
 		name  string
@@ -34,6 +37,26 @@ func TestSchedule(t *testing.T) {
 		}},
 		{"fetches do not delay a failure", []step{
 			{"urgent", 10, 10}, {"wake", 10, 10},
+		}},
+		{"a failure after a round trip of fetches alone goes at once", []step{
+			{"wake", 0, 100}, {"start", 100, -1}, {"fetched", 100, -1},
+			{"urgent", 130, 130},
+		}},
+		{"a failure after fetches alone waits out the interval of the urgent trip before them", []step{
+			{"urgent", 0, 0}, {"start", 0, -1}, {"ok", 0, -1},
+			{"wake", 20, 120}, {"start", 120, -1}, {"fetched", 120, -1},
+			{"urgent", 130, 130}, {"start", 130, -1}, {"ok", 130, -1},
+			{"urgent", 140, 230},
+		}},
+		{"fetches after fetches still wait the interval", []step{
+			{"wake", 0, 100}, {"start", 100, -1}, {"fetched", 100, -1},
+			{"wake", 110, 210},
+		}},
+		{"a failure just after the warm-up goes at once", []step{
+			{"urgent", 0, 0}, {"start", 0, -1}, {"warm", 0, -1}, {"urgent", 10, 10},
+		}},
+		{"a failed round trip of fetches counts until it is answered", []step{
+			{"wake", 0, 100}, {"start", 100, -1}, {"fail", 100, 200}, {"urgent", 110, 200},
 		}},
 		{"a failed round trip is tried again after the backoff", []step{
 			{"start", 0, -1}, {"fail", 0, 100}, {"urgent", 10, 100},
@@ -56,7 +79,11 @@ func TestSchedule(t *testing.T) {
 				case "start":
 					s.start(at(st.at))
 				case "ok", "fail":
-					s.end(st.event == "ok", 0.5)
+					s.end(st.event == "ok", carriedUrgent, 0.5)
+				case "fetched":
+					s.end(true, carriedFetches, 0.5)
+				case "warm":
+					s.end(true, carriedWarmUp, 0.5)
 				}
 				if st.wantDue < 0 {
 					assert.True(t, s.due.IsZero(), "step %d (%s): got due at %v, want nothing due", i, st.event, s.due.Sub(t0))
@@ -81,7 +108,7 @@ func TestHoldLeavesWithinTheInterval(t *testing.T) {
 			t.Run(fmt.Sprint(since, pendingFetches), func(t *testing.T) {
 				s := schedule{interval: interval}
 				s.start(t0)
-				s.end(true, 0.5)
+				s.end(true, carriedUrgent, 0.5)
 				now := t0.Add(since)
 				if pendingFetches {
 					s.work(now, false)
@@ -115,5 +142,25 @@ func TestBackoff(t *testing.T) {
 			got := backoff(tt.n, tt.base, tt.rnd)
 			assert.InDelta(t, float64(tt.want), float64(got), float64(time.Microsecond), "got %v, want %v", got, tt.want)
 		})
+	}
+}
+
+func TestBatchUrgent(t *testing.T) {
+	tests := []struct {
+		kinds []itemKind
+		want  bool
+	}{
+		{nil, false},
+		{[]itemKind{fetchItem}, false},
+		{[]itemKind{fetchItem, fetchItem}, false},
+		{[]itemKind{fetchItem, budgetItem}, true},
+		{[]itemKind{holdItem}, true},
+	}
+	for _, tt := range tests {
+		var b batch
+		for _, k := range tt.kinds {
+			b.items = append(b.items, item{kind: k})
+		}
+		assert.Equal(t, tt.want, b.urgent(), "items %v", tt.kinds)
 	}
 }
