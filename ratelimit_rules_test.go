@@ -247,3 +247,10 @@ func TestHoldErrorReads(t *testing.T) {
 	assert.True(t, errors.Is(err, retryhttp.ErrHeld))
 	assert.Equal(t, "retryhttp: not sent: host api.test:443 held for another 1.5s after a 429 (retryhttp: host held)", err.Error())
 }
+
+// An Error a caller builds without a cause reads, whatever its count.
+func TestErrorWithoutACauseReads(t *testing.T) {
+	assert.Equal(t, "retryhttp: not sent: <nil>", (&retryhttp.Error{}).Error())
+	assert.Equal(t, "retryhttp: no response after 2 attempt(s): <nil>", (&retryhttp.Error{Attempts: 2}).Error())
+	assert.False(t, (&retryhttp.Error{}).Timeout())
+}

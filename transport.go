@@ -98,15 +98,13 @@ type Transport struct {
 
 // state is what a Transport builds from its fields on first use.
 type state struct {
-	fields fields // as they were then
+	fields // as they were then
 	// policyField is the Policy field as the Transport last took it: on
 	// first use, or when SetPolicy said what the policy is.
 	policyField atomic.Pointer[policy.Config]
-	base        http.RoundTripper
-	dialer      *Dialer // non-nil when the Transport built its own base
-	spread      *spread // likewise: attempts to distinct backends
-	omitHeader  bool
-	fleet       Fleet
+	base        http.RoundTripper      // fields.base, or the one it built
+	dialer      *Dialer                // non-nil when the Transport built its own base
+	spread      *spread                // likewise: attempts to distinct backends
 	pol         atomic.Pointer[active] // the policy in force
 	hosts       *hostTable             // budgets, holds, latencies and statistics per host
 	failures    failureRing            // the last requests that failed, for the status page
@@ -132,58 +130,17 @@ func newActive(cfg *policy.Config) *active {
 	return &active{cfg: cfg, ruleStats: newRuleStats(len(cfg.Rules)), delayHeaders: cfg.ServerDelayHeaders()}
 }
 
-// ErrGiveUp is matched by every [*Error]: a request that obtained no
-// response after all the attempts its policy allowed.
-var ErrGiveUp = errors.New("retryhttp: no response")
-
-// Error is returned by [Transport.RoundTrip] when no response was obtained.
-// It carries the number of attempts sent and wraps the last cause, so that
-// errors.Is(err, context.DeadlineExceeded), errors.As(err, *net.OpError)
-// and the like see through it.
-type Error struct {
-	// Attempts is the number of attempts sent, transparent retries not
-	// counted.
-	Attempts int
-	// Err is the last attempt's error, or the cause of the caller's
-	// context when that ended the request.
-	Err error
-}
-
-// Error implements error: "retryhttp: no response after 3 attempt(s): "
-// and the cause, or, for a request not sent at all (a hold refused it),
-// "retryhttp: not sent: " and the cause.
-func (e *Error) Error() string {
-	if e.Attempts == 0 {
-		return "retryhttp: not sent: " + e.Err.Error()
-	}
-	return fmt.Sprintf("retryhttp: no response after %d attempt(s): %v", e.Attempts, e.Err)
-}
-
-// Unwrap returns the last cause.
-func (e *Error) Unwrap() error { return e.Err }
-
-// Is reports whether target is [ErrGiveUp].
-func (e *Error) Is(target error) bool { return target == ErrGiveUp }
-
-// Timeout reports whether the last cause was a timeout, as [net.Error]
-// does, so that http.Client and callers that test for timeouts keep
-// working.
-func (e *Error) Timeout() bool {
-	var t interface{ Timeout() bool }
-	return errors.As(e.Err, &t) && t.Timeout()
-}
-
 // init builds the Transport's state on first use. The policy is checked
 // then: an invalid one is kept, so that every request fails with its error
 // until SetPolicy gives a valid one.
 func (t *Transport) init() *state {
 	t.once.Do(func() {
 		st := &state{
-			base:       t.Base,
-			omitHeader: t.OmitAttemptsHeader,
-			fleet:      t.Fleet,
-			hosts:      newHostTable(nil, 0),
-			pool:       newBufferPool(t.Buffer),
+			fields: fields{base: t.Base, buffer: t.Buffer, fleet: t.Fleet, omitHeader: t.OmitAttemptsHeader,
+				compareBase: canCompare(t.Base), compareFleet: canCompare(t.Fleet)},
+			base:  t.Base,
+			hosts: newHostTable(nil, 0),
+			pool:  newBufferPool(t.Buffer),
 		}
 		st.calls.New = func() any { return new(call) }
 		if st.base == nil {
@@ -194,7 +151,6 @@ func (t *Transport) init() *state {
 		if err := st.setPolicy(t.Policy); err != nil {
 			st.pol.Store(&active{err: err})
 		}
-		st.fields = fieldsOf(t)
 		st.policyField.Store(t.Policy)
 		t.st.Store(st)
 	})
@@ -207,14 +163,9 @@ type fields struct {
 	base         http.RoundTripper
 	buffer       BufferLimits
 	fleet        Fleet
-	omit         bool
+	omitHeader   bool
 	compareBase  bool // base and fleet have types that == may compare
 	compareFleet bool
-}
-
-func fieldsOf(t *Transport) fields {
-	return fields{base: t.Base, buffer: t.Buffer, fleet: t.Fleet, omit: t.OmitAttemptsHeader,
-		compareBase: canCompare(t.Base), compareFleet: canCompare(t.Fleet)}
 }
 
 // canCompare reports whether v's dynamic type can be compared with ==,
@@ -225,13 +176,13 @@ func canCompare(v any) bool { return v == nil || reflect.TypeOf(v).Comparable() 
 // or nil. A Base or Fleet whose type cannot be compared is not checked.
 func (st *state) changed(t *Transport) error {
 	f := &st.fields
-	var field, hint string
+	field, hint := "", "set it before the first request, or use a new Transport"
 	switch {
 	case t.Policy != st.policyField.Load():
 		field, hint = "Policy", "call SetPolicy to change the policy of a Transport in use"
 	case t.Buffer != f.buffer:
 		field = "Buffer"
-	case t.OmitAttemptsHeader != f.omit:
+	case t.OmitAttemptsHeader != f.omitHeader:
 		field = "OmitAttemptsHeader"
 	case f.compareBase && t.Base != f.base:
 		field = "Base"
@@ -239,9 +190,6 @@ func (st *state) changed(t *Transport) error {
 		field = "Fleet"
 	default:
 		return nil
-	}
-	if hint == "" {
-		hint = "set it before the first request, or use a new Transport"
 	}
 	return fmt.Errorf("retryhttp: Transport.%s changed after the Transport's first use, which does not take it: %s", field, hint)
 }
@@ -396,17 +344,14 @@ func (t *Transport) Stats() Stats {
 // CloseIdleConnections closes the idle connections of the base transport,
 // if it has such a method.
 func (t *Transport) CloseIdleConnections() {
-	st := t.st.Load()
-	if st == nil { // no first use yet: only a Base of the caller's has connections
-		if c, ok := t.Base.(interface{ CloseIdleConnections() }); ok {
-			c.CloseIdleConnections()
-		}
-		return
+	base, st := t.Base, t.st.Load() // before first use, only a Base of the caller's has connections
+	if st != nil {
+		base = st.base
 	}
-	if c, ok := st.base.(interface{ CloseIdleConnections() }); ok {
+	if c, ok := base.(interface{ CloseIdleConnections() }); ok {
 		c.CloseIdleConnections()
 	}
-	if st.spread != nil {
+	if st != nil && st.spread != nil {
 		st.spread.closeIdle()
 	}
 }
