@@ -312,3 +312,10 @@ func (e *lostError) Error() string {
 // Unwrap returns nothing: the cancellation named inside is not this
 // attempt's, and errors.Is must not find it.
 func (e *lostError) Unwrap() error { return nil }
+
+// isLost reports whether err is a connection lost to another request's
+// cancellation (see lostError).
+func isLost(err error) bool {
+	var lost *lostError
+	return errors.As(err, &lost)
+}

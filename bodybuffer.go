@@ -62,6 +62,12 @@ type BufferStats struct {
 // whose buffer was dropped also fails with it.
 var errBodyCommitted = errors.New("retryhttp: request body cannot be replayed")
 
+// isNoBody reports whether err says an attempt had no body to send: the
+// body cannot be replayed (it outgrew its buffer, or GetBody failed).
+func isNoBody(err error) bool {
+	return err != nil && errors.Is(err, errBodyCommitted)
+}
+
 // errReadOnClosed is returned by Read on a body reader after its Close.
 var errReadOnClosed = errors.New("retryhttp: read on closed request body")
 

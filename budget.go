@@ -169,6 +169,9 @@ func (b *hedgeBudget) earn(fraction float64) {
 	}
 }
 
+// has reports whether b holds a whole hedge.
+func (b *hedgeBudget) has() bool { return b.micro.Load() >= microPerHedge }
+
 // spend takes a whole hedge and reports whether there was one.
 func (b *hedgeBudget) spend() bool {
 	for {

@@ -2,21 +2,20 @@ package retryhttp
 
 import (
 	"context"
-	"errors"
 	"fmt"
+	"math/rand/v2"
 	"net/http"
 	"net/http/httptrace"
 	"strconv"
 	"strings"
 	"time"
-
-	"github.com/retryhttp/retryhttp/policy"
 )
 
 // call is one RoundTrip: the caller's request, the plan chosen for it
-// once, and the state both loops share. The loops (retry.go, hedging.go)
-// drive it and carry out what it decides (decide.go); it never calls
-// them.
+// once, and the state both loops share. Before each attempt and after it,
+// the call gathers the facts of a decision and asks the pure gate or
+// decide (decide.go); the loops (retry.go, hedging.go) carry out the step,
+// and the call never calls them.
 //
 // Calls are pooled by their state: nothing may keep a *call once
 // RoundTrip has returned, and nothing does, as every attempt of a request
@@ -61,52 +60,6 @@ type call struct {
 	failedAddrs [4]string
 	failedAt    int
 	hedger      hedger // the hedge loop's state, kept with the call
-}
-
-// planKind is what is done with a request: decided once, when it starts.
-type planKind uint8
-
-const (
-	planNone  planKind = iota // one attempt, and the transparent resend
-	planRetry                 // the retry loop
-	planHedge                 // the hedge loop
-)
-
-// plan is the rule chosen for a request, reduced to what the loops read.
-type plan struct {
-	kind     planKind
-	attempts int           // the most attempts the plan makes
-	retry    *policy.Retry // set for planRetry
-	hedge    *policy.Hedge // set for planHedge
-	// listed are the statuses that are retried (or are non-fatal, under
-	// a hedging policy).
-	listed []int
-	// idem says the request may be sent again after it may have reached
-	// the server.
-	idem bool
-}
-
-// maxHedgeAttempts bounds the attempts of a hedged request, as gRPC bounds
-// maxAttempts: a policy's larger MaxAttempts counts as this many. Every
-// attempt of a hedged request may be in flight at once, so the bound keeps
-// one request from flooding its host and its memory from growing with a
-// policy's figure. Retries, one at a time, have no such bound.
-const maxHedgeAttempts = 5
-
-// newPlan reduces rule, matched for req, to a plan. A hedging rule hedges
-// only what may be sent more than once: any other request is sent once.
-func newPlan(rule *policy.Rule, req *http.Request) plan {
-	idem := idempotent(req)
-	switch {
-	case rule == nil:
-	case rule.Retry != nil:
-		return plan{kind: planRetry, attempts: rule.Retry.MaxAttempts, retry: rule.Retry,
-			listed: rule.Retry.RetryableStatusCodes, idem: idem || rule.Retry.RetryNonIdempotent}
-	case rule.Hedge != nil && idem:
-		return plan{kind: planHedge, attempts: min(rule.Hedge.MaxAttempts, maxHedgeAttempts), hedge: rule.Hedge,
-			listed: rule.Hedge.NonFatalStatusCodes, idem: true}
-	}
-	return plan{attempts: 1, idem: idem}
 }
 
 // newCall prepares req's call: its plan, its body, its host and its
@@ -277,58 +230,6 @@ func (c *call) answer(why error) (*http.Response, error) {
 // avoid returns the addresses later attempts avoid.
 func (c *call) avoid() []string { return c.failedAddrs[:c.failedAt] }
 
-// ErrGiveUp is matched by every [*Error]: a request that obtained no
-// response after all the attempts its policy allowed.
-var ErrGiveUp = errors.New("retryhttp: no response")
-
-// Error is returned by [Transport.RoundTrip] when no response was obtained.
-// It carries the number of attempts sent and wraps the last cause, so that
-// errors.Is(err, context.DeadlineExceeded), errors.As(err, *net.OpError)
-// and the like see through it.
-type Error struct {
-	// Attempts is the number of attempts sent, transparent retries not
-	// counted.
-	Attempts int
-	// Err is the last attempt's error, or the cause of the caller's
-	// context when that ended the request.
-	Err error
-}
-
-// Error implements error: "retryhttp: no response after 3 attempt(s): "
-// and the cause, or, for a request not sent at all (a hold refused it),
-// "retryhttp: not sent: " and the cause.
-func (e *Error) Error() string {
-	if e.Attempts == 0 {
-		return fmt.Sprintf("retryhttp: not sent: %v", e.Err)
-	}
-	return fmt.Sprintf("retryhttp: no response after %d attempt(s): %v", e.Attempts, e.Err)
-}
-
-// Unwrap returns the last cause.
-func (e *Error) Unwrap() error { return e.Err }
-
-// Is reports whether target is [ErrGiveUp].
-func (e *Error) Is(target error) bool { return target == ErrGiveUp }
-
-// Timeout reports whether the last cause was a timeout, as [net.Error]
-// does, so that http.Client and callers that test for timeouts keep
-// working.
-func (e *Error) Timeout() bool {
-	var t interface{ Timeout() bool }
-	return errors.As(e.Err, &t) && t.Timeout()
-}
-
-// fail builds the error for a request that got no response, err being
-// the last attempt's error.
-func (c *call) fail(err error) error {
-	if cerr := c.body.callerErr(); cerr != nil {
-		err = cerr
-	} else if cause := context.Cause(c.ctx); cause != nil {
-		err = cause
-	}
-	return &Error{Attempts: c.tried, Err: err}
-}
-
 // pause waits out s, a wait before attempt s.attempt with no attempt in
 // flight, reporting it first. The wait ends when the step said, s.at, so
 // that the time spent since the decision (getting the next attempt's
@@ -356,13 +257,191 @@ func (c *call) waitsForReady() bool {
 	return c.opts != nil && c.opts.waitForReady
 }
 
-// idempotent reports whether req may be sent more than once by the rules
-// of RFC 9110 section 9.2.2, or because it carries an idempotency key.
-func idempotent(req *http.Request) bool {
-	switch req.Method {
-	case "", http.MethodGet, http.MethodHead, http.MethodOptions, http.MethodTrace,
-		http.MethodPut, http.MethodDelete:
-		return true
+// admit asks the gate whether attempt n may go now, and carries out what
+// it says of the host's hedge budget: a first attempt earns its share, a
+// hedge spends one, and is refused if another request took the last one
+// since the facts were read.
+func (c *call) admit(n int) step {
+	now := time.Now()
+	f := c.facts(now)
+	f.host = c.host.factsFor(c.rule, now, c.st.fleet, c.pol.cfg.Hold != nil, n > 1, c.capped())
+	s := gate(&f, n, rand.Float64())
+	s.at = now.Add(s.wait)
+	switch s.hedges {
+	case hedgeEarn:
+		c.host.hedges.earn(c.plan.hedge.MaxExtraLoad)
+	case hedgeSpend:
+		if !c.host.hedges.spend() {
+			s = noMore(n, RefusedHedgeBudget)
+		}
 	}
-	return req.Header.Get("Idempotency-Key") != "" || req.Header.Get("X-Idempotency-Key") != ""
+	return s
+}
+
+// after takes attempt r's result, which the attempt has read already: it
+// judges it, reports it to the hooks, teaches the host what it showed
+// (unless the attempt is sent again under its number), gathers the facts,
+// decides what follows, and keeps the result as that says (see take). The
+// loops carry the step out and never touch the result again.
+func (c *call) after(r *result) step {
+	taken := false
+	defer func() {
+		if !taken { // a hook or the fleet panicked: the response goes with the request
+			r.abort(errPanicked)
+		}
+	}()
+	out := c.judge(r)
+	c.attemptDone(r, out)
+	now := time.Now()
+	f := c.facts(now)
+	f.attempt = attemptFactsOf(r, out)
+	more := out == outRetryStatus || out == outNetwork || out == outNeverSent // a further attempt may follow
+	if !f.sendsAgain() {
+		c.learn(r, out, now)
+		if more { // the host's budgets, now that they count this attempt
+			f.host = c.host.factsFor(c.rule, now, c.st.fleet, false, true, c.capped())
+			if c.plan.retry != nil {
+				f.schedule = c.plan.retry.Schedule().Duration(c.backoff)
+			}
+		}
+	}
+	s := decide(&f, rand.Float64())
+	s.at = now.Add(s.wait)
+	c.take(r, out, s)
+	taken = true
+	return s
+}
+
+// facts gathers what a decision at now reads of the caller and the
+// request.
+func (c *call) facts(now time.Time) facts {
+	deadline, _ := c.ctx.Deadline()
+	return facts{now: now, callerDone: c.ctx.Err() != nil, deadline: deadline, ready: c.waitsForReady(),
+		plan: c.plan, sent: c.sent, backoff: c.backoff, spare: c.spare, replayable: c.body.replayable(),
+		maxServerDelay: c.pol.cfg.ServerDelayLimit()}
+}
+
+// capped reports whether the request's plan caps its hedges.
+func (c *call) capped() bool { return c.plan.hedge != nil && c.plan.hedge.MaxExtraLoad > 0 }
+
+// attemptFactsOf is what attempt r, whose outcome is out, showed, as a decision
+// reads it.
+func attemptFactsOf(r *result, out outcome) attemptFacts {
+	s := attemptFacts{n: r.n, resend: r.resend, out: out, delay: r.serverDelay, verdict: r.verdict}
+	if r.resp != nil {
+		s.status = r.resp.StatusCode
+	}
+	if r.err != nil {
+		s.window = dialWindow(r.err)
+		s.lost = out == outNetwork && isLost(r.err)
+	}
+	return s
+}
+
+// learn teaches the host what attempt r, whose outcome is out, showed at
+// now, and counts what it did.
+func (c *call) learn(r *result, out outcome, now time.Time) {
+	if r.n > 1 && out != outDone {
+		c.failed()
+	}
+	l := lesson{out: out, now: now, rule: c.rule, cfg: c.pol.cfg, fleet: c.st.fleet, hedged: c.plan.kind == planHedge}
+	if c.host.learn(r, l) {
+		c.holdSet()
+	}
+}
+
+// holdError is why step s refused its attempt, when a hold did: the hold's
+// error, for a request that has nothing else to hand back; nil otherwise.
+func (c *call) holdError(s step) error {
+	if s.refusal != RefusedHold {
+		return nil
+	}
+	return &HoldError{Host: c.host.name, Remaining: s.hold.until.Sub(s.at), Status: s.hold.status}
+}
+
+// judge maps r to its outcome: the caller's classifier first, for an
+// outcome that reached or may have reached the server while the caller
+// still waits, then the server's own X-Should-Retry, then what the
+// attempt read by the plan's lists.
+func (c *call) judge(r *result) outcome {
+	switch {
+	case isNoBody(r.err) || r.ctx != nil && isNoBody(context.Cause(r.ctx)):
+		// It had no body to send, or lost it: for a hedge, cut off
+		// because another attempt sends the body, or GetBody failed.
+		if c.plan.kind == planHedge {
+			return outCancelled
+		}
+		return outNoBody
+	case r.err != nil && c.ctx.Err() != nil:
+		return outFatal // the caller has gone since the attempt ended
+	case r.class == outNeverSent || ownError(r.err) || c.ctx.Err() != nil:
+		return r.class
+	}
+	return judged(c.verdict(r), r, r.class)
+}
+
+// verdict asks the caller's classifier about r, then takes the server's
+// own verdict when the classifier leaves it to the policy (keeping the
+// classifier's wait). A classifier that panics has its response closed,
+// and the panic goes on up.
+func (c *call) verdict(r *result) Verdict {
+	v := UsePolicy
+	if f := c.classifier; f != nil {
+		answered := false
+		defer func() {
+			if !answered {
+				r.abort(errPanicked)
+			}
+		}()
+		v = f(r.n, r.resp, r.err)
+		answered = true
+	}
+	return v.or(r.server)
+}
+
+// take keeps r, whose outcome is out and whose step is s, as what the
+// caller may get: the latest outcome replaces the one kept, and is read
+// ahead when the request goes on, so that its connection is free during
+// the wait; an attempt that had no body to send is never handed back,
+// only why it could not be sent; an attempt sent again leaves its error
+// for its resend's.
+func (c *call) take(r *result, out outcome, s step) {
+	switch {
+	case s.kind == stepResend:
+		c.resent = *r
+		c.spare = false
+		c.transparentRetry()
+		return
+	case out == outNoBody || out == outCancelled:
+		switch {
+		case r.resend && r.n == c.resent.n && r.err != nil:
+			// The resend's failure says the most: why attempt n was
+			// not sent, then why it was not sent again.
+			c.whyUnsent = resendError(c.resent.err, r.err)
+		case c.whyUnsent == nil:
+			c.whyUnsent = r.err
+		}
+		r.abort(errBodyCommitted)
+		return
+	}
+	if r.addr != "" && (r.err != nil || r.resp.StatusCode >= 500) && c.failedAt < len(c.failedAddrs) {
+		c.failedAddrs[c.failedAt] = r.addr
+		c.failedAt++
+	}
+	c.last.abort(errSuperseded)
+	c.last = *r
+	if s.kind == stepNext || s.kind == stepNoMore && c.plan.kind == planHedge {
+		c.last.keep()
+	}
+}
+
+// resendError is the error of a transparent resend that could not get its
+// body (GetBody failed): it keeps the error that made the first try
+// unsendable, which is what the caller most needs to know. Any other
+// outcome of the resend stands alone.
+func resendError(first, resend error) error {
+	if first == nil || !isNoBody(resend) {
+		return resend
+	}
+	return fmt.Errorf("%w; its transparent resend: %w", first, resend)
 }

@@ -1,13 +1,123 @@
 package retryhttp
 
 import (
-	"context"
-	"errors"
-	"fmt"
-	"math/rand/v2"
 	"net/http"
 	"time"
+
+	"github.com/retryhttp/retryhttp/policy"
 )
+
+// The decisions of a request: what is done with it, once, when it starts
+// (plan); whether an attempt may go now (gate, before each attempt); and
+// what follows an attempt (decide, after each). gate and decide are pure
+// functions of the facts the call gathered and of a random value: they
+// read no clock, no context and no lock, and call none of the caller's
+// code, so that a table of facts tests them exactly. The loops carry out
+// the steps they return.
+
+// planKind is what is done with a request: decided once, when it starts.
+type planKind uint8
+
+const (
+	planNone  planKind = iota // one attempt, and the transparent resend
+	planRetry                 // the retry loop
+	planHedge                 // the hedge loop
+)
+
+// plan is the rule chosen for a request, reduced to what the loops read.
+type plan struct {
+	kind     planKind
+	attempts int           // the most attempts the plan makes
+	retry    *policy.Retry // set for planRetry
+	hedge    *policy.Hedge // set for planHedge
+	// listed are the statuses that are retried (or are non-fatal, under
+	// a hedging policy).
+	listed []int
+	// idem says the request may be sent again after it may have reached
+	// the server.
+	idem bool
+}
+
+// maxHedgeAttempts bounds the attempts of a hedged request, as gRPC bounds
+// maxAttempts: a policy's larger MaxAttempts counts as this many. Every
+// attempt of a hedged request may be in flight at once, so the bound keeps
+// one request from flooding its host and its memory from growing with a
+// policy's figure. Retries, one at a time, have no such bound.
+const maxHedgeAttempts = 5
+
+// newPlan reduces rule, matched for req, to a plan. A hedging rule hedges
+// only what may be sent more than once: any other request is sent once.
+func newPlan(rule *policy.Rule, req *http.Request) plan {
+	idem := idempotent(req)
+	switch {
+	case rule == nil:
+	case rule.Retry != nil:
+		return plan{kind: planRetry, attempts: rule.Retry.MaxAttempts, retry: rule.Retry,
+			listed: rule.Retry.RetryableStatusCodes, idem: idem || rule.Retry.RetryNonIdempotent}
+	case rule.Hedge != nil && idem:
+		return plan{kind: planHedge, attempts: min(rule.Hedge.MaxAttempts, maxHedgeAttempts), hedge: rule.Hedge,
+			listed: rule.Hedge.NonFatalStatusCodes, idem: true}
+	}
+	return plan{attempts: 1, idem: idem}
+}
+
+// idempotent reports whether req may be sent more than once by the rules
+// of RFC 9110 section 9.2.2, or because it carries an idempotency key.
+func idempotent(req *http.Request) bool {
+	switch req.Method {
+	case "", http.MethodGet, http.MethodHead, http.MethodOptions, http.MethodTrace,
+		http.MethodPut, http.MethodDelete:
+		return true
+	}
+	return req.Header.Get("Idempotency-Key") != "" || req.Header.Get("X-Idempotency-Key") != ""
+}
+
+// facts are what a decision reads: the time, the caller, the request, its
+// host and, after an attempt, what the attempt showed. The call gathers
+// them once per decision (call.facts); nothing else is read.
+type facts struct {
+	now time.Time
+
+	// The caller.
+	callerDone bool      // its context has ended
+	deadline   time.Time // its context's deadline; zero: none
+	ready      bool      // it waits out dial backoff windows
+
+	// The request.
+	plan plan
+	// sent is the latest attempt started; backoff the retry policy's
+	// counter; spare says the transparent resend is unused.
+	sent, backoff int
+	spare         bool
+	replayable    bool // its body can be sent again
+	// schedule is the retry policy's wait at backoff, gathered after an
+	// attempt that may be retried.
+	schedule       time.Duration
+	maxServerDelay time.Duration // longer server delays are not waited for
+
+	// The host, for the request's rule.
+	host hostFacts
+
+	// The attempt decided on, for decide.
+	attempt attemptFacts
+}
+
+// attemptFacts are what one attempt showed, as a decision reads it.
+type attemptFacts struct {
+	n      int
+	resend bool // it was the resend of attempt n
+	out    outcome
+	status int // its response's status; 0: an error
+	delay  serverDelay
+	// verdict is what the caller's classifier, or the server, said of it.
+	verdict Verdict
+	// window is how long its address stays closed, when its dialer's
+	// backoff window refused it; 0 otherwise.
+	window time.Duration
+	// lost says its connection was lost to another request's
+	// cancellation (see lostError).
+	lost bool
+}
 
 // step is what follows an attempt, or what the gate says before one: the
 // one decision both loops carry out. They differ only in how they wait
@@ -24,12 +134,10 @@ type step struct {
 	backoff int           // the retry policy's counter once the wait is over
 	// at is when the wait ends: the time of the decision plus wait.
 	at time.Time
-	// resp and err are the request's answer, for stepDeliver and
-	// stepFail: the response (with a nil error, whatever its status),
-	// or the error; for the stepNoMore of a gate, err says why the
-	// attempt was refused (a hold's HoldError).
-	resp *http.Response
-	err  error
+	// hold is the hold that refused the attempt, for RefusedHold.
+	hold hold
+	// hedges is what a stepSend does to the host's hedge budget.
+	hedges hedgeUse
 }
 
 // stepKind is the kind of a step.
@@ -61,206 +169,200 @@ const (
 	stepNoMore
 )
 
-// after takes attempt r's result, which the attempt has read already: it
-// judges it, reports it to the hooks, learns from it what the host showed
-// (unless the attempt is sent again under its number), decides what
-// follows, and keeps the result as that says (see take). The loops carry
-// the step out and never touch the result again.
-func (c *call) after(r *result) step {
-	taken := false
-	defer func() {
-		if !taken { // a hook or the fleet panicked: the response goes with the request
-			r.abort(errPanicked)
+// hedgeUse is what an attempt the gate lets go does to its host's hedge
+// budget, under a plan that caps hedges.
+type hedgeUse uint8
+
+const (
+	hedgeNone  hedgeUse = iota
+	hedgeEarn           // a first attempt earns a fraction of a hedge
+	hedgeSpend          // a hedge spends a whole one
+)
+
+// noMore is the step of an attempt n that a limit keeps from being made.
+func noMore(n int, why RefusalReason) step {
+	return step{kind: stepNoMore, attempt: n, refusal: why}
+}
+
+// gate decides whether attempt n may be sent now. A hold on the host holds
+// it back until the hold ends, spread by rnd over a tenth of the hold, at
+// most a second, or refuses it when that is past the deadline or
+// maxServerDelay; a retry or hedge needs the host's budgets and the
+// request's body to allow it, and a hedge one of the host's hedge budget,
+// which each first attempt earns.
+func gate(f *facts, n int, rnd float64) step {
+	if h := f.host; h.held {
+		wait := h.hold.resume(rnd).Sub(f.now)
+		if left := h.hold.until.Sub(f.now); left > f.maxServerDelay || !f.fits(wait) {
+			s := noMore(n, RefusedHold)
+			s.hold = h.hold
+			return s
 		}
-	}()
-	out := c.judge(r)
-	c.attemptDone(r, out)
-	now := time.Now()
-	if !c.sendsAgain(r, out) {
-		c.learn(r, out, now)
+		return step{kind: stepWait, attempt: n, wait: wait, reason: WaitHold}
 	}
-	s := c.decide(r, out, now, rand.Float64())
-	s.at = now.Add(s.wait)
-	c.take(r, out, s)
-	taken = true
-	if s.kind == stepDeliver || s.kind == stepFail {
-		s.resp, s.err = c.answer(nil)
-	}
-	return s
-}
-
-// judge maps r to its outcome: the caller's classifier first, for an
-// outcome that reached or may have reached the server while the caller
-// still waits, then the server's own X-Should-Retry, then what the
-// attempt read by the plan's lists.
-func (c *call) judge(r *result) outcome {
-	switch {
-	case isNoBody(r.err) || r.ctx != nil && isNoBody(context.Cause(r.ctx)):
-		// It had no body to send, or lost it: for a hedge, cut off
-		// because another attempt sends the body, or GetBody failed.
-		if c.plan.kind == planHedge {
-			return outCancelled
+	if n == 1 {
+		if f.host.capped {
+			return step{kind: stepSend, attempt: n, hedges: hedgeEarn}
 		}
-		return outNoBody
-	case r.err != nil && c.ctx.Err() != nil:
-		return outFatal // the caller has gone since the attempt ended
-	case r.class == outNeverSent || ownError(r.err) || c.ctx.Err() != nil:
-		return r.class
+		return step{kind: stepSend, attempt: n}
 	}
-	return judged(c.verdict(r), r, r.class)
-}
-
-// verdict asks the caller's classifier about r, then takes the server's
-// own verdict when the classifier leaves it to the policy (keeping the
-// classifier's wait). A classifier that panics has its response closed,
-// and the panic goes on up.
-func (c *call) verdict(r *result) Verdict {
-	v := UsePolicy
-	if f := c.classifier; f != nil {
-		answered := false
-		defer func() {
-			if !answered {
-				r.abort(errPanicked)
-			}
-		}()
-		v = f(r.n, r.resp, r.err)
-		answered = true
+	if why, ok := f.allowed(); !ok {
+		return noMore(n, why)
 	}
-	return v.or(r.server)
-}
-
-// take keeps r, whose outcome is out and whose step is s, as what the
-// caller may get: the latest outcome replaces the one kept, and is read
-// ahead when the request goes on, so that its connection is free during
-// the wait; an attempt that had no body to send is never handed back,
-// only why it could not be sent; an attempt sent again leaves its error
-// for its resend's.
-func (c *call) take(r *result, out outcome, s step) {
-	switch {
-	case s.kind == stepResend:
-		c.resent = *r
-		c.spare = false
-		c.transparentRetry()
-		return
-	case out == outNoBody || out == outCancelled:
-		switch {
-		case r.resend && r.n == c.resent.n && r.err != nil:
-			// The resend's failure says the most: why attempt n was
-			// not sent, then why it was not sent again.
-			c.whyUnsent = resendError(c.resent.err, r.err)
-		case c.whyUnsent == nil:
-			c.whyUnsent = r.err
+	if f.host.capped {
+		if !f.host.hedgeLeft {
+			return noMore(n, RefusedHedgeBudget)
 		}
-		r.abort(errBodyCommitted)
-		return
+		return step{kind: stepSend, attempt: n, hedges: hedgeSpend}
 	}
-	if r.addr != "" && (r.err != nil || r.resp.StatusCode >= 500) && c.failedAt < len(c.failedAddrs) {
-		c.failedAddrs[c.failedAt] = r.addr
-		c.failedAt++
-	}
-	c.last.abort(errSuperseded)
-	c.last = *r
-	if s.kind == stepNext || s.kind == stepNoMore && c.plan.kind == planHedge {
-		c.last.keep()
-	}
+	return step{kind: stepSend, attempt: n}
 }
 
-// decide is what follows attempt r, whose outcome is out, at now; rnd, in
-// [0, 1), draws the jitter of a server's delay. It reads the call's
-// state and changes nothing: the loops carry the step out.
-func (c *call) decide(r *result, out outcome, now time.Time, rnd float64) step {
-	next := c.sent + 1
-	switch out {
+// decide is what follows the attempt f.attempt; rnd, in [0, 1), draws
+// the jitter of a server's delay.
+func decide(f *facts, rnd float64) step {
+	a := &f.attempt
+	next := f.sent + 1
+	switch a.out {
 	case outDone:
-		return step{kind: stepDeliver, attempt: r.n}
+		return step{kind: stepDeliver, attempt: a.n}
 	case outFatal:
-		return step{kind: stepFail, attempt: r.n}
+		return step{kind: stepFail, attempt: a.n}
 	case outNoBody, outCancelled:
 		return step{kind: stepNoMore, attempt: next}
 	}
-	if c.sendsAgain(r, out) {
-		return c.again(r, out, now)
+	if f.sendsAgain() {
+		return f.again()
 	}
 	switch {
-	case c.sent >= c.plan.attempts || !c.repeatable(r, out):
+	case f.sent >= f.plan.attempts || !f.repeatable():
 		return step{kind: stepNoMore, attempt: next}
-	case r.serverDelay.Kind == delayStop && !r.verdict.timed():
+	case a.delay.Kind == delayStop && !a.verdict.timed():
 		return noMore(next, RefusedServerDelay) // unless a verdict's wait replaces the server's
 	}
-	if why, ok := c.allowed(); !ok {
+	if why, ok := f.allowed(); !ok {
 		return noMore(next, why)
 	}
-	s := c.waitFor(r, out, rnd)
+	s := f.waitFor(rnd)
 	switch {
 	case s.refusal != "":
 		return noMore(next, s.refusal)
-	case !c.fits(s.wait, now):
+	case !f.fits(s.wait):
 		return noMore(next, RefusedDeadline)
 	}
 	s.kind, s.attempt = stepNext, next
 	return s
 }
 
-// sendsAgain reports whether attempt r, whose outcome is out, is sent
-// again under its number: the transparent resend, once per request, of
-// one that never reached the server or lost its connection to another
-// request's cancellation; or, under any plan but hedging, for a request
-// that waits for ready, the attempt a dial backoff window refused
-// (under hedging that hedge is spent, and the next one waits).
-func (c *call) sendsAgain(r *result, out outcome) bool {
-	return c.spare && c.resendable(r, out) ||
-		c.plan.kind != planHedge && !r.resend && r.dialWindow() > 0 && c.waitsForReady() && c.ctx.Err() == nil
+// allowed reports whether a further attempt may start: the body must be
+// replayable, and the host's budgets, the Transport's and the fleet's,
+// must allow it. When they do not, why says which.
+func (f *facts) allowed() (why RefusalReason, ok bool) {
+	switch {
+	case !f.replayable:
+		return RefusedBuffer, false
+	case !f.host.budget:
+		return RefusedBudget, false
+	case f.host.fleetSpent:
+		return RefusedFleet, false
+	}
+	return "", true
+}
+
+// sendsAgain reports whether the attempt is sent again under its number:
+// the transparent resend, once per request, of one that never reached the
+// server or lost its connection to another request's cancellation; or,
+// under any plan but hedging, for a request that waits for ready, the
+// attempt a dial backoff window refused (under hedging that hedge is
+// spent, and the next one waits).
+func (f *facts) sendsAgain() bool {
+	a := &f.attempt
+	return f.spare && f.resendable() ||
+		f.plan.kind != planHedge && !a.resend && a.window > 0 && f.ready && !f.callerDone
 }
 
 // again is the step of an attempt sent again under its number: at once,
 // or when its dial backoff window ends, if that is within the deadline.
-func (c *call) again(r *result, out outcome, now time.Time) step {
-	if c.spare && c.resendable(r, out) {
-		return step{kind: stepResend, attempt: r.n}
+func (f *facts) again() step {
+	a := &f.attempt
+	if f.spare && f.resendable() {
+		return step{kind: stepResend, attempt: a.n}
 	}
-	w := r.dialWindow()
-	if !c.fits(w, now) {
-		return noMore(r.n, RefusedDeadline)
+	if !f.fits(a.window) {
+		return noMore(a.n, RefusedDeadline)
 	}
-	return step{kind: stepReady, attempt: r.n, wait: w, reason: WaitDialBackoff}
+	return step{kind: stepReady, attempt: a.n, wait: a.window, reason: WaitDialBackoff}
 }
 
-// waitFor is the wait before the next attempt after r, whose outcome is
-// out, with its reason and the retry counter after it; or a refusal, when
-// the server asks for longer than the policy waits. A wait the caller's
-// verdict asks for comes first, then the server's delay signals; without
-// either, a retry waits its backoff (at least a second after a 429) and a
-// hedge goes at once.
-func (c *call) waitFor(r *result, out outcome, rnd float64) step {
-	if d, ok := r.verdict.wait(); ok {
-		return c.serverWait(d, WaitClassify, c.backoff+1, rnd)
+// resendable reports whether the attempt may be resent at once,
+// transparently: one that never reached the server, or, under a retry or
+// hedging rule, an idempotent one whose connection another request's
+// cancellation closed (see lostError), as net/http itself resends such a
+// request on a connection it reused. Not when the caller's context has
+// ended, nor when the dialer refused it for its address's backoff window,
+// which an immediate resend would only meet again, nor when the body can
+// no longer be replayed.
+func (f *facts) resendable() bool {
+	a := &f.attempt
+	switch {
+	case a.out == outNeverSent:
+	case a.out == outNetwork && f.plan.kind != planNone && f.plan.idem && a.lost:
+	default:
+		return false
 	}
-	switch r.serverDelay.Kind {
+	return !f.callerDone && a.window == 0 && f.replayable
+}
+
+// repeatable applies the idempotency rules to the attempt: a request that
+// is not idempotent is sent again only when the server surely did not act
+// on it (never sent, 429, a verdict saying so) or explicitly asked for a
+// retry (pushback).
+func (f *facts) repeatable() bool {
+	a := &f.attempt
+	switch {
+	case f.plan.idem || a.out == outNeverSent || a.verdict.kind() == RetryableUnprocessed:
+		return true
+	case a.out == outRetryStatus:
+		return a.status == http.StatusTooManyRequests || a.delay.Kind == delayPushback
+	}
+	return false
+}
+
+// waitFor is the wait before the next attempt, with its reason and the
+// retry counter after it; or a refusal, when the server asks for longer
+// than the policy waits. A wait the caller's verdict asks for comes
+// first, then the server's delay signals; without either, a retry waits
+// its backoff (at least a second after a 429) and a hedge goes at once.
+func (f *facts) waitFor(rnd float64) step {
+	a := &f.attempt
+	if d, ok := a.verdict.wait(); ok {
+		return f.serverWait(d, WaitClassify, f.backoff+1, rnd)
+	}
+	switch a.delay.Kind {
 	case delayPushback:
-		return c.serverWait(r.serverDelay.Wait, WaitPushback, 0, rnd) // A6: backoff restarts after a pushback
+		return f.serverWait(a.delay.Wait, WaitPushback, 0, rnd) // A6: backoff restarts after a pushback
 	case delayRetryAfter:
-		return c.serverWait(r.serverDelay.Wait, WaitRetryAfter, c.backoff+1, rnd)
+		return f.serverWait(a.delay.Wait, WaitRetryAfter, f.backoff+1, rnd)
 	case delayHeader:
-		return c.serverWait(r.serverDelay.Wait, WaitServerDelay, c.backoff+1, rnd)
+		return f.serverWait(a.delay.Wait, WaitServerDelay, f.backoff+1, rnd)
 	}
-	w := r.dialWindow()
-	if c.plan.kind == planHedge {
-		if w > 0 && c.waitsForReady() {
-			return step{wait: w, reason: WaitDialBackoff}
+	if f.plan.kind == planHedge {
+		if a.window > 0 && f.ready {
+			return step{wait: a.window, reason: WaitDialBackoff}
 		}
 		return step{reason: WaitHedgeDelay} // at once: the answer was non-fatal
 	}
 	// A caller's own Backoff may give a negative wait: none.
-	s := step{wait: max(c.plan.retry.Schedule().Duration(c.backoff), 0), reason: WaitBackoff, backoff: c.backoff + 1}
-	if r.resp != nil && r.resp.StatusCode == http.StatusTooManyRequests {
+	s := step{wait: max(f.schedule, 0), reason: WaitBackoff, backoff: f.backoff + 1}
+	if a.status == http.StatusTooManyRequests {
 		// A rate limit with no delay signal is not answered faster
 		// than a person would: at least a second, jittered up.
 		if floor := jitterServerDelay(time.Second, rnd); floor > s.wait {
 			s.wait, s.reason = floor, WaitRateLimited
 		}
 	}
-	if w >= s.wait && c.waitsForReady() {
-		s.wait, s.reason = w, WaitDialBackoff
+	if a.window >= s.wait && f.ready {
+		s.wait, s.reason = a.window, WaitDialBackoff
 	}
 	return s
 }
@@ -269,8 +371,8 @@ func (c *call) waitFor(r *result, out outcome, rnd float64) step {
 // verdict) asks for, with a little positive jitter, rnd drawing it; a
 // refusal when it asks for longer than the policy allows, or for a delay
 // too large to represent.
-func (c *call) serverWait(d time.Duration, why WaitReason, backoff int, rnd float64) step {
-	if d >= tooLong || d > c.pol.cfg.ServerDelayLimit() {
+func (f *facts) serverWait(d time.Duration, why WaitReason, backoff int, rnd float64) step {
+	if d >= tooLong || d > f.maxServerDelay {
 		return step{refusal: RefusedServerDelay}
 	}
 	return step{wait: jitterServerDelay(d, rnd), reason: why, backoff: backoff}
@@ -279,107 +381,6 @@ func (c *call) serverWait(d time.Duration, why WaitReason, backoff int, rnd floa
 // fits reports whether a wait of d from now ends before the caller's
 // deadline. A wait that would end at or past it is not started: the last
 // outcome is worth more to the caller than an error at the deadline.
-func (c *call) fits(d time.Duration, now time.Time) bool {
-	dl, ok := c.ctx.Deadline()
-	return !ok || now.Add(d).Before(dl)
-}
-
-// resendable reports whether attempt r, whose outcome is out, may be
-// resent at once, transparently: one that never reached the server, or,
-// under a retry or hedging rule, an idempotent one whose connection
-// another request's cancellation closed (see lostError), as net/http
-// itself resends such a request on a connection it reused. Not when the
-// caller's context has ended, nor when the dialer refused it for its
-// address's backoff window, which an immediate resend would only meet
-// again, nor when the body can no longer be replayed.
-func (c *call) resendable(r *result, out outcome) bool {
-	switch {
-	case out == outNeverSent:
-	case out == outNetwork && c.plan.kind != planNone && c.plan.idem && isLost(r.err):
-	default:
-		return false
-	}
-	return c.ctx.Err() == nil && !errors.Is(r.err, ErrDialBackoff) && c.body.replayable()
-}
-
-// repeatable applies the idempotency rules to attempt r, whose outcome is
-// out: a request that is not idempotent is sent again only when the
-// server surely did not act on it (never sent, 429, a verdict saying so)
-// or explicitly asked for a retry (pushback).
-func (c *call) repeatable(r *result, out outcome) bool {
-	switch {
-	case c.plan.idem || out == outNeverSent || r.unprocessed():
-		return true
-	case out == outRetryStatus:
-		return r.resp.StatusCode == http.StatusTooManyRequests || r.serverDelay.Kind == delayPushback
-	}
-	return false
-}
-
-// resendError is the error of a transparent resend that could not get its
-// body (GetBody failed): it keeps the error that made the first try
-// unsendable, which is what the caller most needs to know. Any other
-// outcome of the resend stands alone.
-func resendError(first, resend error) error {
-	if first == nil || !isNoBody(resend) {
-		return resend
-	}
-	return fmt.Errorf("%w; its transparent resend: %w", first, resend)
-}
-
-// isLost reports whether err is a connection lost to another request's
-// cancellation (see lostError).
-func isLost(err error) bool {
-	var lost *lostError
-	return errors.As(err, &lost)
-}
-
-// isNoBody reports whether err says an attempt had no body to send: the
-// body cannot be replayed (it outgrew its buffer, or GetBody failed).
-func isNoBody(err error) bool {
-	return err != nil && errors.Is(err, errBodyCommitted)
-}
-
-// dialWindow returns how long the address of an attempt refused by its
-// dialer's backoff window stays closed, or 0 for any other outcome.
-func (r *result) dialWindow() time.Duration {
-	if r.err == nil {
-		return 0 // the common case, without the allocation of errors.As
-	}
-	var dbe *DialBackoffError
-	if errors.As(r.err, &dbe) {
-		return max(dbe.Remaining, time.Nanosecond)
-	}
-	return 0
-}
-
-// maxServerDelayJitter caps the jitter that jitterServerDelay adds.
-const maxServerDelayJitter = time.Second
-
-// jitterServerDelay lengthens a server-directed delay d by
-// r * min(d/10, 1s), r being a random value in [0, 1).
-//
-// A server that tells a whole herd of clients "come back in 5s" would get
-// them all back in the same instant; spreading the returns over up to a
-// tenth of the delay avoids that, while the jitter is only ever added, so
-// the client never comes back earlier than the server asked. The spread is
-// capped at one second, the resolution of Retry-After's delay-seconds, so a
-// long delay is not stretched by much more than the server could have meant.
-// A delay of 0 (retry at once) stays exactly 0, and a negative d, which
-// parseServerDelay never gives, becomes 0. The result saturates at tooLong
-// instead of overflowing; an r outside [0, 1] (or NaN) is clamped into it.
-func jitterServerDelay(d time.Duration, r float64) time.Duration {
-	if d <= 0 {
-		return max(d, 0)
-	}
-	if !(r > 0) { // also NaN
-		return d
-	}
-	r = min(r, 1)
-	spread := min(d/10, maxServerDelayJitter)
-	j := time.Duration(r * float64(spread)) // exact enough: spread <= 1e9 ns
-	if d > tooLong-j {
-		return tooLong
-	}
-	return d + j
+func (f *facts) fits(d time.Duration) bool {
+	return f.deadline.IsZero() || f.now.Add(d).Before(f.deadline)
 }

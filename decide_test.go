@@ -1,7 +1,6 @@
 package retryhttp
 
 import (
-	"context"
 	"net/http"
 	"syscall"
 	"testing"
@@ -11,9 +10,6 @@ import (
 
 	"github.com/retryhttp/retryhttp/policy"
 )
-
-// t0 is the time the decision tables are read at.
-var t0 = time.Date(2026, 11, 25, 12, 0, 0, 0, time.UTC)
 
 // decision is one row of a decision table: a request's state (its plan,
 // method, the attempts sent, a deadline, a spent budget, a waiting for
@@ -33,25 +29,15 @@ type decision struct {
 	want     step
 }
 
-// decisionCall returns a call in the state row d describes.
-func decisionCall(t *testing.T, d decision) *call {
+// decisionFacts returns the facts row d describes, read at now: its
+// deadline is d.deadline after now, and nothing in them reads a clock.
+func decisionFacts(t *testing.T, now time.Time, d decision) facts {
 	t.Helper()
-	cfg := &policy.Config{Throttle: &policy.Throttle{MaxTokens: 10, TokenRatio: 0.1}, MaxServerDelay: time.Minute}
-	st := &state{hosts: newHostTable(cfg.Throttle, 0), pool: newBufferPool(BufferLimits{})}
-	ctx := context.Background()
-	if d.deadline > 0 {
-		var cancel context.CancelFunc
-		ctx, cancel = context.WithDeadline(ctx, t0.Add(d.deadline))
-		t.Cleanup(cancel)
-	}
-	if d.ready {
-		ctx = WithWaitForReady(ctx)
-	}
 	method := d.method
 	if method == "" {
 		method = http.MethodGet
 	}
-	req, err := http.NewRequestWithContext(ctx, method, "https://api.test/", nil)
+	req, err := http.NewRequest(method, "https://api.test/", nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -63,19 +49,19 @@ func decisionCall(t *testing.T, d decision) *call {
 	case "hedge":
 		rule = &policy.Rule{Hedge: &policy.Hedge{MaxAttempts: 3, HedgingDelay: 50 * time.Millisecond, NonFatalStatusCodes: []int{503}}}
 	}
-	c := &call{st: st, pol: newActive(cfg), req: req, ctx: ctx, opts: optionsOf(ctx), host: st.hosts.get("api.test"),
-		plan: newPlan(rule, req), spare: !d.used, sent: d.sent, backoff: d.backoff}
-	if c.sent == 0 {
-		c.sent = d.r.n
+	f := facts{now: now, ready: d.ready, plan: newPlan(rule, req), sent: d.sent, backoff: d.backoff,
+		spare: !d.used, replayable: true, maxServerDelay: time.Minute, host: hostFacts{budget: !d.spent},
+		attempt: attemptFactsOf(&d.r, d.out)}
+	if d.deadline > 0 {
+		f.deadline = now.Add(d.deadline)
 	}
-	c.body = &c.own
-	c.body.init(req, st.pool)
-	if d.spent {
-		for range 5 {
-			c.host.bucket.Failure()
-		}
+	if f.sent == 0 {
+		f.sent = d.r.n
 	}
-	return c
+	if f.plan.retry != nil {
+		f.schedule = f.plan.retry.Schedule().Duration(d.backoff)
+	}
+	return f
 }
 
 // answer is a response with status and header, for a row's result.
@@ -173,10 +159,11 @@ func TestDecide(t *testing.T) {
 		{name: "every hedge sent: no more", plan: "hedge", sent: 3, r: result{n: 2, resp: answer(503)}, out: outRetryStatus,
 			want: step{kind: stepNoMore, attempt: 4}},
 	}
+	now := time.Now()
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			c := decisionCall(t, tt)
-			got := c.decide(&tt.r, tt.out, t0, 0)
+			f := decisionFacts(t, now, tt)
+			got := decide(&f, 0)
 			assert.Equal(t, tt.want, got)
 		})
 	}
@@ -190,8 +177,61 @@ func TestDecideJittersServerDelaysUp(t *testing.T) {
 		rnd  float64
 		want time.Duration
 	}{{0, 5 * time.Second}, {0.5, 5250 * time.Millisecond}, {0.999, 5*time.Second + 499500*time.Microsecond}} {
-		c := decisionCall(t, decision{plan: "retry", r: r})
-		got := c.decide(&r, outRetryStatus, t0, tc.rnd)
+		f := decisionFacts(t, time.Now(), decision{plan: "retry", r: r, out: outRetryStatus})
+		got := decide(&f, tc.rnd)
 		assert.Equal(t, tc.want, got.wait, "rnd %v", tc.rnd)
+	}
+}
+
+// TestGate reads whether an attempt may go from the facts before it, with
+// no HTTP: a hold holds it back (its release point drawn by rnd) or
+// refuses it, the budgets and the body gate a further attempt, and a
+// hedge budget is earned by first attempts and spent by hedges.
+func TestGate(t *testing.T) {
+	now := time.Now()
+	held := hold{rule: "r", since: now.Add(-time.Second), until: now.Add(9 * time.Second), status: 429}
+	open := hostFacts{budget: true}
+	tests := []struct {
+		name     string
+		n        int
+		host     hostFacts
+		deadline time.Duration // 0: none
+		noBody   bool          // the body can no longer be replayed
+		want     step
+	}{
+		{name: "a first attempt goes", n: 1, host: open, want: step{kind: stepSend, attempt: 1}},
+		{name: "a first attempt goes whatever the budgets", n: 1, host: hostFacts{fleetSpent: true},
+			want: step{kind: stepSend, attempt: 1}},
+		{name: "a retry goes", n: 2, host: open, want: step{kind: stepSend, attempt: 2}},
+		{name: "a spent budget refuses a retry", n: 2, host: hostFacts{},
+			want: step{kind: stepNoMore, attempt: 2, refusal: RefusedBudget}},
+		{name: "a spent fleet refuses a retry", n: 2, host: hostFacts{budget: true, fleetSpent: true},
+			want: step{kind: stepNoMore, attempt: 2, refusal: RefusedFleet}},
+		{name: "a body not replayable refuses a retry", n: 2, host: open, noBody: true,
+			want: step{kind: stepNoMore, attempt: 2, refusal: RefusedBuffer}},
+		{name: "a hold holds a first attempt back to its release point", n: 1, host: hostFacts{hold: held, held: true},
+			want: step{kind: stepWait, attempt: 1, wait: 9*time.Second + 500*time.Millisecond, reason: WaitHold}},
+		{name: "a hold past the deadline refuses", n: 1, host: hostFacts{hold: held, held: true}, deadline: 9 * time.Second,
+			want: step{kind: stepNoMore, attempt: 1, refusal: RefusedHold, hold: held}},
+		{name: "a hold over maxServerDelay refuses", n: 2, deadline: time.Hour,
+			host: hostFacts{hold: hold{until: now.Add(2 * time.Minute), status: 503}, held: true, budget: true},
+			want: step{kind: stepNoMore, attempt: 2, refusal: RefusedHold, hold: hold{until: now.Add(2 * time.Minute), status: 503}}},
+		{name: "a capped first attempt earns", n: 1, host: hostFacts{capped: true},
+			want: step{kind: stepSend, attempt: 1, hedges: hedgeEarn}},
+		{name: "a capped hedge spends", n: 2, host: hostFacts{budget: true, capped: true, hedgeLeft: true},
+			want: step{kind: stepSend, attempt: 2, hedges: hedgeSpend}},
+		{name: "an empty hedge budget refuses a hedge", n: 3, host: hostFacts{budget: true, capped: true},
+			want: step{kind: stepNoMore, attempt: 3, refusal: RefusedHedgeBudget}},
+		{name: "a spent budget refuses before the hedge budget", n: 2, host: hostFacts{capped: true, hedgeLeft: true},
+			want: step{kind: stepNoMore, attempt: 2, refusal: RefusedBudget}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			f := facts{now: now, replayable: !tt.noBody, maxServerDelay: time.Minute, host: tt.host}
+			if tt.deadline > 0 {
+				f.deadline = now.Add(tt.deadline)
+			}
+			assert.Equal(t, tt.want, gate(&f, tt.n, 0.5))
+		})
 	}
 }

@@ -168,7 +168,7 @@ func TestDialStubbyRound(t *testing.T) {
 	t.Parallel()
 	synctest.Test(t, func(t *testing.T) {
 		outcomes := make(chan error)
-		d, f := newDialer(gate(outcomes), nil)
+		d, f := newDialer(dialGate(outcomes), nil)
 		d.Algorithm = StubbyBackoff
 		var wg sync.WaitGroup
 		for range 2 {

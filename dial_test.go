@@ -74,10 +74,10 @@ func refuse(context.Context) error { return errDialRefused }
 func accept(context.Context) error { return nil }
 
 // hang makes every dial wait until its context ends.
-var hang = gate(nil)
+var hang = dialGate(nil)
 
-// gate makes every dial wait for an outcome sent by the test.
-func gate(c chan error) func(context.Context) error {
+// dialGate makes every dial wait for an outcome sent by the test.
+func dialGate(c chan error) func(context.Context) error {
 	return func(ctx context.Context) error {
 		select {
 		case err := <-c:
@@ -305,7 +305,7 @@ func TestDialParallelAttempts(t *testing.T) {
 	t.Parallel()
 	synctest.Test(t, func(t *testing.T) {
 		outcomes := make(chan error)
-		d, f := newDialer(gate(outcomes), exact)
+		d, f := newDialer(dialGate(outcomes), exact)
 		var wg sync.WaitGroup
 		start := func(ctx context.Context, addr string) {
 			wg.Go(func() { try(ctx, d, "tcp", addr) })
@@ -327,7 +327,7 @@ func TestDialParallelAttempts(t *testing.T) {
 		require.Equal(t, 2*time.Second, failAndWindow(t, d, f, "h:1"))
 
 		// A failure that started before a success is stale.
-		f.set(gate(outcomes))
+		f.set(dialGate(outcomes))
 		start(t.Context(), "h:2")
 		start(t.Context(), "h:2")
 		outcomes <- nil
@@ -340,7 +340,7 @@ func TestDialParallelAttempts(t *testing.T) {
 		ctx, cancel := context.WithCancel(t.Context())
 		f.set(hang)
 		start(ctx, "h:3")
-		f.set(gate(outcomes))
+		f.set(dialGate(outcomes))
 		start(t.Context(), "h:3")
 		outcomes <- nil
 		synctest.Wait()
@@ -416,7 +416,7 @@ func TestDialEvictsOldestIdle(t *testing.T) {
 	t.Parallel()
 	synctest.Test(t, func(t *testing.T) {
 		outcomes := make(chan error)
-		f := &fakeNet{outcome: gate(outcomes)}
+		f := &fakeNet{outcome: dialGate(outcomes)}
 		d := &Dialer{Dial: f.dial, Backoff: exact, MaxAddrs: 3}
 		go try(t.Context(), d, "tcp", "busy:1") // in flight, no window yet
 		synctest.Wait()

@@ -116,3 +116,17 @@ func (g BackoffAlgorithm) defaultBackoff() policy.Backoff {
 	}
 	return policy.ConnectionBackoff()
 }
+
+// dialWindow returns how long the address of an attempt that err ended
+// stays closed, when its dialer's backoff window refused it, or 0 for any
+// other outcome.
+func dialWindow(err error) time.Duration {
+	if err == nil {
+		return 0 // the common case, without the allocation of errors.As
+	}
+	var dbe *DialBackoffError
+	if errors.As(err, &dbe) {
+		return max(dbe.Remaining, time.Nanosecond)
+	}
+	return 0
+}

@@ -2,7 +2,6 @@ package retryhttp
 
 import (
 	"context"
-	"math/rand/v2"
 	"net/http"
 	"time"
 )
@@ -146,7 +145,7 @@ func (h *hedger) due(c *call) {
 		return
 	}
 	n := c.sent + 1
-	s := c.gate(n, time.Now(), rand.Float64())
+	s := c.admit(n)
 	switch s.kind {
 	case stepWait:
 		c.waiting(n, s.wait, s.reason, h.flying == 0)
@@ -204,11 +203,12 @@ func (h *hedger) landed(c *call, r result) (*http.Response, error, bool) {
 	s := c.after(&r)
 	switch s.kind {
 	case stepDeliver, stepFail:
+		resp, err := c.answer(nil)
 		h.cancelAll(c, errHedgeLost)
 		if s.kind == stepDeliver && s.attempt > 1 {
 			c.hedgeWon()
 		}
-		return s.resp, s.err, true
+		return resp, err, true
 	case stepResend:
 		h.resend = s.attempt
 		h.due(c)
@@ -230,8 +230,8 @@ func (h *hedger) close(c *call, s step) {
 	if h.mayLaunch(c) {
 		c.refused(c.sent+1, s.refusal)
 	}
-	if s.err != nil && c.whyUnsent == nil {
-		c.whyUnsent = s.err
+	if err := c.holdError(s); err != nil && c.whyUnsent == nil {
+		c.whyUnsent = err
 	}
 	h.closed = true
 }

@@ -2,6 +2,8 @@ package retryhttp
 
 import (
 	"cmp"
+	"errors"
+	"net/http"
 	"slices"
 	"sync"
 	"sync/atomic"
@@ -224,4 +226,134 @@ func (ht *hostTable) each(f func(*host)) {
 	for _, h := range hs {
 		f(h)
 	}
+}
+
+// What a request meets of its host: the hold in force on it, and what each
+// attempt teaches its budgets, its holds and its latencies.
+
+// held returns the hold in force on h for rule at now, the Transport's or
+// the fleet's (v, what the fleet knows of h), whichever ends later.
+func (h *host) held(rule string, now time.Time, v FleetView) (hold, bool) {
+	hd, held := h.holds.get(rule, now)
+	if v.HoldUntil.After(now) && v.HoldUntil.After(hd.until) {
+		hd, held = hold{rule: rule, since: now, until: v.HoldUntil, status: v.HoldStatus}, true
+	}
+	return hd, held
+}
+
+// hostFacts are what a decision reads of the request's host.
+type hostFacts struct {
+	// budget says the Transport's retry budget allows a retry or hedge;
+	// fleetSpent that the fleet's does not.
+	budget, fleetSpent bool
+	// hold is the hold in force on the host and the request's rule, the
+	// Transport's or the fleet's, whichever ends later, when held.
+	hold hold
+	held bool
+	// capped says the plan caps hedges (MaxExtraLoad); hedgeLeft that the
+	// host's hedge budget holds one.
+	capped, hedgeLeft bool
+}
+
+// factsFor is what a decision at now reads of h for the requests of rule:
+// the hold in force, when holds is set (the policy holds hosts), and its
+// budgets, when budgets is set (a further attempt is at stake); capped
+// says the request's plan caps its hedges, whose budget is then read too.
+// The fleet, if any, is asked once.
+func (h *host) factsFor(rule string, now time.Time, fleet Fleet, holds, budgets, capped bool) hostFacts {
+	var v FleetView
+	if fleet != nil && (holds || budgets) {
+		v = fleet.Look(h.name, rule)
+	}
+	f := hostFacts{capped: capped}
+	if holds {
+		f.hold, f.held = h.held(rule, now, v)
+	}
+	if budgets {
+		f.budget, f.fleetSpent = h.bucket.Allow(), v.Spent
+		f.hedgeLeft = capped && h.hedges.has()
+	}
+	return f
+}
+
+// lesson is what frames what an attempt teaches its host: its outcome,
+// when it ended, the request's rule and policy, the fleet to tell, and
+// whether its request is hedged, whose latencies set the hedging delay.
+// The attempt's result goes beside it, not in it, so that keeping the
+// rule in a hold does not take the result to the heap.
+type lesson struct {
+	out    outcome
+	now    time.Time
+	rule   string
+	cfg    *policy.Config
+	fleet  Fleet
+	hedged bool
+}
+
+// learn records what attempt r showed of h: its budgets, the
+// Transport's and the fleet's, the hold its answer asks for, and, for a
+// hedged request, the latency of its answer. It reports whether the
+// answer set or extended a hold. It is called once per attempt: an attempt
+// sent again under its number is learnt from once, by its last try.
+func (h *host) learn(r *result, l lesson) (holdSet bool) {
+	report := FleetReport{Rule: l.rule, Budget: h.account(r, l.out, l.cfg.Throttle), Throttle: l.cfg.Throttle}
+	if wait, ok := holdAsked(r, l.cfg.Hold != nil); ok {
+		if hd, set := h.holds.set(l.rule, l.now, wait, r.resp.StatusCode); set {
+			holdSet = true
+			report.HoldUntil, report.HoldStatus = hd.until, hd.status
+		}
+	}
+	if l.fleet != nil && (report.Budget != FleetNoChange || !report.HoldUntil.IsZero()) {
+		l.fleet.Report(h.name, report)
+	}
+	if l.hedged && r.resp != nil {
+		h.latency().add(r.latency)
+	}
+	return holdSet
+}
+
+// account records the final outcome of attempt r, whose outcome is out,
+// in h's budget, where failures drain it and successes refill it, as
+// gRPC's retry throttling counts them, and returns what it did, for the
+// fleet. Without a throttle it counts nothing.
+func (h *host) account(r *result, out outcome, throttle *policy.Throttle) FleetBudget {
+	if throttle == nil {
+		return FleetNoChange
+	}
+	switch {
+	case out == outNeverSent && errors.Is(r.err, ErrDialBackoff):
+		// Refused by the dialer's backoff window, it says nothing new
+		// of the host: the failure that opened the window was counted.
+	case out == outRetryStatus, out == outNetwork, out == outNeverSent,
+		out == outDone && r.resp.StatusCode >= 400 && r.serverDelay.Kind == delayStop:
+		h.bucket.Failure()
+		return FleetFailure
+	case out == outDone:
+		h.bucket.Success()
+		return FleetSuccess
+	}
+	return FleetNoChange
+}
+
+// holdAsked returns how long the answer of r asks its host to be held,
+// when the policy holds hosts: a 429 or 503 with a server delay, a
+// RetryableUnprocessed verdict with a wait, or a quota the answer says is
+// spent, on any status; the longest of them.
+func holdAsked(r *result, holds bool) (time.Duration, bool) {
+	if !holds || r.resp == nil {
+		return 0, false
+	}
+	var wait time.Duration
+	switch status := r.resp.StatusCode; {
+	case status != http.StatusTooManyRequests && status != http.StatusServiceUnavailable:
+	case r.serverDelay.Kind == delayPushback, r.serverDelay.Kind == delayRetryAfter, r.serverDelay.Kind == delayHeader:
+		wait = r.serverDelay.Wait
+	}
+	if d, ok := r.verdict.wait(); ok && r.unprocessed() {
+		wait = max(wait, d)
+	}
+	if r.quotaSpent {
+		wait = max(wait, r.quota)
+	}
+	return wait, wait > 0
 }

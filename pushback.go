@@ -238,3 +238,34 @@ func scale(n int64, unit time.Duration) time.Duration {
 	}
 	return time.Duration(n) * unit
 }
+
+// maxServerDelayJitter caps the jitter that jitterServerDelay adds.
+const maxServerDelayJitter = time.Second
+
+// jitterServerDelay lengthens a server-directed delay d by
+// r * min(d/10, 1s), r being a random value in [0, 1).
+//
+// A server that tells a whole herd of clients "come back in 5s" would get
+// them all back in the same instant; spreading the returns over up to a
+// tenth of the delay avoids that, while the jitter is only ever added, so
+// the client never comes back earlier than the server asked. The spread is
+// capped at one second, the resolution of Retry-After's delay-seconds, so a
+// long delay is not stretched by much more than the server could have meant.
+// A delay of 0 (retry at once) stays exactly 0, and a negative d, which
+// parseServerDelay never gives, becomes 0. The result saturates at tooLong
+// instead of overflowing; an r outside [0, 1] (or NaN) is clamped into it.
+func jitterServerDelay(d time.Duration, r float64) time.Duration {
+	if d <= 0 {
+		return max(d, 0)
+	}
+	if !(r > 0) { // also NaN
+		return d
+	}
+	r = min(r, 1)
+	spread := min(d/10, maxServerDelayJitter)
+	j := time.Duration(r * float64(spread)) // exact enough: spread <= 1e9 ns
+	if d > tooLong-j {
+		return tooLong
+	}
+	return d + j
+}

@@ -2,9 +2,7 @@ package retryhttp
 
 import (
 	"fmt"
-	"math/rand/v2"
 	"net/http"
-	"time"
 )
 
 // retry is the retry loop: one attempt at a time, each let go by the gate
@@ -17,12 +15,12 @@ func (c *call) retry() (*http.Response, error) {
 	var ready attempt
 	defer ready.abandon(errCallDone)
 	for n := 1; ; n++ {
-		if s := c.admit(n); s.kind != stepSend {
+		if s := c.await(n); s.kind != stepSend {
 			if c.ctx.Err() != nil { // the caller has gone during a wait
 				return nil, c.fail(nil)
 			}
 			c.refused(s.attempt, s.refusal)
-			return c.answer(s.err) // a hold's, when there is nothing else to hand back
+			return c.answer(c.holdError(s)) // when there is nothing else to hand back
 		}
 		c.last.discard() // the next attempt goes: the last outcome is no longer needed
 		r := c.send(n, &ready)
@@ -32,7 +30,7 @@ func (c *call) retry() (*http.Response, error) {
 		}
 		switch s.kind {
 		case stepDeliver, stepFail:
-			return s.resp, s.err
+			return c.answer(nil)
 		case stepNoMore:
 			c.refused(s.attempt, s.refusal)
 			return c.answer(nil)
@@ -48,13 +46,13 @@ func (c *call) retry() (*http.Response, error) {
 	}
 }
 
-// admit asks the gate whether attempt n may go, waiting as long as it
+// await asks the gate whether attempt n may go, waiting as long as it
 // says while it holds the attempt back. Its step is stepSend, or the
 // stepNoMore of a refusal, or, when the caller's context ended during a
 // wait, a stepNoMore with no refusal.
-func (c *call) admit(n int) step {
+func (c *call) await(n int) step {
 	for {
-		s := c.gate(n, time.Now(), rand.Float64())
+		s := c.admit(n)
 		if s.kind != stepWait {
 			return s
 		}
