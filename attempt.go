@@ -10,6 +10,8 @@ import (
 	"time"
 
 	"github.com/retryhttp/retryhttp/policy"
+
+	"github.com/retryhttp/retryhttp/dial"
 )
 
 // AttemptsHeader is set on attempt k >= 2 of a request to k-1, and on the
@@ -318,4 +320,18 @@ func (e *lostError) Unwrap() error { return nil }
 func isLost(err error) bool {
 	var lost *lostError
 	return errors.As(err, &lost)
+}
+
+// dialWindow returns how long the address of an attempt that err ended
+// stays closed, when its dialer's backoff window refused it, or 0 for any
+// other outcome.
+func dialWindow(err error) time.Duration {
+	if err == nil {
+		return 0 // the common case, without the allocation of errors.As
+	}
+	var dbe *dial.BackoffError
+	if errors.As(err, &dbe) {
+		return max(dbe.Remaining, time.Nanosecond)
+	}
+	return 0
 }

@@ -2,7 +2,6 @@ package retryhttp
 
 import (
 	"context"
-	"errors"
 	"io"
 	"net"
 	"net/http"
@@ -11,14 +10,13 @@ import (
 	"strconv"
 	"strings"
 	"sync"
-	"sync/atomic"
 	"testing"
-	"testing/synctest"
 	"time"
 
-	"github.com/retryhttp/retryhttp/policy"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"github.com/retryhttp/retryhttp/policy"
 )
 
 // backendSet is one port served on several loopback addresses, as a name
@@ -82,7 +80,7 @@ func newBackends(t *testing.T, n int, handler func(b *backendSet, w http.Respons
 func transportFor(t *testing.T, b *backendSet, cfg *policy.Config) *Transport {
 	tr := &Transport{Policy: cfg}
 	st := tr.init()
-	st.spread.resolve = func(_ context.Context, host string) ([]netip.Addr, error) {
+	st.dialer.LookupNetIP = func(_ context.Context, network, host string) ([]netip.Addr, error) {
 		require.Equal(t, "backends.test", host)
 		return append([]netip.Addr(nil), b.addrs...), nil
 	}
@@ -137,69 +135,6 @@ func TestHedgesReachDistinctBackends(t *testing.T) {
 	}
 }
 
-// A request that is not hedged, or a host with one address, is left to
-// the base; a later request reuses the connection of its address.
-func TestRouteLeavesSingleAddressesToTheBase(t *testing.T) {
-	s := newSpread(&http.Transport{}, &Dialer{})
-	s.resolve = func(context.Context, string) ([]netip.Addr, error) {
-		return []netip.Addr{netip.MustParseAddr("127.0.0.1")}, nil
-	}
-	for _, u := range []string{"http://one.test/", "http://127.0.0.1:8080/", "http://[::1]/"} {
-		req, err := http.NewRequest("GET", u, nil)
-		require.NoError(t, err)
-		rt, addr := s.route(req.Context(), req, strings.ToLower(req.URL.Host), nil)
-		assert.Nil(t, rt, u)
-		assert.Empty(t, addr, u)
-	}
-	s.resolve = func(context.Context, string) ([]netip.Addr, error) {
-		return []netip.Addr{netip.MustParseAddr("10.0.0.1"), netip.MustParseAddr("::ffff:10.0.0.2")}, nil
-	}
-	req, err := http.NewRequest("GET", "https://Two.test/", nil)
-	require.NoError(t, err)
-	rt1, addr1 := s.route(req.Context(), req, strings.ToLower(req.URL.Host), nil)
-	assert.Equal(t, "10.0.0.1:443", addr1)
-	rt2, addr2 := s.route(req.Context(), req, strings.ToLower(req.URL.Host), []string{addr1})
-	assert.Equal(t, "10.0.0.2:443", addr2, "a v4-mapped address is dialled as v4")
-	assert.NotSame(t, rt1, rt2)
-	_, addr3 := s.route(req.Context(), req, strings.ToLower(req.URL.Host), []string{addr1, addr2})
-	assert.Empty(t, addr3, "every address busy: the base chooses")
-	again, _ := s.route(req.Context(), req, strings.ToLower(req.URL.Host), nil)
-	assert.Same(t, rt1, again, "one transport, and pool, per address")
-}
-
-// A host that does not resolve is asked for again only after failedTTL,
-// not by every hedge of every request; a lookup cut short by its own
-// request's end is not remembered for others.
-func TestFailedLookupsAreRememberedBriefly(t *testing.T) {
-	synctest.Test(t, func(t *testing.T) {
-		s := newSpread(&http.Transport{}, &Dialer{})
-		lookups := 0
-		s.resolve = func(ctx context.Context, _ string) ([]netip.Addr, error) {
-			lookups++
-			if err := ctx.Err(); err != nil {
-				return nil, err
-			}
-			return nil, errors.New("no such host")
-		}
-		ctx, cancel := context.WithCancel(t.Context())
-		cancel()
-		gone, err := http.NewRequestWithContext(ctx, "GET", "http://gone.test/", nil)
-		require.NoError(t, err)
-		rt, _ := s.route(gone.Context(), gone, "gone.test", nil)
-		assert.Nil(t, rt)
-		req, err := http.NewRequest("GET", "http://gone.test/", nil)
-		require.NoError(t, err)
-		for range 3 {
-			rt, _ := s.route(req.Context(), req, strings.ToLower(req.URL.Host), nil)
-			assert.Nil(t, rt)
-		}
-		assert.Equal(t, 2, lookups, "the cancelled lookup, then one for the three routes")
-		time.Sleep(failedTTL)
-		s.route(req.Context(), req, strings.ToLower(req.URL.Host), nil)
-		assert.Equal(t, 3, lookups)
-	})
-}
-
 // With the Transport's own base, a retry after a 5xx or a network error
 // goes to another address of the host, as Envoy's previous_hosts does;
 // after a 429 it may go back to the same one.
@@ -246,92 +181,4 @@ func TestRetriesAvoidTheAddressThatFailed(t *testing.T) {
 			assert.Equal(t, tc.want, got, "hits by backend")
 		})
 	}
-}
-
-// An address keeps its transport, and so its idle connections, when its
-// host is looked up again; concurrent requests to a host that is not
-// known yet share one lookup and one transport per address.
-func TestAddressesKeepTheirTransports(t *testing.T) {
-	synctest.Test(t, func(t *testing.T) {
-		s := newSpread(&http.Transport{}, &Dialer{})
-		var lookups atomic.Int64
-		s.resolve = func(context.Context, string) ([]netip.Addr, error) {
-			lookups.Add(1)
-			time.Sleep(time.Millisecond) // a lookup takes time: others arrive meanwhile
-			return []netip.Addr{netip.MustParseAddr("10.0.0.1"), netip.MustParseAddr("10.0.0.2")}, nil
-		}
-		req, err := http.NewRequest("GET", "https://two.test/", nil)
-		require.NoError(t, err)
-		route := func() http.RoundTripper {
-			rt, _ := s.route(t.Context(), req, "two.test", nil)
-			return rt
-		}
-		var wg sync.WaitGroup
-		got := make([]http.RoundTripper, 10)
-		for i := range got {
-			wg.Go(func() { got[i] = route() })
-		}
-		wg.Wait()
-		assert.Equal(t, int64(1), lookups.Load(), "one lookup for ten requests")
-		for _, rt := range got {
-			assert.Same(t, got[0], rt)
-		}
-
-		time.Sleep(resolveTTL)
-		assert.Same(t, got[0], route(), "the same transport after the host is looked up again")
-		assert.Equal(t, int64(2), lookups.Load())
-	})
-}
-
-// A URL whose scheme implies no port is left to the base without a
-// lookup: there is no port to dial its addresses on, and the base reports
-// the scheme. http and https still imply theirs, in any case.
-func TestRouteLeavesUnknownSchemesToTheBase(t *testing.T) {
-	s := newSpread(&http.Transport{}, &Dialer{})
-	lookups := 0
-	s.resolve = func(context.Context, string) ([]netip.Addr, error) {
-		lookups++
-		return []netip.Addr{netip.MustParseAddr("10.0.0.1"), netip.MustParseAddr("10.0.0.2")}, nil
-	}
-	for _, u := range []string{"ftp://files.test/", "ws://socket.test/", "foo://other.test/"} {
-		req, err := http.NewRequest("GET", u, nil)
-		require.NoError(t, err)
-		rt, addr := s.route(req.Context(), req, strings.ToLower(req.URL.Host), nil)
-		assert.Nil(t, rt, "%s: got a transport, want the base's choice", u)
-		assert.Empty(t, addr, "%s: got address %q, want none", u, addr)
-	}
-	assert.Zero(t, lookups, "got %d lookups, want none for a scheme with no known port", lookups)
-	for _, tc := range []struct{ url, want string }{
-		{"HTTP://one.test/", "10.0.0.1:80"},
-		{"HTTPS://two.test/", "10.0.0.1:443"},
-		{"ftp://three.test:21/", "10.0.0.1:21"},
-	} {
-		req, err := http.NewRequest("GET", tc.url, nil)
-		require.NoError(t, err)
-		_, addr := s.route(req.Context(), req, strings.ToLower(req.URL.Host), nil)
-		assert.Equal(t, tc.want, addr, "%s: got %q, want %q", tc.url, addr, tc.want)
-	}
-}
-
-// http://h/ and https://h/ are one name but two ports: what is known of
-// one does not route the other to the wrong port.
-func TestRouteKeepsSchemesOfOneHostApart(t *testing.T) {
-	s := newSpread(&http.Transport{}, &Dialer{})
-	lookups := 0
-	s.resolve = func(context.Context, string) ([]netip.Addr, error) {
-		lookups++
-		return []netip.Addr{netip.MustParseAddr("10.0.0.1"), netip.MustParseAddr("10.0.0.2")}, nil
-	}
-	for _, tc := range []struct{ url, want string }{
-		{"http://two.test/", "10.0.0.1:80"},
-		{"https://two.test/", "10.0.0.1:443"},
-		{"HTTP://two.test/", "10.0.0.1:80"},
-		{"https://two.test:8443/", "10.0.0.1:8443"},
-	} {
-		req, err := http.NewRequest("GET", tc.url, nil)
-		require.NoError(t, err)
-		_, addr := s.route(req.Context(), req, strings.ToLower(req.URL.Host), nil)
-		assert.Equal(t, tc.want, addr, "%s: got %q, want %q", tc.url, addr, tc.want)
-	}
-	assert.Equal(t, 3, lookups, "got %d lookups, want one per port", lookups)
 }

@@ -11,14 +11,14 @@ import (
 	"golang.org/x/sync/semaphore"
 )
 
-// DefaultBufferPerRequest is the number of bytes of one request body kept
+// defaultBufferPerRequest is the number of bytes of one request body kept
 // for replay when [BufferLimits.PerRequest] is zero: 1 MiB.
-const DefaultBufferPerRequest = 1 << 20
+const defaultBufferPerRequest = 1 << 20
 
-// DefaultBufferTotal is the number of bytes of request bodies one
+// defaultBufferTotal is the number of bytes of request bodies one
 // [Transport] keeps for replay at the same time when [BufferLimits.Total] is
 // zero: 64 MiB.
-const DefaultBufferTotal = 64 << 20
+const defaultBufferTotal = 64 << 20
 
 // BufferLimits bounds the memory used to replay request bodies. A body with
 // GetBody is replayed through it and takes no memory here; any other body is
@@ -27,12 +27,12 @@ const DefaultBufferTotal = 64 << 20
 // further attempt starts. The zero value means the defaults.
 type BufferLimits struct {
 	// PerRequest is the largest number of bytes kept for one body. Zero
-	// means DefaultBufferPerRequest; negative means never buffer, so a body
+	// means 1 MiB; negative means never buffer, so a body
 	// without GetBody is sent once.
 	PerRequest int64
 
 	// Total is the largest number of bytes kept for all bodies of one
-	// Transport together. Zero means DefaultBufferTotal; negative means no
+	// Transport together. Zero means 64 MiB; negative means no
 	// room at all, as if PerRequest were negative.
 	Total int64
 }
@@ -100,10 +100,10 @@ type bufferPool struct {
 func newBufferPool(l BufferLimits) *bufferPool {
 	perRequest, total := l.PerRequest, l.Total
 	if perRequest == 0 {
-		perRequest = DefaultBufferPerRequest
+		perRequest = defaultBufferPerRequest
 	}
 	if total == 0 {
-		total = DefaultBufferTotal
+		total = defaultBufferTotal
 	}
 	if total < 0 {
 		total = 0

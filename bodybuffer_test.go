@@ -74,11 +74,11 @@ func mustReader(t *testing.T, body *replayableBody) io.ReadCloser {
 func TestBufferPoolDefaults(t *testing.T) {
 	t.Parallel()
 	p := newBufferPool(BufferLimits{})
-	assert.Equal(t, int64(DefaultBufferPerRequest), p.perRequest)
-	assert.True(t, p.tryAcquire(DefaultBufferTotal), "the whole default total is free")
+	assert.Equal(t, int64(defaultBufferPerRequest), p.perRequest)
+	assert.True(t, p.tryAcquire(defaultBufferTotal), "the whole default total is free")
 	assert.False(t, p.tryAcquire(1), "no room past the default total")
-	p.giveBack(DefaultBufferTotal)
-	assert.Equal(t, BufferStats{HighWater: DefaultBufferTotal}, p.stats())
+	p.giveBack(defaultBufferTotal)
+	assert.Equal(t, BufferStats{HighWater: defaultBufferTotal}, p.stats())
 
 	none := newBufferPool(BufferLimits{Total: -1})
 	assert.False(t, none.tryAcquire(1), "a negative total gives no room")

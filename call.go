@@ -9,6 +9,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/retryhttp/retryhttp/retrytrace"
 )
 
 // call is one RoundTrip: the caller's request, the plan chosen for it
@@ -65,7 +67,7 @@ type call struct {
 // newCall prepares req's call: its plan, its body, its host and its
 // counters, with the Transport's hooks and classifier as they are now. It
 // fails, before anything is sent, for a per-call rule that is invalid.
-func (st *state) newCall(req *http.Request, hooks *Hooks, classifier func(int, *http.Response, error) Verdict) (*call, error) {
+func (st *state) newCall(req *http.Request, hooks *retrytrace.Hooks, classifier func(int, *http.Response, error) Verdict) (*call, error) {
 	ctx := req.Context()
 	opts := optionsOf(ctx)
 	if opts != nil && opts.ruleErr != nil && !opts.noRetries { // WithoutRetries wins
@@ -86,9 +88,8 @@ func (st *state) newCall(req *http.Request, hooks *Hooks, classifier func(int, *
 
 	rule, i := pol.cfg.Match(req)
 	c.rule = pol.name(i) // a per-call rule keeps the holds of the rule matched
-	var own *Hooks
+	own := retrytrace.ContextHooks(ctx)
 	if opts != nil {
-		own = opts.hooks
 		switch {
 		case opts.noRetries:
 			rule = nil
@@ -145,8 +146,8 @@ func (c *call) end(completed bool) {
 func (c *call) newAttempt(n int, w how, avoid []string) (attempt, error) {
 	a := attempt{n: n, hedge: w.hedge(n), resend: w.resend, base: c.st.base, ctx: c.ctx,
 		reading: reading{caller: c.ctx, listed: c.plan.listed, delays: c.pol.delayHeaders, holds: c.pol.cfg.Hold != nil}}
-	if s := c.st.spread; s != nil {
-		if rt, addr := s.route(c.ctx, c.req, c.host.name, avoid); rt != nil {
+	if d := c.st.dialer; d != nil {
+		if rt, addr := d.Route(c.ctx, c.req, c.host.name, avoid); rt != nil {
 			a.base, a.addr = rt, addr
 		}
 	}
@@ -272,7 +273,7 @@ func (c *call) admit(n int) step {
 		c.host.hedges.earn(c.plan.hedge.MaxExtraLoad)
 	case hedgeSpend:
 		if !c.host.hedges.spend() {
-			s = noMore(n, RefusedHedgeBudget)
+			s = noMore(n, retrytrace.RefusedHedgeBudget)
 		}
 	}
 	return s
@@ -353,7 +354,7 @@ func (c *call) learn(r *result, out outcome, now time.Time) {
 // holdError is why step s refused its attempt, when a hold did: the hold's
 // error, for a request that has nothing else to hand back; nil otherwise.
 func (c *call) holdError(s step) error {
-	if s.refusal != RefusedHold {
+	if s.refusal != retrytrace.RefusedHeld {
 		return nil
 	}
 	return &HoldError{Host: c.host.name, Remaining: s.hold.until.Sub(s.at), Status: s.hold.status}

@@ -17,6 +17,7 @@ import (
 
 	"github.com/retryhttp/retryhttp"
 	"github.com/retryhttp/retryhttp/policy"
+	"github.com/retryhttp/retryhttp/retrytrace"
 )
 
 // stressN is the number of requests per case of TestStressCancelRace; 0
@@ -190,7 +191,7 @@ func TestStressCancelRace(t *testing.T) {
 			// history keeps each request's attempts, to show how a failed
 			// one failed.
 			var history sync.Map // *http.Request -> *[]string
-			hooks := &retryhttp.Hooks{AttemptDone: func(d retryhttp.AttemptDone) {
+			hooks := &retrytrace.Hooks{AttemptDone: func(d retrytrace.AttemptDoneInfo) {
 				v, _ := history.LoadOrStore(d.Request, new([]string))
 				mu.Lock()
 				*v.(*[]string) = append(*v.(*[]string), fmt.Sprintf("#%d hedge=%v resend=%v %s %v", d.Attempt, d.Hedge, d.Resend, d.Outcome, d.Err))
@@ -272,7 +273,7 @@ func TestStressCancelRace(t *testing.T) {
 				*stressN, sent.Load(), failed.Load(), foreign, conns.Load())
 			if tr != nil {
 				st := tr.Stats().Total
-				msg += fmt.Sprintf("; hedges sent %d, won %d", st.HedgesSent, st.HedgesWon)
+				msg += fmt.Sprintf("; hedges sent %d, won %d", st.Hedges, st.HedgesWon)
 			}
 			t.Log(msg)
 			for k, n := range kinds {
@@ -323,7 +324,7 @@ func BenchmarkHedgedNoErrors(b *testing.B) {
 	})
 	st := tr.Stats().Total
 	b.ReportMetric(float64(failed.Load()), "failed")
-	b.ReportMetric(float64(st.HedgesSent)/float64(b.N), "hedges/op")
+	b.ReportMetric(float64(st.Hedges)/float64(b.N), "hedges/op")
 	if n := failed.Load(); n > 0 {
 		b.Errorf("%d of %d hedged requests failed against a server that answers every one", n, b.N)
 	}

@@ -11,6 +11,8 @@ import (
 	"slices"
 	"strings"
 	"syscall"
+
+	"github.com/retryhttp/retryhttp/dial"
 )
 
 // outcome is what an attempt's result means for the request.
@@ -75,7 +77,7 @@ func classifyError(callerDone bool, r *result) outcome {
 	switch {
 	case callerDone, errors.As(err, &cbe), bodyCopyError(err), errors.Is(err, errBodyCommitted), certificateError(err):
 		return outFatal
-	case errors.Is(err, ErrDialBackoff):
+	case errors.Is(err, dial.ErrBackoff):
 		return outNeverSent
 	}
 	transient, refused := transientError(err)

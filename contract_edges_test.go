@@ -14,11 +14,13 @@ import (
 	"testing/synctest"
 	"time"
 
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
 	"github.com/retryhttp/retryhttp"
 	"github.com/retryhttp/retryhttp/policy"
 	rt "github.com/retryhttp/retryhttp/retryhttptest"
-	"github.com/stretchr/testify/assert"
-	"github.com/stretchr/testify/require"
+	"github.com/retryhttp/retryhttp/retrytrace"
 )
 
 // tracked is a base that hands every attempt to next and counts the
@@ -121,7 +123,7 @@ func TestAttemptDonePanicClosesItsResponse(t *testing.T) {
 			synctest.Test(t, func(t *testing.T) {
 				base := &tracked{next: script(rt.Step{Body: "ok"})}
 				tr := &retryhttp.Transport{Base: base, Policy: tc.cfg,
-					Hooks: &retryhttp.Hooks{AttemptDone: func(retryhttp.AttemptDone) { panic("hook is broken") }}}
+					Hooks: &retrytrace.Hooks{AttemptDone: func(retrytrace.AttemptDoneInfo) { panic("hook is broken") }}}
 				func() {
 					defer func() { assert.Equal(t, "hook is broken", recover()) }()
 					tr.RoundTrip(newRequest(t, t.Context(), "GET", ""))
@@ -139,7 +141,7 @@ func TestDonePanicClosesTheResponse(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		base := &tracked{next: script(rt.Step{Body: "ok"})}
 		tr := &retryhttp.Transport{Base: base, Policy: retryConfig(3, 503),
-			Hooks: &retryhttp.Hooks{Done: func(retryhttp.Done) { panic("hook is broken") }}}
+			Hooks: &retrytrace.Hooks{Done: func(retrytrace.DoneInfo) { panic("hook is broken") }}}
 		func() {
 			defer func() { assert.Equal(t, "hook is broken", recover()) }()
 			tr.RoundTrip(newRequest(t, t.Context(), "GET", ""))
@@ -180,7 +182,7 @@ func TestLoserPanicDuringCancelAllReachesTheCaller(t *testing.T) {
 func TestPanicLeavesNoCancelWatcher(t *testing.T) {
 	before := goleakIgnore()
 	tr := &retryhttp.Transport{Base: script(rt.Step{Body: "ok"}), Policy: retryConfig(3, 503),
-		Hooks: &retryhttp.Hooks{AttemptStart: func(retryhttp.AttemptStart) { panic("hook is broken") }}}
+		Hooks: &retrytrace.Hooks{AttemptStart: func(retrytrace.AttemptStartInfo) { panic("hook is broken") }}}
 	req := newRequest(t, context.Background(), "GET", "")
 	stop := make(chan struct{}) // as http.Client sets it; closed only once the check is done
 	//lint:ignore SA1019 the legacy way is what http.Client uses, and what is tested

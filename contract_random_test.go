@@ -16,6 +16,7 @@ import (
 	"github.com/retryhttp/retryhttp"
 	"github.com/retryhttp/retryhttp/policy"
 	rt "github.com/retryhttp/retryhttp/retryhttptest"
+	"github.com/retryhttp/retryhttp/retrytrace"
 )
 
 // TestRandomContract sends requests through random scripts, policies,
@@ -91,12 +92,12 @@ func randomCase(t *testing.T, seed uint64) {
 		return base.RoundTrip(req)
 	})
 	tr := &retryhttp.Transport{Base: pbase, Policy: cfg, Buffer: retryhttp.BufferLimits{PerRequest: 1500},
-		Hooks: &retryhttp.Hooks{
-			AttemptStart: func(a retryhttp.AttemptStart) { boom(1, a.Attempt) },
-			AttemptDone:  func(a retryhttp.AttemptDone) { boom(2, a.Attempt) },
-			Wait:         func(a retryhttp.Wait) { boom(3, a.Attempt) },
-			Refused:      func(a retryhttp.Refused) { boom(4, a.Attempt) },
-			Done:         func(a retryhttp.Done) { boom(5, a.Attempts) },
+		Hooks: &retrytrace.Hooks{
+			AttemptStart: func(a retrytrace.AttemptStartInfo) { boom(1, a.Attempt) },
+			AttemptDone:  func(a retrytrace.AttemptDoneInfo) { boom(2, a.Attempt) },
+			Wait:         func(a retrytrace.WaitInfo) { boom(3, a.Attempt) },
+			Refused:      func(a retrytrace.RefusedInfo) { boom(4, a.Attempt) },
+			Done:         func(a retrytrace.DoneInfo) { boom(5, a.Attempts) },
 		}}
 	if rnd.IntN(2) == 0 {
 		v := rnd.IntN(5)

@@ -13,10 +13,11 @@ import (
 	"testing/synctest"
 	"time"
 
-	"github.com/retryhttp/retryhttp"
-	rt "github.com/retryhttp/retryhttp/retryhttptest"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"github.com/retryhttp/retryhttp"
+	rt "github.com/retryhttp/retryhttp/retryhttptest"
 )
 
 func quietLog() *log.Logger { return log.New(io.Discard, "", 0) }

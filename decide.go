@@ -5,6 +5,8 @@ import (
 	"time"
 
 	"github.com/retryhttp/retryhttp/policy"
+
+	"github.com/retryhttp/retryhttp/retrytrace"
 )
 
 // The decisions of a request: what is done with it, once, when it starts
@@ -128,13 +130,13 @@ type step struct {
 	// attempt is the attempt the step is about: the one that follows a
 	// wait or a resend, or the one a refusal keeps from being made.
 	attempt int
-	wait    time.Duration // before that attempt
-	reason  WaitReason    // why wait is as long as it is
-	refusal RefusalReason // why no further attempt goes; "" when none was due
-	backoff int           // the retry policy's counter once the wait is over
+	wait    time.Duration            // before that attempt
+	reason  retrytrace.WaitReason    // why wait is as long as it is
+	refusal retrytrace.RefusalReason // why no further attempt goes; "" when none was due
+	backoff int                      // the retry policy's counter once the wait is over
 	// at is when the wait ends: the time of the decision plus wait.
 	at time.Time
-	// hold is the hold that refused the attempt, for RefusedHold.
+	// hold is the hold that refused the attempt, for retrytrace.RefusedHeld.
 	hold hold
 	// hedges is what a stepSend does to the host's hedge budget.
 	hedges hedgeUse
@@ -180,7 +182,7 @@ const (
 )
 
 // noMore is the step of an attempt n that a limit keeps from being made.
-func noMore(n int, why RefusalReason) step {
+func noMore(n int, why retrytrace.RefusalReason) step {
 	return step{kind: stepNoMore, attempt: n, refusal: why}
 }
 
@@ -194,11 +196,11 @@ func gate(f *facts, n int, rnd float64) step {
 	if h := f.host; h.held {
 		wait := h.hold.resume(rnd).Sub(f.now)
 		if left := h.hold.until.Sub(f.now); left > f.maxServerDelay || !f.fits(wait) {
-			s := noMore(n, RefusedHold)
+			s := noMore(n, retrytrace.RefusedHeld)
 			s.hold = h.hold
 			return s
 		}
-		return step{kind: stepWait, attempt: n, wait: wait, reason: WaitHold}
+		return step{kind: stepWait, attempt: n, wait: wait, reason: retrytrace.WaitHold}
 	}
 	if n == 1 {
 		if f.host.capped {
@@ -211,7 +213,7 @@ func gate(f *facts, n int, rnd float64) step {
 	}
 	if f.host.capped {
 		if !f.host.hedgeLeft {
-			return noMore(n, RefusedHedgeBudget)
+			return noMore(n, retrytrace.RefusedHedgeBudget)
 		}
 		return step{kind: stepSend, attempt: n, hedges: hedgeSpend}
 	}
@@ -238,7 +240,7 @@ func decide(f *facts, rnd float64) step {
 	case f.sent >= f.plan.attempts || !f.repeatable():
 		return step{kind: stepNoMore, attempt: next}
 	case a.delay.Kind == delayStop && !a.verdict.timed():
-		return noMore(next, RefusedServerDelay) // unless a verdict's wait replaces the server's
+		return noMore(next, retrytrace.RefusedNoRetry) // unless a verdict's wait replaces the server's
 	}
 	if why, ok := f.allowed(); !ok {
 		return noMore(next, why)
@@ -248,7 +250,7 @@ func decide(f *facts, rnd float64) step {
 	case s.refusal != "":
 		return noMore(next, s.refusal)
 	case !f.fits(s.wait):
-		return noMore(next, RefusedDeadline)
+		return noMore(next, retrytrace.RefusedDeadline)
 	}
 	s.kind, s.attempt = stepNext, next
 	return s
@@ -257,14 +259,14 @@ func decide(f *facts, rnd float64) step {
 // allowed reports whether a further attempt may start: the body must be
 // replayable, and the host's budgets, the Transport's and the fleet's,
 // must allow it. When they do not, why says which.
-func (f *facts) allowed() (why RefusalReason, ok bool) {
+func (f *facts) allowed() (why retrytrace.RefusalReason, ok bool) {
 	switch {
 	case !f.replayable:
-		return RefusedBuffer, false
+		return retrytrace.RefusedBuffer, false
 	case !f.host.budget:
-		return RefusedBudget, false
+		return retrytrace.RefusedBudget, false
 	case f.host.fleetSpent:
-		return RefusedFleet, false
+		return retrytrace.RefusedFleet, false
 	}
 	return "", true
 }
@@ -289,9 +291,9 @@ func (f *facts) again() step {
 		return step{kind: stepResend, attempt: a.n}
 	}
 	if !f.fits(a.window) {
-		return noMore(a.n, RefusedDeadline)
+		return noMore(a.n, retrytrace.RefusedDeadline)
 	}
-	return step{kind: stepReady, attempt: a.n, wait: a.window, reason: WaitDialBackoff}
+	return step{kind: stepReady, attempt: a.n, wait: a.window, reason: retrytrace.WaitDialBackoff}
 }
 
 // resendable reports whether the attempt may be resent at once,
@@ -336,33 +338,33 @@ func (f *facts) repeatable() bool {
 func (f *facts) waitFor(rnd float64) step {
 	a := &f.attempt
 	if d, ok := a.verdict.wait(); ok {
-		return f.serverWait(d, WaitClassify, f.backoff+1, rnd)
+		return f.serverWait(d, retrytrace.WaitClassify, f.backoff+1, rnd)
 	}
 	switch a.delay.Kind {
 	case delayPushback:
-		return f.serverWait(a.delay.Wait, WaitPushback, 0, rnd) // A6: backoff restarts after a pushback
+		return f.serverWait(a.delay.Wait, retrytrace.WaitPushback, 0, rnd) // A6: backoff restarts after a pushback
 	case delayRetryAfter:
-		return f.serverWait(a.delay.Wait, WaitRetryAfter, f.backoff+1, rnd)
+		return f.serverWait(a.delay.Wait, retrytrace.WaitRetryAfter, f.backoff+1, rnd)
 	case delayHeader:
-		return f.serverWait(a.delay.Wait, WaitServerDelay, f.backoff+1, rnd)
+		return f.serverWait(a.delay.Wait, retrytrace.WaitServerDelay, f.backoff+1, rnd)
 	}
 	if f.plan.kind == planHedge {
 		if a.window > 0 && f.ready {
-			return step{wait: a.window, reason: WaitDialBackoff}
+			return step{wait: a.window, reason: retrytrace.WaitDialBackoff}
 		}
-		return step{reason: WaitHedgeDelay} // at once: the answer was non-fatal
+		return step{reason: retrytrace.WaitHedgeDelay} // at once: the answer was non-fatal
 	}
 	// A caller's own Backoff may give a negative wait: none.
-	s := step{wait: max(f.schedule, 0), reason: WaitBackoff, backoff: f.backoff + 1}
+	s := step{wait: max(f.schedule, 0), reason: retrytrace.WaitBackoff, backoff: f.backoff + 1}
 	if a.status == http.StatusTooManyRequests {
 		// A rate limit with no delay signal is not answered faster
 		// than a person would: at least a second, jittered up.
 		if floor := jitterServerDelay(time.Second, rnd); floor > s.wait {
-			s.wait, s.reason = floor, WaitRateLimited
+			s.wait, s.reason = floor, retrytrace.WaitRateLimited
 		}
 	}
 	if a.window >= s.wait && f.ready {
-		s.wait, s.reason = a.window, WaitDialBackoff
+		s.wait, s.reason = a.window, retrytrace.WaitDialBackoff
 	}
 	return s
 }
@@ -371,9 +373,9 @@ func (f *facts) waitFor(rnd float64) step {
 // verdict) asks for, with a little positive jitter, rnd drawing it; a
 // refusal when it asks for longer than the policy allows, or for a delay
 // too large to represent.
-func (f *facts) serverWait(d time.Duration, why WaitReason, backoff int, rnd float64) step {
+func (f *facts) serverWait(d time.Duration, why retrytrace.WaitReason, backoff int, rnd float64) step {
 	if d >= tooLong || d > f.maxServerDelay {
-		return step{refusal: RefusedServerDelay}
+		return step{refusal: retrytrace.RefusedDelayTooLong}
 	}
 	return step{wait: jitterServerDelay(d, rnd), reason: why, backoff: backoff}
 }

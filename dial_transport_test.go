@@ -13,10 +13,13 @@ import (
 	"testing/synctest"
 	"time"
 
-	"github.com/retryhttp/retryhttp"
-	"github.com/retryhttp/retryhttp/policy"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"github.com/retryhttp/retryhttp"
+	"github.com/retryhttp/retryhttp/dial"
+	"github.com/retryhttp/retryhttp/policy"
+	"github.com/retryhttp/retryhttp/retrytrace"
 )
 
 // failingDial refuses every connection and records when each dial came.
@@ -40,7 +43,7 @@ func (f *failingDial) dial(context.Context, string, string) (net.Conn, error) {
 func TestDialBackoffIsWaitedOutForReady(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		f := &failingDial{t0: time.Now()}
-		d := &retryhttp.Dialer{Dial: f.dial, Backoff: policy.Table{Steps: []time.Duration{time.Second}}}
+		d := &dial.Dialer{Dial: f.dial, Backoff: policy.Table{Steps: []time.Duration{time.Second}}}
 		base := &http.Transport{DialContext: d.DialContext}
 		defer base.CloseIdleConnections()
 		cfg := retryConfig(3, 503)
@@ -61,15 +64,15 @@ func TestDialBackoffIsWaitedOutForReady(t *testing.T) {
 		// spending an attempt.
 		waits := log.waits()
 		require.Len(t, waits, 3)
-		assert.Equal(t, []retryhttp.WaitReason{retryhttp.WaitDialBackoff, retryhttp.WaitBackoff, retryhttp.WaitDialBackoff},
-			[]retryhttp.WaitReason{waits[0].Reason, waits[1].Reason, waits[2].Reason})
+		assert.Equal(t, []retrytrace.WaitReason{retrytrace.WaitDialBackoff, retrytrace.WaitBackoff, retrytrace.WaitDialBackoff},
+			[]retrytrace.WaitReason{waits[0].Reason, waits[1].Reason, waits[2].Reason})
 		assert.Equal(t, []int{2, 3, 3}, []int{waits[0].Attempt, waits[1].Attempt, waits[2].Attempt})
-		assert.Equal(t, 20*time.Millisecond, waits[1].Length)
+		assert.Equal(t, 20*time.Millisecond, waits[1].Delay)
 		// One dial per attempt, none inside a window: Table jitters a
 		// 1 s step into [0.5 s, 1.5 s].
 		require.Len(t, f.times, 3)
-		assert.Equal(t, waits[0].Length, f.times[1])
-		assert.Equal(t, f.times[1]+waits[1].Length+waits[2].Length, f.times[2])
+		assert.Equal(t, waits[0].Delay, f.times[1])
+		assert.Equal(t, f.times[1]+waits[1].Delay+waits[2].Delay, f.times[2])
 		for i := 1; i < len(f.times); i++ {
 			assert.GreaterOrEqual(t, f.times[i]-f.times[i-1], 500*time.Millisecond)
 		}
@@ -81,7 +84,7 @@ func TestDialBackoffIsWaitedOutForReady(t *testing.T) {
 func TestDialBackoffPastTheDeadlineIsNotWaited(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		f := &failingDial{t0: time.Now()}
-		d := &retryhttp.Dialer{Dial: f.dial, Backoff: policy.Table{Steps: []time.Duration{time.Minute}}}
+		d := &dial.Dialer{Dial: f.dial, Backoff: policy.Table{Steps: []time.Duration{time.Minute}}}
 		base := &http.Transport{DialContext: d.DialContext}
 		defer base.CloseIdleConnections()
 		tr := &retryhttp.Transport{Base: base, Policy: retryConfig(3, 503)}
@@ -103,7 +106,7 @@ func TestDialBackoffPastTheDeadlineIsNotWaited(t *testing.T) {
 func TestDialBackoffFailsFast(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		f := &failingDial{t0: time.Now()}
-		d := &retryhttp.Dialer{Dial: f.dial} // gRPC's backoff: 1 s growing by 1.6 to 120 s
+		d := &dial.Dialer{Dial: f.dial} // gRPC's backoff: 1 s growing by 1.6 to 120 s
 		base := &http.Transport{DialContext: d.DialContext}
 		defer base.CloseIdleConnections()
 		cfg := policy.Default()
@@ -122,7 +125,7 @@ func TestDialBackoffFailsFast(t *testing.T) {
 			waits := log.waits()[before:]
 			require.Len(t, waits, 2, "call %d", call)
 			for _, w := range waits {
-				assert.Equal(t, retryhttp.WaitBackoff, w.Reason, "call %d: got a wait for %s", call, w.Reason)
+				assert.Equal(t, retrytrace.WaitBackoff, w.Reason, "call %d: got a wait for %s", call, w.Reason)
 			}
 			// policy.Default waits 100 ms then 200 ms, each within ±20%.
 			assert.LessOrEqual(t, took, 360*time.Millisecond, "call %d took %v", call, took)
@@ -135,7 +138,7 @@ func TestDialBackoffFailsFast(t *testing.T) {
 		// that dialled cost anything.
 		st := tr.Stats()
 		assert.Zero(t, st.Total.BudgetRefusals)
-		assert.Equal(t, uint64(20), st.Total.RetryAttempts)
+		assert.Equal(t, uint64(20), st.Total.ExtraAttempts)
 	})
 }
 
@@ -172,8 +175,8 @@ func TestResetBackoffThroughTheTransport(t *testing.T) {
 		defer srv.Close()
 
 		err = get()
-		require.ErrorIs(t, err, retryhttp.ErrDialBackoff, "still inside the window, no time has passed")
-		var dbe *retryhttp.DialBackoffError
+		require.ErrorIs(t, err, dial.ErrBackoff, "still inside the window, no time has passed")
+		var dbe *dial.BackoffError
 		require.ErrorAs(t, err, &dbe)
 		assert.Positive(t, dbe.Remaining)
 
@@ -183,8 +186,8 @@ func TestResetBackoffThroughTheTransport(t *testing.T) {
 }
 
 func TestDialBackoffErrorIsNotAnHTTPError(t *testing.T) {
-	err := &retryhttp.DialBackoffError{Addr: "h:1", Remaining: time.Second}
-	assert.True(t, errors.Is(err, retryhttp.ErrDialBackoff))
+	err := &dial.BackoffError{Addr: "h:1", Remaining: time.Second}
+	assert.True(t, errors.Is(err, dial.ErrBackoff))
 	assert.Contains(t, err.Error(), "h:1")
 }
 
@@ -197,7 +200,7 @@ func TestDialBackoffErrorNamesTheCauseFirst(t *testing.T) {
 		addr := ln.Addr().String()
 		require.NoError(t, ln.Close()) // the server is down
 
-		d := &retryhttp.Dialer{}
+		d := &dial.Dialer{}
 		base := &http.Transport{DialContext: d.DialContext}
 		defer base.CloseIdleConnections()
 		tr := &retryhttp.Transport{Base: base, Policy: retryConfig(3, 503)}
@@ -207,7 +210,7 @@ func TestDialBackoffErrorNamesTheCauseFirst(t *testing.T) {
 			req, err := http.NewRequestWithContext(t.Context(), "GET", "http://"+addr+"/", nil)
 			require.NoError(t, err)
 			_, err = tr.RoundTrip(req)
-			require.ErrorIs(t, err, retryhttp.ErrDialBackoff, "call %d", call)
+			require.ErrorIs(t, err, dial.ErrBackoff, "call %d", call)
 			assert.EqualError(t, err, want, "call %d", call)
 		}
 	})
@@ -221,7 +224,7 @@ func TestWaitForReadyUnderHedging(t *testing.T) {
 		t.Run(fmt.Sprint("ready=", ready), func(t *testing.T) {
 			synctest.Test(t, func(t *testing.T) {
 				f := &failingDial{t0: time.Now()}
-				d := &retryhttp.Dialer{Dial: f.dial, Backoff: policy.Table{Steps: []time.Duration{time.Second}}}
+				d := &dial.Dialer{Dial: f.dial, Backoff: policy.Table{Steps: []time.Duration{time.Second}}}
 				base := &http.Transport{DialContext: d.DialContext}
 				defer base.CloseIdleConnections()
 				cfg := &policy.Config{Rules: []policy.Rule{{Name: []policy.Name{{}},

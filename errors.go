@@ -6,9 +6,10 @@ import (
 	"fmt"
 )
 
-// ErrGiveUp is matched by every [*Error]: a request that obtained no
-// response after all the attempts its policy allowed.
-var ErrGiveUp = errors.New("retryhttp: no response")
+// ErrNoResponse is matched by every [*Error]: a request that obtained no
+// response, after all the attempts its policy allowed, or none sent at
+// all (a hold refused it, say).
+var ErrNoResponse = errors.New("retryhttp: no response")
 
 // Error is returned by [Transport.RoundTrip] when no response was obtained.
 // It carries the number of attempts sent and wraps the last cause, so that
@@ -36,8 +37,8 @@ func (e *Error) Error() string {
 // Unwrap returns the last cause.
 func (e *Error) Unwrap() error { return e.Err }
 
-// Is reports whether target is [ErrGiveUp].
-func (e *Error) Is(target error) bool { return target == ErrGiveUp }
+// Is reports whether target is [ErrNoResponse].
+func (e *Error) Is(target error) bool { return target == ErrNoResponse }
 
 // Timeout reports whether the last cause was a timeout, as [net.Error]
 // does, so that http.Client and callers that test for timeouts keep

@@ -17,6 +17,7 @@ import (
 	"github.com/retryhttp/retryhttp"
 	"github.com/retryhttp/retryhttp/policy"
 	"github.com/retryhttp/retryhttp/retryhttptest"
+	"github.com/retryhttp/retryhttp/retrytrace"
 )
 
 // flakyServer fails the first n requests with 503, then answers hello:
@@ -94,7 +95,7 @@ func Example_config() {
 func Example_slog() {
 	logger := slog.New(slog.NewTextHandler(os.Stdout, &slog.HandlerOptions{
 		ReplaceAttr: func(_ []string, a slog.Attr) slog.Attr {
-			if a.Key == slog.TimeKey || a.Key == "wait" || a.Key == "retry_delay" {
+			if a.Key == slog.TimeKey || a.Key == "delay" || a.Key == "retry_delay" {
 				return slog.Attr{} // keep the output stable: backoffs are jittered
 			}
 			return a
@@ -102,7 +103,7 @@ func Example_slog() {
 	}))
 	srv := flakyServer(1)
 	defer srv.Close()
-	tr := &retryhttp.Transport{Hooks: retryhttp.LogHooks(logger)}
+	tr := &retryhttp.Transport{Hooks: retrytrace.LogHooks(logger)}
 	defer tr.CloseIdleConnections()
 	req, _ := http.NewRequest("GET", srv.URL+"/v1/items?token=secret", nil)
 	req.Host = "api.example.com"
@@ -116,7 +117,7 @@ func Example_slog() {
 	resp.Body.Close()
 	// Output:
 	// level=INFO msg="retryhttp: waiting" method=GET host=api.example.com path=/v1/items attempt=2 reason=backoff
-	// level=INFO msg="retryhttp: answered" method=GET host=api.example.com path=/v1/items attempts=2 status=200
+	// level=INFO msg="retryhttp: answered" method=GET host=api.example.com path=/v1/items attempts=2 status_code=200
 }
 
 // rewriteTo sends every request to srv, whatever its URL says.
@@ -145,8 +146,8 @@ func ExampleTransport_Stats() {
 	}
 	resp.Body.Close()
 	st := tr.Stats().Total
-	fmt.Println("requests:", st.Requests, "retry attempts:", st.RetryAttempts, "failed:", st.RetryAttemptsFailed)
-	fmt.Println("histogram >=1, >=2:", st.RetryHistogram[0], st.RetryHistogram[1])
+	fmt.Println("requests:", st.Requests, "retry attempts:", st.ExtraAttempts, "failed:", st.ExtraAttemptsFailed)
+	fmt.Println("histogram >=1, >=2:", st.Histogram[0], st.Histogram[1])
 	// Output:
 	// requests: 1 retry attempts: 2 failed: 1
 	// histogram >=1, >=2: 1 1
@@ -227,9 +228,9 @@ func Example_googleAPI() {
 	for i, c := range cases {
 		wg.Go(func() {
 			var waited string
-			ctx := retryhttp.WithHooks(context.Background(), &retryhttp.Hooks{Wait: func(w retryhttp.Wait) {
+			ctx := retrytrace.WithHooks(context.Background(), &retrytrace.Hooks{Wait: func(w retrytrace.WaitInfo) {
 				lo := time.Duration(1<<(w.Attempt-2)) * time.Second // n = attempt-2
-				if w.Length >= lo && w.Length <= lo+time.Second {
+				if w.Delay >= lo && w.Delay <= lo+time.Second {
 					waited += fmt.Sprintf(", waited %v-%v", lo, lo+time.Second)
 				}
 			}})

@@ -5,6 +5,8 @@ import (
 	"sync"
 	"time"
 	"unicode/utf8"
+
+	"github.com/retryhttp/retryhttp/internal/redact"
 )
 
 // maxFailures is the number of failed requests a Transport keeps for its
@@ -17,16 +19,19 @@ const maxFailures = 20
 // characters; a longer host is no name a server answers to.
 const maxFailureText = 256
 
-// failure is one request that failed, as the status page shows it: its
-// URL's host and path, never its query, userinfo or header values.
-type failure struct {
-	at       time.Time
-	host     string // lowercased, its port kept
-	method   string
-	path     string // escaped, as RedactURL gives it
-	status   int    // the status handed back; 0 with an error
-	err      string // the error's text, its URLs redacted; "" with a status
-	attempts int    // as the Done hook counts them
+// Failure is one request that failed, as [Stats] keeps it: its URL's
+// host and path, never its query, userinfo or header values. Every text
+// is cut to 256 bytes.
+type Failure struct {
+	Time   time.Time
+	Host   string // the URL host, lowercased, its port kept
+	Method string
+	Path   string // escaped, as the request's URL writes it
+	Status int    // the status handed back; 0 with an error
+	// Err is the error's text, every URL in it cut down to its scheme,
+	// host and path; "" with a status.
+	Err      string
+	Attempts int // the attempts sent, as Error.Attempts counts them
 }
 
 // failureRing keeps the last maxFailures failures of a Transport, newest
@@ -36,11 +41,11 @@ type failureRing struct {
 	// status page reads it. A request that succeeds never takes it.
 	mu   sync.Mutex
 	n    uint64 // failures recorded since first use
-	list [maxFailures]failure
+	list [maxFailures]Failure
 }
 
 // add records f, dropping the oldest failure when the ring is full.
-func (r *failureRing) add(f failure) {
+func (r *failureRing) add(f Failure) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	r.list[r.n%maxFailures] = f
@@ -49,11 +54,11 @@ func (r *failureRing) add(f failure) {
 
 // recent returns the failures kept, newest first, and how many were
 // recorded in all.
-func (r *failureRing) recent() ([]failure, uint64) {
+func (r *failureRing) recent() ([]Failure, uint64) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	kept := min(r.n, maxFailures)
-	out := make([]failure, 0, kept)
+	out := make([]Failure, 0, kept)
 	for i := range kept {
 		out = append(out, r.list[(r.n-1-i)%maxFailures])
 	}
@@ -66,21 +71,21 @@ func (r *failureRing) recent() ([]failure, uint64) {
 // caller's to judge, as LogHooks judges it). A request that succeeded
 // pays a comparison or two here: no lock, no allocation, no clock.
 func (c *call) noteFailure(resp *http.Response, err error) {
-	if err == nil && (c.attempts <= 1 || !troubled(resp.StatusCode)) {
+	if err == nil && (c.tried <= 1 || !troubled(resp.StatusCode)) {
 		return
 	}
-	f := failure{at: time.Now(), host: clip(c.host.name), method: c.req.Method,
-		path: clip(c.req.URL.EscapedPath()), attempts: c.attempts}
-	if f.method == "" {
-		f.method = http.MethodGet
+	f := Failure{Time: time.Now(), Host: clip(c.host.name), Method: clip(c.req.Method),
+		Path: clip(c.req.URL.EscapedPath()), Attempts: c.tried}
+	if f.Method == "" {
+		f.Method = http.MethodGet
 	}
-	if f.path == "" {
-		f.path = "/" // as net/http sends it
+	if f.Path == "" {
+		f.Path = "/" // as net/http sends it
 	}
 	if err != nil {
-		f.err = clip(RedactURLs(err.Error()))
+		f.Err = clip(redact.Text(err.Error()))
 	} else {
-		f.status = resp.StatusCode
+		f.Status = resp.StatusCode
 	}
 	c.st.failures.add(f)
 }

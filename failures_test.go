@@ -30,12 +30,12 @@ func TestFailureRing(t *testing.T) {
 			t.Parallel()
 			var r failureRing
 			for i := 1; i <= tt.added; i++ {
-				r.add(failure{attempts: i})
+				r.add(Failure{Attempts: i})
 			}
 			got, n := r.recent()
 			var attempts []int
 			for _, f := range got {
-				attempts = append(attempts, f.attempts)
+				attempts = append(attempts, f.Attempts)
 			}
 			assert.Equal(t, tt.want, attempts, "got %v, want %v", attempts, tt.want)
 			assert.Equal(t, uint64(tt.added), n, "got %d recorded, want %d", n, tt.added)
@@ -87,7 +87,7 @@ func TestNoteFailureSuccessAllocatesNothing(t *testing.T) {
 	for _, tt := range []struct {
 		status, attempts int
 	}{{200, 1}, {200, 3}, {404, 2}, {503, 1}, {429, 1}} {
-		c.attempts = tt.attempts
+		c.tried = tt.attempts
 		resp := newStatusResponse(tt.status)
 		allocs := testing.AllocsPerRun(100, func() { c.noteFailure(resp, nil) })
 		assert.Zero(t, allocs, "status %d after %d attempts: got %v allocations", tt.status, tt.attempts, allocs)

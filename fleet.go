@@ -43,7 +43,7 @@ type Fleet interface {
 // FleetReport is what one attempt showed, for a [Fleet].
 type FleetReport struct {
 	// Rule is the key, in [Stats.Rules], of the policy rule the request
-	// matched ("none" when it matched none); holds are kept per host and
+	// matched ("(none)" when it matched none); holds are kept per host and
 	// rule.
 	Rule string
 	// Budget is what the attempt does to the host's budget, with the

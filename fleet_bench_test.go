@@ -13,7 +13,9 @@ import (
 	"time"
 
 	"github.com/hashicorp/go-cleanhttp"
+
 	"github.com/retryhttp/retryhttp"
+	"github.com/retryhttp/retryhttp/dial"
 	"github.com/retryhttp/retryhttp/policy"
 	rt "github.com/retryhttp/retryhttp/retryhttptest"
 )
@@ -103,7 +105,7 @@ func benchFleetClosed(b *testing.B) {
 			var dials atomic.Int64
 			var nd net.Dialer
 			newTransport := func() *retryhttp.Transport {
-				d := &retryhttp.Dialer{Dial: func(ctx context.Context, network, addr string) (net.Conn, error) {
+				d := &dial.Dialer{Dial: func(ctx context.Context, network, addr string) (net.Conn, error) {
 					dials.Add(1)
 					return nd.DialContext(ctx, network, addr)
 				}}

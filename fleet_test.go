@@ -7,11 +7,13 @@ import (
 	"testing/synctest"
 	"time"
 
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
 	"github.com/retryhttp/retryhttp"
 	"github.com/retryhttp/retryhttp/policy"
 	rt "github.com/retryhttp/retryhttp/retryhttptest"
-	"github.com/stretchr/testify/assert"
-	"github.com/stretchr/testify/require"
+	"github.com/retryhttp/retryhttp/retrytrace"
 )
 
 // memFleet is a Fleet kept in memory, with nothing between its members:
@@ -103,7 +105,7 @@ func TestFleetSharesItsBudget(t *testing.T) {
 		assert.Positive(t, refused, "the fleet refused retries")
 		fleetRefusals := 0
 		for _, r := range log.refused() {
-			if r.Reason == retryhttp.RefusedFleet {
+			if r.Reason == retrytrace.RefusedFleet {
 				fleetRefusals++
 			}
 		}
@@ -132,12 +134,12 @@ func TestFleetGatesARetryAgainAfterItsBackoff(t *testing.T) {
 		}()
 		time.Sleep(50 * time.Millisecond) // inside the first backoff of 100 ms
 		for range 5 {                     // the rest of the fleet fails meanwhile
-			fleet.Report("api.test", retryhttp.FleetReport{Rule: "methodConfig[0]", Budget: retryhttp.FleetFailure, Throttle: cfg.Throttle})
+			fleet.Report("api.test", retryhttp.FleetReport{Rule: "*", Budget: retryhttp.FleetFailure, Throttle: cfg.Throttle})
 		}
 		<-done
 		srv.WantAttempts(t, 1)
 		require.Len(t, log.refused(), 1)
-		assert.Equal(t, retryhttp.RefusedFleet, log.refused()[0].Reason)
+		assert.Equal(t, retrytrace.RefusedFleet, log.refused()[0].Reason)
 		assert.Len(t, log.waits(), 1, "refused when the wait ended")
 	})
 }

@@ -6,9 +6,11 @@ import (
 	"testing"
 	"time"
 
-	"github.com/retryhttp/retryhttp"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"github.com/retryhttp/retryhttp"
+	"github.com/retryhttp/retryhttp/retrytrace"
 )
 
 // A connection the server drops in the middle of the response's header
@@ -39,7 +41,7 @@ func TestHeaderSectionCutIsALostConnection(t *testing.T) {
 			assert.Equal(t, []string{"done 1 network", "done 2 success"}, doneLines(&log))
 			waits := log.waits()
 			require.Len(t, waits, 1)
-			assert.Equal(t, retryhttp.WaitBackoff, waits[0].Reason, "got a wait for %s, want one for backoff", waits[0].Reason)
+			assert.Equal(t, retrytrace.WaitBackoff, waits[0].Reason, "got a wait for %s, want one for backoff", waits[0].Reason)
 		})
 		t.Run(cut.name+", POST", func(t *testing.T) {
 			t.Parallel()

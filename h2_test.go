@@ -8,9 +8,11 @@ import (
 	"testing"
 	"time"
 
-	"github.com/retryhttp/retryhttp"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"github.com/retryhttp/retryhttp"
+	"github.com/retryhttp/retryhttp/retrytrace"
 )
 
 // What an HTTP/2 server's RST_STREAM and GOAWAY frames mean for a request,
@@ -161,7 +163,7 @@ func TestGoAwayEnhanceYourCalmIsRetriedWithBackoff(t *testing.T) {
 			assert.Equal(t, []string{"done 1 network", "done 2 success"}, doneLines(&log))
 			waits := log.waits()
 			require.Len(t, waits, 1)
-			assert.Equal(t, retryhttp.WaitBackoff, waits[0].Reason, "got a wait for %s, want one for backoff", waits[0].Reason)
+			assert.Equal(t, retrytrace.WaitBackoff, waits[0].Reason, "got a wait for %s, want one for backoff", waits[0].Reason)
 			assert.Equal(t, 2, srv.accepted())
 		})
 	}

@@ -4,6 +4,8 @@ import (
 	"context"
 	"net/http"
 	"time"
+
+	"github.com/retryhttp/retryhttp/retrytrace"
 )
 
 // hedger is the state of one hedged request's loop. The loop runs on the
@@ -155,7 +157,7 @@ func (h *hedger) due(c *call) {
 	default:
 		h.launch(c, n, how{hedged: true})
 		if d := c.hedgeDelay(); h.mayLaunch(c) && d < tooLong {
-			c.waiting(n+1, d, WaitHedgeDelay, h.flying == 0)
+			c.waiting(n+1, d, retrytrace.WaitHedgeDelay, h.flying == 0)
 			h.arm(d)
 		}
 	}

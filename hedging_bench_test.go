@@ -150,7 +150,7 @@ func benchTail(b *testing.B, fast func(started int64) time.Duration) {
 			b.ReportMetric(float64(srv.Count())/float64(len(lat)), "srv-req/req")
 			if tr != nil {
 				st := tr.Stats().Total
-				b.ReportMetric(float64(st.HedgesSent)/float64(len(lat)), "hedges/req")
+				b.ReportMetric(float64(st.Hedges)/float64(len(lat)), "hedges/req")
 				b.ReportMetric(float64(st.HedgesWon)/float64(len(lat)), "won/req")
 			}
 		})

@@ -15,10 +15,12 @@ import (
 	"testing/synctest"
 	"time"
 
-	"github.com/retryhttp/retryhttp"
-	rt "github.com/retryhttp/retryhttp/retryhttptest"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"github.com/retryhttp/retryhttp"
+	rt "github.com/retryhttp/retryhttp/retryhttptest"
+	"github.com/retryhttp/retryhttp/retrytrace"
 )
 
 func TestHedgedAttemptsAreBoundedAtFive(t *testing.T) {
@@ -36,7 +38,7 @@ func TestHedgedAttemptsAreBoundedAtFive(t *testing.T) {
 				assert.Equal(t, "attempt 1", readAll(t, resp))
 				srv.WantAttempts(t, 5)
 				st := tr.Stats().Total
-				assert.Equal(t, uint64(4), st.HedgesSent)
+				assert.Equal(t, uint64(4), st.Hedges)
 				assert.Equal(t, uint64(4), st.HedgesCancelled)
 			})
 		})
@@ -60,8 +62,8 @@ func TestTransparentResendOfAHedgeIsNoFurtherHedge(t *testing.T) {
 		}, log.lines("start", "done"))
 		st := tr.Stats().Total
 		assert.Equal(t, uint64(1), st.TransparentRetries)
-		assert.Equal(t, uint64(1), st.RetryAttempts, "the resend is not a further attempt")
-		assert.Zero(t, st.RetryAttemptsFailed)
+		assert.Equal(t, uint64(1), st.ExtraAttempts, "the resend is not a further attempt")
+		assert.Zero(t, st.ExtraAttemptsFailed)
 		assertHedges(t, st, 1, 1, 1)
 	})
 }
@@ -81,8 +83,8 @@ func TestTransparentResendOfARetryIsNoFurtherAttempt(t *testing.T) {
 			"start 2 hedge=false", "done 2 success 200 err=<nil>",
 		}, log.lines("start", "done"))
 		st := tr.Stats().Total
-		assert.Equal(t, uint64(1), st.RetryAttempts)
-		assert.Zero(t, st.RetryAttemptsFailed, "the never-sent try was resent and won")
+		assert.Equal(t, uint64(1), st.ExtraAttempts)
+		assert.Zero(t, st.ExtraAttemptsFailed, "the never-sent try was resent and won")
 		assert.Equal(t, uint64(1), st.TransparentRetries)
 	})
 }
@@ -125,7 +127,7 @@ func TestAdaptiveDelayIsNotDraggedDownByCutOffHedges(t *testing.T) {
 		var delays []time.Duration
 		for _, w := range log.waits() {
 			if w.Attempt == 2 {
-				delays = append(delays, w.Length)
+				delays = append(delays, w.Delay)
 			}
 		}
 		require.NotEmpty(t, delays, "the hedging delay is reported")
@@ -186,7 +188,7 @@ func TestNoHedgeStartsForACallerThatHasGone(t *testing.T) {
 			_, err := tr.RoundTrip(newRequest(t, ctx, "GET", ""))
 			require.ErrorIs(t, err, context.Canceled)
 		}
-		assert.Zero(t, tr.Stats().Total.HedgesSent)
+		assert.Zero(t, tr.Stats().Total.Hedges)
 	})
 }
 
@@ -310,7 +312,7 @@ func TestBodyPastItsBufferDoesNotCutOffAnAnswerAlreadyIn(t *testing.T) {
 				return &http.Response{StatusCode: 200, Header: http.Header{}, ContentLength: -1, Request: req,
 					Body: &liveBody{ctx: req.Context(), r: strings.NewReader("attempt 2")}}, nil
 			}
-			hooks := &retryhttp.Hooks{Wait: func(w retryhttp.Wait) {
+			hooks := &retrytrace.Hooks{Wait: func(w retrytrace.WaitInfo) {
 				if w.Attempt == 3 { // attempt 2 has just been launched
 					synctest.Wait() // its answer is queued
 					close(send)

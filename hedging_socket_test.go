@@ -13,10 +13,12 @@ import (
 	"testing/iotest"
 	"time"
 
-	"github.com/retryhttp/retryhttp"
-	rt "github.com/retryhttp/retryhttp/retryhttptest"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"github.com/retryhttp/retryhttp"
+	rt "github.com/retryhttp/retryhttp/retryhttptest"
+	"github.com/retryhttp/retryhttp/retrytrace"
 )
 
 // These tests cross a real loopback socket, where what the server sees is
@@ -45,7 +47,7 @@ func randomBytes(n int) []byte {
 
 // socketTransport hedges every request through a plain net/http
 // transport, whose idle connections the test closes at its end.
-func socketTransport(t *testing.T, maxAttempts int, hooks *retryhttp.Hooks) *retryhttp.Transport {
+func socketTransport(t *testing.T, maxAttempts int, hooks *retrytrace.Hooks) *retryhttp.Transport {
 	base := &http.Transport{}
 	t.Cleanup(base.CloseIdleConnections)
 	return &retryhttp.Transport{Base: base, Policy: hedgeConfig(maxAttempts, 0, 503), Hooks: hooks}
@@ -123,8 +125,8 @@ func TestConcurrentHedgesSendTheSameBody(t *testing.T) {
 				return rt.Step{Body: "ok"}
 			}}
 			ts := srv.Start(t)
-			hooks := &retryhttp.Hooks{AttemptDone: func(d retryhttp.AttemptDone) {
-				if d.Outcome == retryhttp.OutcomeRetryable {
+			hooks := &retrytrace.Hooks{AttemptDone: func(d retrytrace.AttemptDoneInfo) {
+				if d.Outcome == retrytrace.OutcomeRetryable {
 					handled <- struct{}{}
 				}
 			}}
@@ -145,7 +147,7 @@ func TestConcurrentHedgesSendTheSameBody(t *testing.T) {
 			assert.Equal(t, map[string][sha256.Size]byte{"": want, "1": want, "2": want}, digests)
 			st := tr.Stats().Total
 			assertHedges(t, st, 2, 1, 0)
-			assert.Equal(t, uint64(1), st.RetryAttemptsFailed)
+			assert.Equal(t, uint64(1), st.ExtraAttemptsFailed)
 		})
 	}
 }
@@ -159,7 +161,7 @@ func TestBodyOutgrowingItsBufferLeavesOneAttempt(t *testing.T) {
 	// The body comes through a pipe that the test fills only once every
 	// attempt has started, so that all three are in flight on it.
 	started := make(chan struct{}, 3)
-	hooks := &retryhttp.Hooks{AttemptStart: func(retryhttp.AttemptStart) { started <- struct{}{} }}
+	hooks := &retrytrace.Hooks{AttemptStart: func(retrytrace.AttemptStartInfo) { started <- struct{}{} }}
 	tr := socketTransport(t, 3, hooks)
 	tr.Buffer = retryhttp.BufferLimits{PerRequest: limit}
 	pr, pw := io.Pipe()
@@ -189,7 +191,7 @@ func TestBodyOutgrowingItsBufferLeavesOneAttempt(t *testing.T) {
 	}
 	assert.Equal(t, 1, full, "exactly one attempt sends the whole body")
 	st := tr.Stats()
-	assert.Equal(t, uint64(2), st.Total.HedgesSent)
+	assert.Equal(t, uint64(2), st.Total.Hedges)
 	assert.Equal(t, uint64(2), st.Total.HedgesCancelled, "the attempts left behind the buffer are cut off")
 	won := uint64(0)
 	if resp.Header.Get(retryhttp.AttemptsHeader) != "" {

@@ -8,11 +8,13 @@ import (
 	"testing/synctest"
 	"time"
 
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
 	"github.com/retryhttp/retryhttp"
 	"github.com/retryhttp/retryhttp/policy"
 	rt "github.com/retryhttp/retryhttp/retryhttptest"
-	"github.com/stretchr/testify/assert"
-	"github.com/stretchr/testify/require"
+	"github.com/retryhttp/retryhttp/retrytrace"
 )
 
 // numbered returns a kit Server that plays steps as a Script does, the
@@ -92,8 +94,8 @@ func TestAllHedgesFailingReturnTheLastOutcome(t *testing.T) {
 		assert.Equal(t, "attempt 1", readAll(t, resp), "the last to arrive is handed back")
 		assert.Equal(t, []time.Duration{0, 0, 0}, arrivals(srv), "a zero delay sends all at once")
 		st := tr.Stats().Total
-		assert.Equal(t, uint64(2), st.HedgesSent)
-		assert.Equal(t, uint64(2), st.RetryAttemptsFailed)
+		assert.Equal(t, uint64(2), st.Hedges)
+		assert.Equal(t, uint64(2), st.ExtraAttemptsFailed)
 		assert.Equal(t, uint64(0), st.HedgesWon)
 	})
 }
@@ -135,10 +137,10 @@ func TestNegativePushbackStopsFurtherHedges(t *testing.T) {
 		assert.Equal(t, "attempt 1", readAll(t, resp), "the attempt in flight goes on")
 		assert.Equal(t, time.Second, time.Since(start))
 		assert.Equal(t, []time.Duration{0, 50 * time.Millisecond}, arrivals(srv), "no hedge after the pushback")
-		assert.Equal(t, []retryhttp.Refused{{Request: resp.Request, Rule: "methodConfig[0]", Attempt: 3, Reason: retryhttp.RefusedServerDelay}}, log.refused())
+		assert.Equal(t, []retrytrace.RefusedInfo{{Request: resp.Request, Rule: "*", Attempt: 3, Reason: retrytrace.RefusedNoRetry}}, log.refused())
 		st := tr.Stats().Total
 		assertHedges(t, st, 1, 0, 0)
-		assert.Equal(t, uint64(1), st.RetryAttemptsFailed)
+		assert.Equal(t, uint64(1), st.ExtraAttemptsFailed)
 	})
 }
 
@@ -160,19 +162,19 @@ func TestPushbackDelaysTheNextHedgeOnly(t *testing.T) {
 		require.Len(t, waits, 4)
 		w := waits[2]
 		assert.Equal(t, 3, w.Attempt)
-		assert.Equal(t, retryhttp.WaitPushback, w.Reason)
+		assert.Equal(t, retrytrace.WaitPushback, w.Reason)
 		for i, n := range map[int]int{0: 2, 1: 3, 3: 4} {
 			assert.Equal(t, n, waits[i].Attempt)
-			assert.Equal(t, retryhttp.WaitHedgeDelay, waits[i].Reason)
-			assert.Equal(t, 50*time.Millisecond, waits[i].Length)
+			assert.Equal(t, retrytrace.WaitHedgeDelay, waits[i].Reason)
+			assert.Equal(t, 50*time.Millisecond, waits[i].Delay)
 		}
 		// 300 ms plus a jitter of less than a tenth of it, never minus.
-		assert.GreaterOrEqual(t, w.Length, 300*time.Millisecond)
-		assert.Less(t, w.Length, 330*time.Millisecond)
+		assert.GreaterOrEqual(t, w.Delay, 300*time.Millisecond)
+		assert.Less(t, w.Delay, 330*time.Millisecond)
 		starts := arrivals(srv)
 		require.Len(t, starts, 4)
 		assert.Equal(t, []time.Duration{0, 50 * time.Millisecond}, starts[:2])
-		assert.Equal(t, 60*time.Millisecond+w.Length, starts[2], "the pushback runs from the 503")
+		assert.Equal(t, 60*time.Millisecond+w.Delay, starts[2], "the pushback runs from the 503")
 		assert.Equal(t, 50*time.Millisecond, starts[3]-starts[2], "then the hedging delay again")
 		assert.Equal(t, starts[3]+10*time.Millisecond, took, "the first attempt is sent at once")
 		assert.Equal(t, []bool{true, false, true, false}, cancelled(srv))
@@ -201,7 +203,7 @@ func TestSpentBudgetSendsNoHedge(t *testing.T) {
 		}
 		require.Equal(t, 6, srv.Count(), "while the budget lasts, each request is hedged")
 		before := tr.Stats().Total
-		require.Equal(t, uint64(3), before.HedgesSent)
+		require.Equal(t, uint64(3), before.Hedges)
 		require.Equal(t, uint64(0), before.BudgetRefusals)
 
 		start := time.Now()
@@ -211,7 +213,7 @@ func TestSpentBudgetSendsNoHedge(t *testing.T) {
 		assert.Equal(t, time.Second, time.Since(start), "no hedge raced the slow attempt")
 		srv.WantAttempts(t, 7)
 		st := tr.Stats().Total
-		assert.Equal(t, uint64(3), st.HedgesSent)
+		assert.Equal(t, uint64(3), st.Hedges)
 		assert.Equal(t, uint64(1), st.BudgetRefusals)
 		assert.Equal(t, uint64(0), st.HedgesWon)
 		assert.Equal(t, uint64(0), st.HedgesCancelled)
@@ -272,7 +274,7 @@ func TestPushbackAfterTheLastHedgeReportsNothing(t *testing.T) {
 				srv.WantAttempts(t, 2)
 				waits := log.waits()
 				require.Len(t, waits, 1, "only the delay before attempt 2")
-				assert.Equal(t, retryhttp.WaitHedgeDelay, waits[0].Reason)
+				assert.Equal(t, retrytrace.WaitHedgeDelay, waits[0].Reason)
 				assert.Empty(t, log.refused())
 			})
 		})
@@ -283,6 +285,6 @@ func TestPushbackAfterTheLastHedgeReportsNothing(t *testing.T) {
 // attempts cancelled.
 func assertHedges(t *testing.T, c retryhttp.Counters, sent, won, cancelled uint64) {
 	t.Helper()
-	assert.Equal(t, [3]uint64{sent, won, cancelled}, [3]uint64{c.HedgesSent, c.HedgesWon, c.HedgesCancelled},
+	assert.Equal(t, [3]uint64{sent, won, cancelled}, [3]uint64{c.Hedges, c.HedgesWon, c.HedgesCancelled},
 		"hedges sent, won, cancelled")
 }

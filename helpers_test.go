@@ -12,11 +12,13 @@ import (
 	"testing"
 	"time"
 
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
 	"github.com/retryhttp/retryhttp"
 	"github.com/retryhttp/retryhttp/policy"
 	rt "github.com/retryhttp/retryhttp/retryhttptest"
-	"github.com/stretchr/testify/assert"
-	"github.com/stretchr/testify/require"
+	"github.com/retryhttp/retryhttp/retrytrace"
 )
 
 // The tests' server is the users' test kit, retryhttptest: its Server
@@ -110,8 +112,8 @@ func cancelled(srv *rt.Server) []bool {
 type hookLog struct {
 	mu       sync.Mutex
 	events   []hookEvent
-	waited   []retryhttp.Wait
-	refusals []retryhttp.Refused
+	waited   []retrytrace.WaitInfo
+	refusals []retrytrace.RefusedInfo
 }
 
 // hookEvent is one call of a hook: its kind ("start", "done", "wait",
@@ -120,25 +122,25 @@ type hookEvent struct{ kind, line string }
 
 // hooks returns hooks that record into l, each line headed by tag unless
 // it is empty.
-func (l *hookLog) hooks(tag string) *retryhttp.Hooks {
-	return &retryhttp.Hooks{
-		AttemptStart: func(i retryhttp.AttemptStart) { l.add(tag, "start", "%d hedge=%v", i.Attempt, i.Hedge) },
-		AttemptDone: func(i retryhttp.AttemptDone) {
+func (l *hookLog) hooks(tag string) *retrytrace.Hooks {
+	return &retrytrace.Hooks{
+		AttemptStart: func(i retrytrace.AttemptStartInfo) { l.add(tag, "start", "%d hedge=%v", i.Attempt, i.Hedge) },
+		AttemptDone: func(i retrytrace.AttemptDoneInfo) {
 			l.add(tag, "done", "%d %s %d err=%v", i.Attempt, i.Outcome, i.StatusCode, i.Err)
 		},
-		Wait: func(i retryhttp.Wait) {
+		Wait: func(i retrytrace.WaitInfo) {
 			l.mu.Lock()
 			l.waited = append(l.waited, i)
 			l.mu.Unlock()
-			l.add(tag, "wait", "%d %s %v", i.Attempt, i.Reason, i.Length)
+			l.add(tag, "wait", "%d %s %v", i.Attempt, i.Reason, i.Delay)
 		},
-		Refused: func(i retryhttp.Refused) {
+		Refused: func(i retrytrace.RefusedInfo) {
 			l.mu.Lock()
 			l.refusals = append(l.refusals, i)
 			l.mu.Unlock()
 			l.add(tag, "refused", "%d %s", i.Attempt, i.Reason)
 		},
-		Done: func(i retryhttp.Done) { l.add(tag, "end", "%d %d err=%v", i.Attempts, i.StatusCode, i.Err) },
+		Done: func(i retrytrace.DoneInfo) { l.add(tag, "end", "%d %d err=%v", i.Attempts, i.StatusCode, i.Err) },
 	}
 }
 
@@ -167,17 +169,17 @@ func (l *hookLog) lines(kinds ...string) []string {
 }
 
 // waits returns the waits recorded.
-func (l *hookLog) waits() []retryhttp.Wait {
+func (l *hookLog) waits() []retrytrace.WaitInfo {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	return append([]retryhttp.Wait(nil), l.waited...)
+	return append([]retrytrace.WaitInfo(nil), l.waited...)
 }
 
 // refused returns the refusals recorded.
-func (l *hookLog) refused() []retryhttp.Refused {
+func (l *hookLog) refused() []retrytrace.RefusedInfo {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	return append([]retryhttp.Refused(nil), l.refusals...)
+	return append([]retrytrace.RefusedInfo(nil), l.refusals...)
 }
 
 // retryConfig is a config with one retry rule for every request, whose

@@ -36,6 +36,18 @@ func (e *HoldError) Error() string {
 // Is reports whether target is [ErrHeld].
 func (e *HoldError) Is(target error) bool { return target == ErrHeld }
 
+// Hold is a hold in force on a host, as [HostStats] gives it: no request
+// of Rule is sent to the host before Until.
+type Hold struct {
+	// Rule is the key of the rule held, as in [Stats.Rules].
+	Rule string
+	// Status is the status of the answer that set the hold.
+	Status int
+	// Since is when the hold was set, or last extended; Until when it
+	// ends.
+	Since, Until time.Time
+}
+
 // maxHoldsPerHost bounds the rules a host keeps holds for apart: a policy
 // with more rules than that, all held at once, replaces the hold that
 // ends first.
@@ -113,6 +125,14 @@ func (hs *holds) inForce(now time.Time) []hold {
 		}
 	}
 	return out
+}
+
+// clear ends every hold.
+func (hs *holds) clear() {
+	hs.mu.Lock()
+	defer hs.mu.Unlock()
+	hs.list = hs.list[:0]
+	hs.latest.Store(0)
 }
 
 // set holds rule's requests for wait from now, status being the status of

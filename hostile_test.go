@@ -12,11 +12,13 @@ import (
 	"testing/synctest"
 	"time"
 
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
 	"github.com/retryhttp/retryhttp"
 	"github.com/retryhttp/retryhttp/policy"
 	rt "github.com/retryhttp/retryhttp/retryhttptest"
-	"github.com/stretchr/testify/assert"
-	"github.com/stretchr/testify/require"
+	"github.com/retryhttp/retryhttp/retrytrace"
 )
 
 // When a retry cannot get its body (GetBody fails), the response that
@@ -37,7 +39,7 @@ func TestRetryWithoutBodyReturnsTheLastResponse(t *testing.T) {
 		s.WantAttempts(t, 1)
 		refused := log.refused()
 		require.Len(t, refused, 1)
-		assert.Equal(t, retryhttp.RefusedBuffer, refused[0].Reason)
+		assert.Equal(t, retrytrace.RefusedBuffer, refused[0].Reason)
 		assert.Equal(t, 2, refused[0].Attempt)
 	})
 }
@@ -196,14 +198,14 @@ func TestHookPanicLeavesTheNextRequestWhole(t *testing.T) {
 		cfg := &policy.Config{Rules: []policy.Rule{{Name: []policy.Name{{}},
 			Hedge: &policy.Hedge{MaxAttempts: 3, HedgingDelay: 10 * time.Millisecond, NonFatalStatusCodes: []int{503}}}}}
 		tr := &retryhttp.Transport{Base: srv, Policy: cfg}
-		get := func(path string, h *retryhttp.Hooks) (*http.Response, error) {
-			req, err := http.NewRequestWithContext(retryhttp.WithHooks(t.Context(), h), "GET", "https://api.test"+path, nil)
+		get := func(path string, h *retrytrace.Hooks) (*http.Response, error) {
+			req, err := http.NewRequestWithContext(retrytrace.WithHooks(t.Context(), h), "GET", "https://api.test"+path, nil)
 			require.NoError(t, err)
 			return tr.RoundTrip(req)
 		}
 		func() {
 			defer func() { assert.Equal(t, "hook bug", recover()) }()
-			get("/a", &retryhttp.Hooks{AttemptStart: func(a retryhttp.AttemptStart) {
+			get("/a", &retrytrace.Hooks{AttemptStart: func(a retrytrace.AttemptStartInfo) {
 				if a.Attempt == 3 {
 					panic("hook bug")
 				}

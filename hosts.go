@@ -10,6 +10,8 @@ import (
 	"time"
 
 	"github.com/retryhttp/retryhttp/policy"
+
+	"github.com/retryhttp/retryhttp/dial"
 )
 
 // defaultMaxHosts is the number of hosts a Transport keeps state for when
@@ -214,6 +216,47 @@ func (e evictee) compare(o evictee) int {
 	return cmp.Or(cmp.Compare(e.seen, o.seen), cmp.Compare(o.tokens, e.tokens))
 }
 
+// capacity is the retry budget's capacity in force, in milli-tokens; 0
+// without a throttle.
+func (ht *hostTable) capacity() int64 {
+	if l := ht.limits.Load(); l != nil {
+		return l.maxMilli
+	}
+	return 0
+}
+
+// read fills in hs what h holds at now: its budgets, under a throttle of
+// capacity milli-tokens (0: none), the holds in force, and the quantiles
+// of its latencies. It makes nothing, not even a latency sketch.
+func (h *host) read(hs *HostStats, capacity int64, now time.Time) {
+	if capacity > 0 {
+		hs.Tokens = float64(min(h.bucket.tokens.Load(), capacity)) / milliPerToken
+		hs.MaxTokens = float64(capacity) / milliPerToken
+	}
+	hs.HedgeTokens = h.hedges.hedges()
+	for _, hd := range h.holds.inForce(now) {
+		hs.Holds = append(hs.Holds, Hold{Rule: hd.rule, Status: hd.status, Since: hd.since, Until: hd.until})
+	}
+	if l := h.latencies.Load(); l != nil {
+		var buf [latencySamples]int64
+		if s := l.sorted(buf[:0]); len(s) > 0 {
+			q := func(q float64) time.Duration { return time.Duration(s[quantileIndex(q, len(s))]) }
+			hs.LatencySamples, hs.LatencyP50, hs.LatencyP90, hs.LatencyP99 = len(s), q(0.5), q(0.9), q(0.99)
+		}
+	}
+}
+
+// reset ends what the table keeps against name (a URL host, lowercased),
+// or against every host for "": its holds. The host is back, its owner
+// says.
+func (ht *hostTable) reset(name string) {
+	ht.each(func(h *host) {
+		if name == "" || h.name == name {
+			h.holds.clear()
+		}
+	})
+}
+
 // each calls f with every host held, for the status page; the records
 // are read without the table's lock.
 func (ht *hostTable) each(f func(*host)) {
@@ -321,7 +364,7 @@ func (h *host) account(r *result, out outcome, throttle *policy.Throttle) FleetB
 		return FleetNoChange
 	}
 	switch {
-	case out == outNeverSent && errors.Is(r.err, ErrDialBackoff):
+	case out == outNeverSent && errors.Is(r.err, dial.ErrBackoff):
 		// Refused by the dialer's backoff window, it says nothing new
 		// of the host: the failure that opened the window was counted.
 	case out == outRetryStatus, out == outNetwork, out == outNeverSent,

@@ -13,10 +13,11 @@ import (
 	"time"
 
 	"github.com/hashicorp/go-cleanhttp"
-	"github.com/retryhttp/retryhttp"
-	rt "github.com/retryhttp/retryhttp/retryhttptest"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"github.com/retryhttp/retryhttp"
+	rt "github.com/retryhttp/retryhttp/retryhttptest"
 )
 
 // countConns runs 16 goroutines of 60 sequential GETs each through rt,
@@ -137,7 +138,7 @@ func TestRequestCancelIsHonoured(t *testing.T) {
 				start := time.Now()
 				resp, err := tr.RoundTrip(req)
 				assert.Nil(t, resp)
-				require.ErrorIs(t, err, retryhttp.ErrGiveUp)
+				require.ErrorIs(t, err, retryhttp.ErrNoResponse)
 				assert.Equal(t, time.Second, time.Since(start), "ended when Cancel was closed")
 				srv.WantAttempts(t, 1)
 				synctest.Wait() // the watcher is gone: the bubble would not end otherwise

@@ -3,6 +3,8 @@ package retryhttp
 import (
 	"net/http"
 	"time"
+
+	"github.com/retryhttp/retryhttp/retrytrace"
 )
 
 // observer counts what one request does, for its rule and its host, and
@@ -13,27 +15,38 @@ type observer struct {
 	req      *http.Request // the caller's, as the hooks see it
 	rule     string        // the rule's key in Stats.Rules
 	counters pair
-	hooks    [2]*Hooks // the Transport's, then the request's; nil when absent
+	hooks    [2]*retrytrace.Hooks // the Transport's, then the request's; nil when absent
 
 	// The request's figures, for the Done hook.
-	attempts, hedges, transparent int
-	waited                        time.Duration // with no attempt in flight
+	hedges, transparent int
+	waited              time.Duration // with no attempt in flight
 }
 
-var outcomeNames = [...]Outcome{
-	outDone:        OutcomeSuccess,
-	outRetryStatus: OutcomeRetryable,
-	outNetwork:     OutcomeNetwork,
-	outNeverSent:   OutcomeNeverSent,
-	outFatal:       OutcomeFatal,
-	outCancelled:   OutcomeCancelled,
-	outNoBody:      OutcomeFatal,
+// outcomeNames name each outcome for the hooks; an outDone is a success
+// only below 400 (see outcomeOf).
+var outcomeNames = [...]retrytrace.Outcome{
+	outDone:        retrytrace.OutcomeSuccess,
+	outRetryStatus: retrytrace.OutcomeRetryable,
+	outNetwork:     retrytrace.OutcomeNetwork,
+	outNeverSent:   retrytrace.OutcomeNeverSent,
+	outFatal:       retrytrace.OutcomeFatal,
+	outCancelled:   retrytrace.OutcomeCancelled,
+	outNoBody:      retrytrace.OutcomeFatal,
+}
+
+// outcomeOf names what attempt r, whose outcome is out, meant: a response
+// handed back as it is is a success below 400, an error status above.
+func outcomeOf(r *result, out outcome) retrytrace.Outcome {
+	if out == outDone && r.resp != nil && r.resp.StatusCode >= 400 {
+		return retrytrace.OutcomeErrorStatus
+	}
+	return outcomeNames[out]
 }
 
 // setHooks keeps t, the Transport's hooks, and r, the request's, calling
 // a set given twice once.
-func (o *observer) setHooks(t, r *Hooks) {
-	o.hooks = [2]*Hooks{t, r}
+func (o *observer) setHooks(t, r *retrytrace.Hooks) {
+	o.hooks = [2]*retrytrace.Hooks{t, r}
 	if r == t {
 		o.hooks[1] = nil
 	}
@@ -56,17 +69,16 @@ func (o *observer) attemptStarted(n int, w how) {
 		o.counters.each(func(x *counters) {
 			x.histogram[b].Add(1)
 			if hedge {
-				x.hedgesSent.Add(1)
+				x.hedges.Add(1)
 			}
 		})
 		if hedge {
 			o.hedges++
 		}
 	}
-	o.attempts = max(o.attempts, n)
 	for _, h := range o.hooks {
 		if h != nil && h.AttemptStart != nil {
-			h.AttemptStart(AttemptStart{Request: o.req, Rule: o.rule, Attempt: n, Hedge: hedge, Resend: w.resend})
+			h.AttemptStart(retrytrace.AttemptStartInfo{Request: o.req, Rule: o.rule, Attempt: n, Hedge: hedge, Resend: w.resend})
 		}
 	}
 }
@@ -78,11 +90,11 @@ func (o *observer) attemptDone(r *result, out outcome) {
 	if out == outCancelled {
 		o.counters.each(func(x *counters) { x.hedgesCancelled.Add(1) })
 	}
-	if o.hooks == [2]*Hooks{} {
+	if o.hooks == [2]*retrytrace.Hooks{} {
 		return
 	}
-	info := AttemptDone{Request: o.req, Rule: o.rule, Attempt: r.n, Hedge: r.hedge, Resend: r.resend,
-		Outcome: outcomeNames[out], Err: r.err, Latency: r.latency}
+	info := retrytrace.AttemptDoneInfo{Request: o.req, Rule: o.rule, Attempt: r.n, Hedge: r.hedge, Resend: r.resend,
+		Outcome: outcomeOf(r, out), Err: r.err, Latency: r.latency}
 	if r.resp != nil {
 		info.StatusCode, info.Header = r.resp.StatusCode, r.resp.Header
 	}
@@ -114,11 +126,11 @@ func (o *observer) transparentRetry() {
 
 // waiting reports a wait before attempt n. idle says no attempt is in
 // flight meanwhile, so that the wait counts as the request's retry delay.
-func (o *observer) waiting(n int, d time.Duration, why WaitReason, idle bool) {
+func (o *observer) waiting(n int, d time.Duration, why retrytrace.WaitReason, idle bool) {
 	if idle {
 		o.waited += d
 	}
-	if why == WaitHold {
+	if why == retrytrace.WaitHold {
 		o.counters.each(func(x *counters) {
 			x.holdWaits.Add(1)
 			x.holdWaitNanos.Add(uint64(d))
@@ -126,42 +138,43 @@ func (o *observer) waiting(n int, d time.Duration, why WaitReason, idle bool) {
 	}
 	for _, h := range o.hooks {
 		if h != nil && h.Wait != nil {
-			h.Wait(Wait{Request: o.req, Rule: o.rule, Attempt: n, Length: d, Reason: why})
+			h.Wait(retrytrace.WaitInfo{Request: o.req, Rule: o.rule, Attempt: n, Delay: d, Reason: why})
 		}
 	}
 }
 
 // refused reports that attempt n, which the policy would make, is not,
 // for why; an empty why (no attempt was due) reports nothing.
-func (o *observer) refused(n int, why RefusalReason) {
+func (o *observer) refused(n int, why retrytrace.RefusalReason) {
 	switch why {
 	case "":
 		return
-	case RefusedBudget:
+	case retrytrace.RefusedBudget:
 		o.counters.each(func(x *counters) { x.budgetRefusals.Add(1) })
-	case RefusedFleet:
+	case retrytrace.RefusedFleet:
 		o.counters.each(func(x *counters) { x.fleetRefusals.Add(1) })
-	case RefusedHold:
+	case retrytrace.RefusedHeld:
 		o.counters.each(func(x *counters) { x.holdRefusals.Add(1) })
-	case RefusedHedgeBudget:
+	case retrytrace.RefusedHedgeBudget:
 		o.counters.each(func(x *counters) { x.hedgeBudgetRefusals.Add(1) })
 	}
 	for _, h := range o.hooks {
 		if h != nil && h.Refused != nil {
-			h.Refused(Refused{Request: o.req, Rule: o.rule, Attempt: n, Reason: why})
+			h.Refused(retrytrace.RefusedInfo{Request: o.req, Rule: o.rule, Attempt: n, Reason: why})
 		}
 	}
 }
 
-// finished reports the end of the request.
-func (o *observer) finished(resp *http.Response, err error) {
+// finished reports the end of the request, which sent attempts (see
+// retrytrace.DoneInfo.Attempts).
+func (o *observer) finished(resp *http.Response, err error, attempts int) {
 	status := 0
 	if resp != nil {
 		status = resp.StatusCode
 	}
 	for _, h := range o.hooks {
 		if h != nil && h.Done != nil {
-			h.Done(Done{Request: o.req, Rule: o.rule, Attempts: o.attempts, Hedges: o.hedges,
+			h.Done(retrytrace.DoneInfo{Request: o.req, Rule: o.rule, Attempts: attempts, Hedges: o.hedges,
 				TransparentRetries: o.transparent, RetryDelay: o.waited, StatusCode: status, Err: err})
 		}
 	}

@@ -11,7 +11,6 @@ import (
 // request alone. They travel under one context key, so that a request
 // pays one lookup for all of them; each With function copies them.
 type options struct {
-	hooks        *Hooks
 	rule         *policy.Rule // nil: the Transport's policy decides
 	ruleErr      error        // why rule is invalid, found when it was set
 	noRetries    bool
@@ -33,12 +32,6 @@ func with(ctx context.Context, f func(*options)) context.Context {
 	}
 	f(&o)
 	return context.WithValue(ctx, optionsKey{}, &o)
-}
-
-// WithHooks returns a context that makes the requests carrying it call h,
-// besides any [Transport.Hooks].
-func WithHooks(ctx context.Context, h *Hooks) context.Context {
-	return with(ctx, func(o *options) { o.hooks = h })
 }
 
 // WithPolicy returns a context under which a request follows rule instead

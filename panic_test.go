@@ -11,11 +11,13 @@ import (
 	"testing/synctest"
 	"time"
 
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
 	"github.com/retryhttp/retryhttp"
 	"github.com/retryhttp/retryhttp/policy"
 	rt "github.com/retryhttp/retryhttp/retryhttptest"
-	"github.com/stretchr/testify/assert"
-	"github.com/stretchr/testify/require"
+	"github.com/retryhttp/retryhttp/retrytrace"
 )
 
 // panicCaseEnv names the case a child process of TestPanicsReachTheCaller
@@ -64,7 +66,7 @@ func runPanicCase(t *testing.T, name string) {
 			Hedge: &policy.Hedge{MaxAttempts: 3, HedgingDelay: 10 * time.Millisecond}}}}
 		tr := &retryhttp.Transport{Base: base, Policy: cfg}
 		if name == "hook" {
-			tr.Hooks = &retryhttp.Hooks{AttemptStart: func(a retryhttp.AttemptStart) {
+			tr.Hooks = &retrytrace.Hooks{AttemptStart: func(a retrytrace.AttemptStartInfo) {
 				if a.Attempt == 2 && a.Request.URL.Path == "/panic" {
 					panic(name + " is broken")
 				}

@@ -8,9 +8,9 @@ import (
 	"net/http"
 )
 
-// MaxPeek is the most bytes [PeekBody] reads: a larger n counts as this
+// maxPeek is the most bytes [PeekBody] reads: a larger n counts as this
 // many, so that a classifier's peek never holds more than 1 MiB of a body.
-const MaxPeek = 1 << 20
+const maxPeek = 1 << 20
 
 // PeekBody returns up to n bytes from the start of resp's body (or, if
 // some of it was read already, from where its next reader would read) and
@@ -22,7 +22,7 @@ const MaxPeek = 1 << 20
 // modify them.
 //
 // An n of 0 or less reads nothing and returns nil, nil; an n above
-// [MaxPeek] counts as MaxPeek. A nil resp or body, http.NoBody, or the
+// 1 MiB counts as 1 MiB. A nil resp or body, http.NoBody, or the
 // connection of a 101 Switching Protocols response gives nil, nil. PeekBody respects the context of resp.Request, when it has
 // one: once that ends, the body is closed, which ends a read that the
 // context alone does not (as for a body from a custom base that ignores
@@ -38,7 +38,7 @@ func PeekBody(resp *http.Response, n int) ([]byte, error) {
 		resp.StatusCode == http.StatusSwitchingProtocols { // its body is a connection
 		return nil, nil
 	}
-	n = min(n, MaxPeek)
+	n = min(n, maxPeek)
 	pb, ok := resp.Body.(*peekedBody)
 	if !ok {
 		pb = &peekedBody{rc: resp.Body}

@@ -9,8 +9,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/retryhttp/retryhttp/policy"
 	"github.com/stretchr/testify/assert"
+
+	"github.com/retryhttp/retryhttp/policy"
 )
 
 // fixedNow is the receive time of every response in these tests, a

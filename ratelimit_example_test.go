@@ -13,6 +13,7 @@ import (
 	"github.com/retryhttp/retryhttp"
 	"github.com/retryhttp/retryhttp/policy"
 	"github.com/retryhttp/retryhttp/retryhttptest"
+	"github.com/retryhttp/retryhttp/retrytrace"
 )
 
 // gitHubConfig is GitHub's documented rate-limit rules as one rule: the
@@ -114,7 +115,7 @@ func firstWait(tr *retryhttp.Transport, method, url string) string {
 	ctx, stop := context.WithCancelCause(context.Background())
 	defer stop(nil)
 	var wait string
-	ctx = retryhttp.WithHooks(ctx, &retryhttp.Hooks{Wait: func(w retryhttp.Wait) {
+	ctx = retrytrace.WithHooks(ctx, &retrytrace.Hooks{Wait: func(w retrytrace.WaitInfo) {
 		wait = "waits " + asked(w)
 		stop(errors.New("seen"))
 	}})
@@ -132,14 +133,14 @@ func firstWait(tr *retryhttp.Transport, method, url string) string {
 
 // asked is the wait w, to the server's own precision: a server's delay is
 // jittered up by at most a tenth, at most a second; a backoff is random.
-func asked(w retryhttp.Wait) string {
+func asked(w retrytrace.WaitInfo) string {
 	switch {
-	case w.Reason == retryhttp.WaitBackoff:
+	case w.Reason == retrytrace.WaitBackoff:
 		return "the backoff"
-	case w.Length >= 10*time.Second:
-		return fmt.Sprintf("%v (%s)", w.Length.Truncate(time.Second), w.Reason)
+	case w.Delay >= 10*time.Second:
+		return fmt.Sprintf("%v (%s)", w.Delay.Truncate(time.Second), w.Reason)
 	}
-	return fmt.Sprintf("%v (%s)", w.Length.Truncate(time.Second/4), w.Reason)
+	return fmt.Sprintf("%v (%s)", w.Delay.Truncate(time.Second/4), w.Reason)
 }
 
 // llmConfig is an LLM API's rules (OpenAI's, as its own SDK retries) as

@@ -10,11 +10,12 @@ import (
 	"testing/synctest"
 	"time"
 
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
 	"github.com/retryhttp/retryhttp"
 	"github.com/retryhttp/retryhttp/policy"
 	rt "github.com/retryhttp/retryhttp/retryhttptest"
-	"github.com/stretchr/testify/assert"
-	"github.com/stretchr/testify/require"
 )
 
 // within asserts that got is in [lo, lo+spread].
@@ -112,7 +113,7 @@ func TestHoldGathersTheCallsOfItsHost(t *testing.T) {
 				}
 				assert.Equal(t, called, time.Now(), "a call that cannot wait fails at once")
 				require.ErrorIs(t, err, retryhttp.ErrHeld)
-				require.ErrorIs(t, err, retryhttp.ErrGiveUp)
+				require.ErrorIs(t, err, retryhttp.ErrNoResponse)
 				var held *retryhttp.HoldError
 				require.ErrorAs(t, err, &held)
 				assert.Equal(t, "api.test", held.Host)

@@ -7,9 +7,10 @@ import (
 	"testing"
 	"time"
 
+	"github.com/stretchr/testify/assert"
+
 	"github.com/retryhttp/retryhttp/internal/sfv"
 	"github.com/retryhttp/retryhttp/policy"
-	"github.com/stretchr/testify/assert"
 )
 
 // Retry-After-Ms is Retry-After in milliseconds, read after

@@ -3,6 +3,8 @@ package retryhttp
 import (
 	"fmt"
 	"net/http"
+
+	"github.com/retryhttp/retryhttp/retrytrace"
 )
 
 // retry is the retry loop: one attempt at a time, each let go by the gate
@@ -100,7 +102,7 @@ func (c *call) sendAgain(s step) step {
 // failed) with the last outcome, kept for that: its response, or its
 // error together with the body's.
 func (c *call) noBody(n int, err error) (*http.Response, error) {
-	c.refused(n, RefusedBuffer)
+	c.refused(n, retrytrace.RefusedBuffer)
 	if c.last.resp == nil {
 		c.last.err = fmt.Errorf("%w; no body for attempt %d: %w", c.last.err, n, err)
 	}

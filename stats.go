@@ -4,38 +4,36 @@ import (
 	"strconv"
 	"sync/atomic"
 	"time"
+
+	"github.com/retryhttp/retryhttp/dial"
+	"github.com/retryhttp/retryhttp/policy"
 )
 
-// histogramBuckets are the lower bounds of the retry histogram's buckets.
+// histogramBuckets are the lower bounds of [Counters.Histogram]'s
+// buckets.
 var histogramBuckets = [8]int{1, 2, 3, 4, 5, 10, 100, 1000}
 
-// HistogramBuckets returns the lower bounds of [Counters.RetryHistogram]'s
-// buckets, 1, 2, 3, 4, 5, 10, 100 and 1000: a request's k-th extra attempt
-// (retry or hedge, k >= 1) counts in the last bucket whose bound is at most
-// k, so the 5th to 9th count in ">= 5" and every one counts in exactly one
-// bucket. It returns a copy: the bounds are fixed.
-func HistogramBuckets() [8]int { return histogramBuckets }
-
-// Counters are what a [Transport] has done for one rule or one host.
+// Counters are what a [Transport] has done for one rule or one host. An
+// extra attempt is one after a request's first: a retry or a hedge.
 type Counters struct {
 	// Requests counts RoundTrip calls: first attempts.
 	Requests uint64
-	// RetryAttempts counts attempts after the first, retries and hedges
-	// alike; it is the sum of RetryHistogram.
-	RetryAttempts uint64
-	// RetryAttemptsFailed counts those of RetryAttempts that got a
+	// ExtraAttempts counts attempts after the first, retries and hedges
+	// alike; it is the sum of Histogram.
+	ExtraAttempts uint64
+	// ExtraAttemptsFailed counts those of ExtraAttempts that got a
 	// retryable status, a non-fatal status or an error.
-	RetryAttemptsFailed uint64
+	ExtraAttemptsFailed uint64
 	// TransparentRetries counts attempts resent because the first
-	// provably never reached the server; they are not RetryAttempts.
+	// provably never reached the server; they are not ExtraAttempts.
 	TransparentRetries uint64
-	// HedgesSent counts the hedges among RetryAttempts; HedgesWon those
+	// Hedges counts the hedges among ExtraAttempts; HedgesWon those
 	// whose response was handed to the caller. HedgesCancelled counts the
 	// attempts of hedged requests, the first included, cut off before
 	// they ended: because another attempt won, the caller's context ended,
 	// or the body outgrew its buffer. It measures work thrown away, so it
-	// may exceed HedgesSent.
-	HedgesSent      uint64
+	// may exceed Hedges.
+	Hedges          uint64
 	HedgesWon       uint64
 	HedgesCancelled uint64
 	// BudgetRefusals counts attempts the host's retry budget refused.
@@ -58,59 +56,103 @@ type Counters struct {
 	// CommittedForSize counts request bodies that could not be replayed
 	// because they outgrew their buffer or got no room in the total.
 	CommittedForSize uint64
-	// RetryHistogram counts extra attempts by their number within their
-	// request, in the buckets of [HistogramBuckets].
-	RetryHistogram [8]uint64
+	// Histogram counts extra attempts by their number within their
+	// request, in buckets whose lower bounds are 1, 2, 3, 4, 5, 10, 100
+	// and 1000: a request's k-th extra attempt counts in the last bucket
+	// whose bound is at most k, so the 5th to 9th count in ">= 5" and
+	// every one counts in exactly one bucket.
+	Histogram [8]uint64
 }
 
-// Stats is a snapshot of a Transport's counters. It is consistent in the
-// sense that matters for ratios: a count is never seen before the count it
-// depends on (no hedge won that was not sent, no failed retry attempt that
-// was not counted as a retry attempt).
+// Stats is a snapshot of what a Transport has done and of what it holds
+// now. Its counters are consistent in the sense that matters for ratios:
+// a count is never seen before the count it depends on (no hedge won that
+// was not sent, no failed extra attempt that was not counted as one).
+//
+// Publish it with expvar in one line, read afresh at each scrape:
+//
+//	expvar.Publish("retryhttp", expvar.Func(func() any { return tr.Stats() }))
 type Stats struct {
 	// Total sums every host, and so every request since the Transport
 	// was first used, whatever policy it was under.
 	Total Counters
-	// Rules is keyed by the matched rule of the policy in force,
-	// "methodConfig[i]", "none" for requests no rule matched, and
-	// "per-call" for requests sent under [WithPolicy] (present once one
-	// was). A policy set by [Transport.SetPolicy] starts its rules afresh.
+	// Rules is keyed by the rule of the policy in force that requests
+	// matched (see [policy.Rule.Key]), "(none)" for requests no rule
+	// matched, and "(per-call)" for requests sent under [WithPolicy]
+	// (present once one was). A policy set by [Transport.SetPolicy]
+	// starts its rules afresh.
 	Rules map[string]Counters
-	// Hosts is keyed by URL host as the budget is. At most 1024 hosts
-	// are kept apart; requests to hosts beyond them count under
-	// "(other)".
-	Hosts map[string]Counters
+	// Hosts is keyed by URL host, lowercased, its port kept, as the
+	// budget is. The counters of at most 1024 hosts are kept apart;
+	// requests to hosts beyond them count under "(other)". What a host
+	// holds now (its budget, its holds) is given for the hosts the
+	// Transport keeps state for, at most 4096, the least recently used
+	// forgotten first.
+	Hosts map[string]HostStats
 	// Buffer reports the request-body buffer.
 	Buffer BufferStats
+	// Failures are the last 20 requests that failed, newest first: those
+	// that ended in an error, or in a 429 or 5xx after more than one
+	// attempt. Failed counts every one since first use.
+	Failures []Failure
+	Failed   uint64
+	// DialBackoff lists the addresses that the Transport's own dialer
+	// (with a nil Base) is backing off, or failed since their last
+	// connection; it is nil when the Base is the caller's.
+	DialBackoff []dial.Window
+	// PolicyErr is the error of an invalid policy while it is in force,
+	// which every request then fails with; nil otherwise.
+	PolicyErr error
 }
 
-// maxStatsHosts bounds the hosts kept apart in [Stats.Hosts], so that a
+// HostStats are what a [Transport] has done for one host, and what it
+// holds of the host now.
+type HostStats struct {
+	Counters
+	// Tokens and MaxTokens are the host's retry budget: the tokens it
+	// holds, and its capacity under the throttle in force. Retries and
+	// hedges start only while Tokens > MaxTokens/2. MaxTokens is 0 when
+	// the policy has no throttle.
+	Tokens, MaxTokens float64
+	// HedgeTokens are the hedges its hedge budget (maxExtraLoad) holds,
+	// at most 10.
+	HedgeTokens float64
+	// Holds are the holds in force on the host, one per rule at most.
+	Holds []Hold
+	// LatencySamples recent latencies of the host are kept, for a host
+	// whose requests were hedged, and their quantiles are given.
+	LatencySamples                     int
+	LatencyP50, LatencyP90, LatencyP99 time.Duration
+}
+
+// maxStatsHosts bounds the hosts whose counters are kept apart in
+// [Stats.Hosts], so that a
 // client talking to millions of hosts keeps a fixed amount of memory.
 const maxStatsHosts = 1024
 
 // counters is the atomic form of Counters, one per rule and per host.
 type counters struct {
-	requests, failed, transparent          atomic.Uint64
-	hedgesSent, hedgesWon, hedgesCancelled atomic.Uint64
-	budgetRefusals, fleetRefusals          atomic.Uint64
-	hedgeBudgetRefusals                    atomic.Uint64
-	holdsSet, holdWaits, holdRefusals      atomic.Uint64
-	holdWaitNanos                          atomic.Uint64
-	committedForSize                       atomic.Uint64
-	histogram                              [8]atomic.Uint64
+	requests, failed, transparent      atomic.Uint64
+	hedges, hedgesWon, hedgesCancelled atomic.Uint64
+	budgetRefusals, fleetRefusals      atomic.Uint64
+	hedgeBudgetRefusals                atomic.Uint64
+	holdsSet, holdWaits, holdRefusals  atomic.Uint64
+	holdWaitNanos                      atomic.Uint64
+	committedForSize                   atomic.Uint64
+	histogram                          [8]atomic.Uint64
 }
 
 // snapshot reads c so that each dependent count is read before the count
 // it depends on, and is thus never ahead of it.
 func (c *counters) snapshot() Counters {
 	var s Counters
-	s.RetryAttemptsFailed = c.failed.Load()
+	s.ExtraAttemptsFailed = c.failed.Load()
 	s.HedgesWon = c.hedgesWon.Load()
 	s.HedgesCancelled = c.hedgesCancelled.Load()
-	s.HedgesSent = c.hedgesSent.Load()
+	s.Hedges = c.hedges.Load()
 	for i := range c.histogram {
-		s.RetryHistogram[i] = c.histogram[i].Load()
-		s.RetryAttempts += s.RetryHistogram[i]
+		s.Histogram[i] = c.histogram[i].Load()
+		s.ExtraAttempts += s.Histogram[i]
 	}
 	s.Requests = c.requests.Load()
 	s.TransparentRetries = c.transparent.Load()
@@ -127,10 +169,10 @@ func (c *counters) snapshot() Counters {
 
 func (s *Counters) add(o Counters) {
 	s.Requests += o.Requests
-	s.RetryAttempts += o.RetryAttempts
-	s.RetryAttemptsFailed += o.RetryAttemptsFailed
+	s.ExtraAttempts += o.ExtraAttempts
+	s.ExtraAttemptsFailed += o.ExtraAttemptsFailed
 	s.TransparentRetries += o.TransparentRetries
-	s.HedgesSent += o.HedgesSent
+	s.Hedges += o.Hedges
 	s.HedgesWon += o.HedgesWon
 	s.HedgesCancelled += o.HedgesCancelled
 	s.BudgetRefusals += o.BudgetRefusals
@@ -141,8 +183,8 @@ func (s *Counters) add(o Counters) {
 	s.HoldWaitTime += o.HoldWaitTime
 	s.HoldRefusals += o.HoldRefusals
 	s.CommittedForSize += o.CommittedForSize
-	for i := range s.RetryHistogram {
-		s.RetryHistogram[i] += o.RetryHistogram[i]
+	for i := range s.Histogram {
+		s.Histogram[i] += o.Histogram[i]
 	}
 }
 
@@ -168,15 +210,34 @@ type ruleStats struct {
 	names    []string // each one's key in Stats.Rules, made once
 }
 
-func newRuleStats(rules int) ruleStats {
-	s := ruleStats{counters: make([]*counters, rules+2), names: make([]string, rules+2)}
+// newRuleStats makes the counters of rules, each named by its key. A
+// rule whose patterns repeat an earlier rule's, and so never matches a
+// request, has its position after its key: "GET (#3)".
+func newRuleStats(rules []policy.Rule) ruleStats {
+	n := len(rules)
+	s := ruleStats{counters: make([]*counters, n+2), names: make([]string, n+2)}
+	seen := make(map[string]bool, n)
 	for i := range s.counters {
 		s.counters[i] = new(counters)
-		s.names[i] = "methodConfig[" + strconv.Itoa(i) + "]"
+		if i >= n {
+			continue
+		}
+		key := rules[i].Key()
+		if seen[key] {
+			key += " (#" + strconv.Itoa(i) + ")"
+		}
+		seen[key], s.names[i] = true, key
 	}
-	s.names[rules], s.names[rules+1] = "none", "per-call"
+	s.names[n], s.names[n+1] = ruleNone, rulePerCall
 	return s
 }
+
+// The keys of requests that no rule matched, and of requests under a
+// per-call rule: no rule's key is written in parentheses.
+const (
+	ruleNone    = "(none)"
+	rulePerCall = "(per-call)"
+)
 
 // index maps a rule index (-1: no rule; perCallRule) to its slot.
 func (s ruleStats) index(i int) int {
@@ -195,23 +256,36 @@ func (s ruleStats) rule(i int) *counters { return s.counters[s.index(i)] }
 // name returns the key of rule i in Stats.Rules.
 func (s ruleStats) name(i int) string { return s.names[s.index(i)] }
 
-// snapshot reads the counters of every rule and of every host, the
-// latter summed into the total.
-func snapshot(rules ruleStats, hosts *hostMap[counters]) Stats {
-	st := Stats{Rules: make(map[string]Counters, len(rules.counters)), Hosts: make(map[string]Counters)}
+// snapshot reads st at now: the counters of every rule and of every host,
+// the latter summed into the total, and what each host holds now.
+func (st *state) snapshot(now time.Time) Stats {
+	rules := st.pol.Load().ruleStats
+	s := Stats{Rules: make(map[string]Counters, len(rules.counters)), Hosts: make(map[string]HostStats)}
 	for i, c := range rules.counters {
 		snap := c.snapshot()
 		if i == len(rules.counters)-1 && snap == (Counters{}) {
 			continue // no per-call rule was used
 		}
-		st.Rules[rules.names[i]] = snap
+		s.Rules[rules.names[i]] = snap
 	}
-	for h, c := range hosts.snapshot() {
+	for h, c := range st.hosts.stats.snapshot() {
 		snap := c.snapshot()
-		st.Hosts[h] = snap
-		st.Total.add(snap)
+		s.Hosts[h] = HostStats{Counters: snap}
+		s.Total.add(snap)
 	}
-	return st
+	capacity := st.hosts.capacity()
+	st.hosts.each(func(h *host) {
+		hs := s.Hosts[h.name]
+		h.read(&hs, capacity, now)
+		s.Hosts[h.name] = hs
+	})
+	s.Buffer = st.pool.stats()
+	s.Failures, s.Failed = st.failures.recent()
+	if st.dialer != nil {
+		s.DialBackoff = st.dialer.Windows()
+	}
+	s.PolicyErr = st.pol.Load().err
+	return s
 }
 
 // pair counts an event for a request's rule and host at once.

@@ -3,6 +3,9 @@ package retryhttp
 import (
 	"fmt"
 	"testing"
+	"time"
+
+	"github.com/retryhttp/retryhttp/policy"
 
 	"github.com/stretchr/testify/assert"
 )
@@ -20,11 +23,12 @@ func TestHistogramBucket(t *testing.T) {
 }
 
 func TestStatsHostsAreBounded(t *testing.T) {
-	hosts := newHostMap[counters](maxStatsHosts)
+	st := &state{hosts: newHostTable(nil, 0), pool: newBufferPool(BufferLimits{})}
+	st.pol.Store(newActive(policy.None()))
 	for i := range maxStatsHosts + 500 {
-		hosts.get(fmt.Sprintf("h%d.test", i)).requests.Add(1)
+		st.hosts.stats.get(fmt.Sprintf("h%d.test", i)).requests.Add(1)
 	}
-	snap := snapshot(newRuleStats(0), hosts)
+	snap := st.snapshot(time.Now())
 	assert.Len(t, snap.Hosts, maxStatsHosts+1)
 	assert.Equal(t, uint64(500), snap.Hosts[overflowHost].Requests)
 }

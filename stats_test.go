@@ -9,10 +9,12 @@ import (
 	"testing/synctest"
 	"time"
 
-	"github.com/retryhttp/retryhttp"
-	rt "github.com/retryhttp/retryhttp/retryhttptest"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"github.com/retryhttp/retryhttp"
+	rt "github.com/retryhttp/retryhttp/retryhttptest"
+	"github.com/retryhttp/retryhttp/retrytrace"
 )
 
 func TestStatsCountAScriptedSequence(t *testing.T) {
@@ -31,16 +33,16 @@ func TestStatsCountAScriptedSequence(t *testing.T) {
 
 		want := retryhttp.Counters{
 			Requests:            1,
-			RetryAttempts:       11,
-			RetryAttemptsFailed: 10,
+			ExtraAttempts:       11,
+			ExtraAttemptsFailed: 10,
 			// Retries 1-4 one each, 5-9 in ">= 5", 10-11 in ">= 10".
-			RetryHistogram: [8]uint64{1, 1, 1, 1, 5, 2, 0, 0},
+			Histogram: [8]uint64{1, 1, 1, 1, 5, 2, 0, 0},
 		}
 		st := tr.Stats()
 		assert.Equal(t, want, st.Total)
-		assert.Equal(t, want, st.Rules["methodConfig[0]"])
-		assert.Equal(t, want, st.Hosts["api.test"])
-		assert.Equal(t, retryhttp.Counters{}, st.Rules["none"])
+		assert.Equal(t, want, st.Rules["*"])
+		assert.Equal(t, want, st.Hosts["api.test"].Counters)
+		assert.Equal(t, retryhttp.Counters{}, st.Rules["(none)"])
 	})
 }
 
@@ -62,8 +64,8 @@ func TestStatsPerRule(t *testing.T) {
 		readAll(t, resp)
 	}
 	st := tr.Stats()
-	assert.Equal(t, uint64(1), st.Rules["methodConfig[0]"].Requests)
-	assert.Equal(t, uint64(2), st.Rules["none"].Requests)
+	assert.Equal(t, uint64(1), st.Rules["PUT"].Requests)
+	assert.Equal(t, uint64(2), st.Rules["(none)"].Requests)
 	assert.Equal(t, uint64(3), st.Total.Requests)
 	assert.Equal(t, uint64(3), st.Hosts["api.test"].Requests)
 }
@@ -73,7 +75,7 @@ func TestHooksSeeEachStep(t *testing.T) {
 		rec := &hookLog{}
 		tr, _ := newScripted(retryConfig(3, 503), rt.Step{Status: 503}, rt.Step{})
 		tr.Hooks = rec.hooks("T")
-		ctx := retryhttp.WithHooks(t.Context(), rec.hooks("R"))
+		ctx := retrytrace.WithHooks(t.Context(), rec.hooks("R"))
 		resp, err := tr.RoundTrip(newRequest(t, ctx, "GET", ""))
 		require.NoError(t, err)
 		readAll(t, resp)
@@ -92,7 +94,7 @@ func TestHooksSeeADeadlineRefusal(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		rec := &hookLog{}
 		tr, _ := newScripted(retryConfig(3, 503), rt.Step{Status: 503})
-		ctx, cancel := context.WithTimeout(retryhttp.WithHooks(t.Context(), rec.hooks("R")), 50*time.Millisecond)
+		ctx, cancel := context.WithTimeout(retrytrace.WithHooks(t.Context(), rec.hooks("R")), 50*time.Millisecond)
 		defer cancel()
 		resp, err := tr.RoundTrip(newRequest(t, ctx, "GET", ""))
 		require.NoError(t, err)

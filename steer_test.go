@@ -9,11 +9,12 @@ import (
 	"testing/synctest"
 	"time"
 
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
 	"github.com/retryhttp/retryhttp"
 	"github.com/retryhttp/retryhttp/policy"
 	rt "github.com/retryhttp/retryhttp/retryhttptest"
-	"github.com/stretchr/testify/assert"
-	"github.com/stretchr/testify/require"
 )
 
 // corePolicy is Core Reporting's schedule: 2^n s + U[0, 1000 ms],
@@ -65,9 +66,9 @@ func TestGoogleCoreReportingRule(t *testing.T) {
 				var total time.Duration
 				for n, w := range waits {
 					lo := time.Duration(1<<n) * time.Second
-					assert.GreaterOrEqual(t, w.Length, lo, "wait %d", n)
-					assert.LessOrEqual(t, w.Length, lo+time.Second, "wait %d", n)
-					total += w.Length
+					assert.GreaterOrEqual(t, w.Delay, lo, "wait %d", n)
+					assert.LessOrEqual(t, w.Delay, lo+time.Second, "wait %d", n)
+					total += w.Delay
 				}
 				assert.Equal(t, total, time.Since(start), "the waits are all the time taken")
 			})
@@ -103,7 +104,7 @@ func TestPerCallOptions(t *testing.T) {
 			readAll(t, resp)
 			assert.Equal(t, tc.want, s.Count()-before, "%s: attempts", tc.name)
 		}
-		assert.Equal(t, uint64(1), tr.Stats().Rules["per-call"].Requests)
+		assert.Equal(t, uint64(1), tr.Stats().Rules["(per-call)"].Requests)
 
 		bad := &policy.Rule{Retry: &policy.Retry{MaxAttempts: 1}}
 		req := newRequest(t, retryhttp.WithPolicy(t.Context(), bad), "PUT", "")
@@ -163,8 +164,8 @@ func TestDelayHeadersSetTheWait(t *testing.T) {
 					return
 				}
 				require.Len(t, waits, 1)
-				assert.GreaterOrEqual(t, waits[0].Length, tc.wait)
-				assert.LessOrEqual(t, waits[0].Length, tc.wait+tc.wait/5)
+				assert.GreaterOrEqual(t, waits[0].Delay, tc.wait)
+				assert.LessOrEqual(t, waits[0].Delay, tc.wait+tc.wait/5)
 			})
 		})
 	}

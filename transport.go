@@ -5,11 +5,14 @@ import (
 	"fmt"
 	"net/http"
 	"reflect"
+	"strings"
 	"sync"
 	"sync/atomic"
+	"time"
 
-	"github.com/hashicorp/go-cleanhttp"
+	"github.com/retryhttp/retryhttp/dial"
 	"github.com/retryhttp/retryhttp/policy"
+	"github.com/retryhttp/retryhttp/retrytrace"
 )
 
 // Transport is an [http.RoundTripper] that retries or hedges requests by
@@ -24,7 +27,7 @@ import (
 // by each request as it starts. A Base, Policy, Buffer, Fleet or
 // OmitAttemptsHeader changed later is not taken: requests then fail with
 // an error that names the field, rather than go on as if it were
-// unchanged. Stats, PublishExpvar, CloseIdleConnections and ResetBackoff
+// unchanged. Stats, CloseIdleConnections and ResetBackoff
 // are no first use.
 //
 // Every response it discards (one retried, a hedge that lost) is drained
@@ -37,7 +40,7 @@ import (
 type Transport struct {
 	// Base sends each attempt. Nil means a pooled transport from
 	// go-cleanhttp, built once per Transport (never
-	// http.DefaultTransport), whose dials go through a [Dialer] so that a
+	// http.DefaultTransport), whose dials go through a [dial.Dialer] so that a
 	// host that is down is not hammered. With that base, the attempts of
 	// a hedged request to a host with several addresses go to distinct
 	// ones: each attempt dials, or reuses a connection to, an address that
@@ -52,9 +55,9 @@ type Transport struct {
 	// [Transport.SetPolicy] gives a valid one.
 	Policy *policy.Config
 
-	// Hooks, when set, are called for every request; see [Hooks] and
-	// [WithHooks].
-	Hooks *Hooks
+	// Hooks, when set, are called for every request; see
+	// [retrytrace.Hooks] and [retrytrace.WithHooks].
+	Hooks *retrytrace.Hooks
 
 	// Buffer bounds the memory used to replay request bodies that have no
 	// GetBody. The zero value means 1 MiB per request and 64 MiB for the
@@ -103,8 +106,7 @@ type state struct {
 	// first use, or when SetPolicy said what the policy is.
 	policyField atomic.Pointer[policy.Config]
 	base        http.RoundTripper      // fields.base, or the one it built
-	dialer      *Dialer                // non-nil when the Transport built its own base
-	spread      *spread                // likewise: attempts to distinct backends
+	dialer      *dial.Dialer           // non-nil when the Transport built its own base
 	pol         atomic.Pointer[active] // the policy in force
 	hosts       *hostTable             // budgets, holds, latencies and statistics per host
 	failures    failureRing            // the last requests that failed, for the status page
@@ -127,7 +129,7 @@ type active struct {
 }
 
 func newActive(cfg *policy.Config) *active {
-	return &active{cfg: cfg, ruleStats: newRuleStats(len(cfg.Rules)), delayHeaders: cfg.ServerDelayHeaders()}
+	return &active{cfg: cfg, ruleStats: newRuleStats(cfg.Rules), delayHeaders: cfg.ServerDelayHeaders()}
 }
 
 // init builds the Transport's state on first use. The policy is checked
@@ -144,9 +146,7 @@ func (t *Transport) init() *state {
 		}
 		st.calls.New = func() any { return new(call) }
 		if st.base == nil {
-			var base *http.Transport
-			base, st.dialer = NewBase()
-			st.base, st.spread = base, newSpread(base, st.dialer)
+			st.base, st.dialer = dial.NewBase()
 		}
 		if err := st.setPolicy(t.Policy); err != nil {
 			st.pol.Store(&active{err: err})
@@ -232,36 +232,6 @@ func (st *state) setPolicy(cfg *policy.Config) error {
 	return nil
 }
 
-// minIdlePerHost is the fewest idle connections per host that NewBase's
-// transport keeps: enough for 16 concurrent callers of one host.
-const minIdlePerHost = 16
-
-// NewBase returns the base transport the zero Transport builds for itself
-// and the Dialer it dials through: go-cleanhttp's pooled transport, its
-// dials (plain and TLS) going through a [Dialer] that keeps gRPC's
-// connection backoff per address. A caller who wraps it, to sign requests
-// say, and sets the result as [Transport.Base] keeps the dial backoff;
-// [Transport.ResetBackoff] then does nothing, and the Dialer's Reset is
-// the way to cut a window short. Each call builds a new pair.
-//
-// It keeps at least 16 idle connections per host (go-cleanhttp keeps
-// GOMAXPROCS+1): with http.Client.Timeout set, net/http wakes a timer's
-// goroutine between a response's last byte and the caller's next request,
-// and with a pool of 3, concurrent callers on a small machine close and
-// dial connections they could have reused.
-//
-// HTTPS dials go through [Dialer.DialTLSContext], so that only a completed
-// handshake ends an address's backoff; cleanhttp already sets
-// ForceAttemptHTTP2, which keeps HTTP/2 working with a custom TLS dial.
-func NewBase() (*http.Transport, *Dialer) {
-	base := cleanhttp.DefaultPooledTransport()
-	base.MaxIdleConnsPerHost = max(base.MaxIdleConnsPerHost, minIdlePerHost)
-	d := &Dialer{}
-	base.DialContext = d.DialContext
-	base.DialTLSContext = d.DialTLSContext
-	return base, d
-}
-
 // RoundTrip implements [http.RoundTripper]. It never modifies req, always
 // closes its body, returns the final response with a nil error even when
 // its status is an error, and never returns both a response and an error.
@@ -308,7 +278,7 @@ func (t *Transport) RoundTrip(req *http.Request) (*http.Response, error) {
 		resp, err = c.retry()
 	}
 	c.settleWatch(resp)
-	c.finished(resp, err)
+	c.finished(resp, err, c.tried)
 	c.noteFailure(resp, err)
 	completed = true
 	return resp, err
@@ -328,17 +298,18 @@ func checkRequest(req *http.Request) error {
 	return nil
 }
 
-// Stats returns a snapshot of what the Transport has done so far. It is
-// cheap enough to call often: it reads atomic counters and takes no lock
-// that requests wait on.
+// Stats returns a snapshot of what the Transport has done so far, and of
+// what it holds now: per host, its budget, holds and latencies; the
+// addresses its dialer backs off; its last failures. It reads atomic
+// counters and takes the locks that requests share only to copy what it
+// returns, so it is cheap enough to call often; its cost grows with the
+// hosts the Transport keeps. It is no first use.
 func (t *Transport) Stats() Stats {
 	st := t.st.Load()
 	if st == nil { // no request yet, and no first use
-		return Stats{Rules: map[string]Counters{}, Hosts: map[string]Counters{}}
+		return Stats{Rules: map[string]Counters{}, Hosts: map[string]HostStats{}}
 	}
-	s := snapshot(st.pol.Load().ruleStats, st.hosts.stats)
-	s.Buffer = st.pool.stats()
-	return s
+	return st.snapshot(time.Now())
 }
 
 // CloseIdleConnections closes the idle connections of the base transport,
@@ -351,17 +322,27 @@ func (t *Transport) CloseIdleConnections() {
 	if c, ok := base.(interface{ CloseIdleConnections() }); ok {
 		c.CloseIdleConnections()
 	}
-	if st != nil && st.spread != nil {
-		st.spread.closeIdle()
+	if st != nil && st.dialer != nil {
+		st.dialer.CloseIdleConnections()
 	}
 }
 
-// ResetBackoff cuts short the connection backoff of addr ("host:port"), for
-// an application that has an out-of-band reason to believe the server is
-// back. It has an effect only when the Transport built its own base (Base
-// is nil); otherwise it does nothing.
-func (t *Transport) ResetBackoff(addr string) {
-	if st := t.st.Load(); st != nil && st.dialer != nil {
-		st.dialer.Reset(addr)
+// ResetBackoff tells the Transport that host is back, for an application
+// that has an out-of-band reason to believe so, as gRPC's
+// ResetConnectBackoff does for a channel: the holds on host end, and,
+// when the Transport dials through a base of its own (Base is nil), so do
+// the dial backoff windows of its addresses; the next request goes at
+// once. host is a URL host, as in a request's URL ("api.example.com",
+// "api.example.com:8443"), in any case; "" means every host. A Base of
+// the caller's keeps its own dial backoff: see dial.Dialer.ResetBackoff.
+func (t *Transport) ResetBackoff(host string) {
+	st := t.st.Load()
+	if st == nil {
+		return
 	}
+	host = strings.ToLower(host)
+	if st.dialer != nil {
+		st.dialer.ResetBackoff(host)
+	}
+	st.hosts.reset(host)
 }

@@ -217,16 +217,19 @@ func BenchmarkConcurrentUploads200(b *testing.B) {
 		switch {
 		case ok != uploads:
 			b.Fatalf("%d of %d uploads arrived whole", ok, uploads)
-		case st.Buffer.HighWater > retryhttp.DefaultBufferTotal:
-			b.Fatalf("high water %d passed the total %d", st.Buffer.HighWater, retryhttp.DefaultBufferTotal)
+		case st.Buffer.HighWater > defaultBufferTotal:
+			b.Fatalf("high water %d passed the total %d", st.Buffer.HighWater, defaultBufferTotal)
 		case st.Buffer.Buffered != 0:
 			b.Fatalf("%d bytes still buffered after every upload", st.Buffer.Buffered)
 		}
 		highWater = max(highWater, st.Buffer.HighWater)
 		committed += st.Buffer.CommittedForSize
-		replayed += st.Total.RetryAttempts
+		replayed += st.Total.ExtraAttempts
 	}
 	b.ReportMetric(float64(highWater), "max-high-water-B")
 	b.ReportMetric(float64(committed)/float64(b.N), "committed/op")
 	b.ReportMetric(float64(replayed)/float64(b.N), "replayed/op")
 }
+
+// defaultBufferTotal is what a Transport's zero Buffer.Total means.
+const defaultBufferTotal = 64 << 20

@@ -9,11 +9,12 @@ import (
 	"testing/iotest"
 	"time"
 
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
 	"github.com/retryhttp/retryhttp"
 	"github.com/retryhttp/retryhttp/policy"
 	rt "github.com/retryhttp/retryhttp/retryhttptest"
-	"github.com/stretchr/testify/assert"
-	"github.com/stretchr/testify/require"
 )
 
 // Request bodies through the public API, over real loopback sockets, so
@@ -191,7 +192,7 @@ func TestBodyOverLimitIsSentOnce(t *testing.T) {
 				st := tr.Stats()
 				assert.Equal(t, uint64(1), st.Buffer.CommittedForSize)
 				assert.Equal(t, uint64(1), st.Total.CommittedForSize)
-				assert.Zero(t, st.Total.RetryAttempts)
+				assert.Zero(t, st.Total.ExtraAttempts)
 				wantRoomBack(t, tr)
 				if k.known {
 					assert.Zero(t, st.Buffer.HighWater, "a declared length over the limit takes no room")

@@ -3,18 +3,18 @@ package retryhttp_test
 import (
 	"context"
 	"errors"
-	"fmt"
 	"net/http"
 	"strings"
 	"testing"
 	"testing/synctest"
 	"time"
 
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
 	"github.com/retryhttp/retryhttp"
 	"github.com/retryhttp/retryhttp/policy"
 	rt "github.com/retryhttp/retryhttp/retryhttptest"
-	"github.com/stretchr/testify/assert"
-	"github.com/stretchr/testify/require"
 )
 
 func TestRetriesUntilSuccess(t *testing.T) {
@@ -190,13 +190,12 @@ func TestCallerDeadlineBoundsTheChain(t *testing.T) {
 	})
 }
 
-// The README's Observability order, Stats and PublishExpvar first and the
-// hooks set after, loses no hook: neither is a first use.
+// Stats, CloseIdleConnections and ResetBackoff first and the hooks set
+// after loses no hook: none is a first use.
 func TestHooksSetAfterStatsAreCalled(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		tr, _ := newScripted(retryConfig(2, 503), rt.Step{Status: 503}, rt.Step{})
 		assert.Empty(t, tr.Stats().Hosts)
-		require.NoError(t, tr.PublishExpvar(fmt.Sprintf("retryhttp-hooks-after-stats-%p", tr)))
 		tr.CloseIdleConnections()
 		tr.ResetBackoff("api.test:443")
 		var log hookLog

@@ -12,10 +12,11 @@ import (
 	"sync/atomic"
 	"testing"
 
-	"github.com/retryhttp/retryhttp"
-	rt "github.com/retryhttp/retryhttp/retryhttptest"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"github.com/retryhttp/retryhttp"
+	rt "github.com/retryhttp/retryhttp/retryhttptest"
 )
 
 // The two ends of the request-body tests' uploads: the caller's body, made

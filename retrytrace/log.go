@@ -1,14 +1,16 @@
-package retryhttp
+package retrytrace
 
 import (
 	"log/slog"
 	"net/http"
+
+	"github.com/retryhttp/retryhttp/internal/redact"
 )
 
-// LogHooks returns hooks that log, with l, what a [Transport] does for a
-// request beyond sending it once. A nil l means [slog.Default], as it is
-// when each record is made. Set them as [Transport.Hooks], or pass them
-// to [WithHooks].
+// LogHooks returns hooks that log, with l, what a retryhttp.Transport does
+// for a request beyond sending it once. A nil l means [slog.Default], as
+// it is when each record is made. Set them as the Transport's Hooks, or
+// pass them to [WithHooks].
 //
 // The levels:
 //   - Debug: each attempt that did not succeed, with its outcome and its
@@ -17,16 +19,18 @@ import (
 //   - Info: a wait before a retry (a backoff, a server delay, a dial
 //     backoff window), with its length and reason; a hedge sent; a
 //     request answered after more than one attempt or a resend.
-//   - Warn: an attempt the policy would make that is refused (budget,
-//     buffer, deadline, server delay); a request that ends, after more
-//     than one attempt or a resend, in an error or in a 429 or 5xx.
+//   - Warn: an attempt the policy would make that is refused (see
+//     [RefusalReason]); a request that ends, after more than one attempt
+//     or a resend, in an error or in a 429 or 5xx.
 //
-// A request answered by its first attempt logs nothing, and costs nothing
+// A request whose first attempt succeeds logs nothing, and costs nothing
 // but the hook calls.
 //
 // Each record carries the request's method, host and path, then those of
-// attempt, wait, reason, outcome, status, error, latency, attempts,
-// hedges, transparent_retries and retry_delay that apply. No record holds
+// attempt, delay, reason, outcome, status_code, error, latency, attempts,
+// hedges, transparent_retries and retry_delay that apply: the names of
+// the fields of the hooks' payloads, as the otel module and the status
+// page name them too. No record holds
 // a query string, a fragment, userinfo or a header value: every URL in an
 // error's text is cut down to its scheme, host and path.
 //
@@ -67,7 +71,7 @@ func (h logHooks) log(req *http.Request, level slog.Level, msg string, attrs ...
 	l.LogAttrs(ctx, level, msg, append(all, attrs...)...)
 }
 
-func (h logHooks) attemptStart(a AttemptStart) {
+func (h logHooks) attemptStart(a AttemptStartInfo) {
 	switch {
 	case a.Resend:
 		h.log(a.Request, slog.LevelDebug, "retryhttp: resending", slog.Int("attempt", a.Attempt))
@@ -76,7 +80,7 @@ func (h logHooks) attemptStart(a AttemptStart) {
 	}
 }
 
-func (h logHooks) attemptDone(a AttemptDone) {
+func (h logHooks) attemptDone(a AttemptDoneInfo) {
 	if a.Outcome == OutcomeSuccess {
 		return
 	}
@@ -84,21 +88,21 @@ func (h logHooks) attemptDone(a AttemptDone) {
 		slog.String("outcome", string(a.Outcome)), statusOrError(a.StatusCode, a.Err), slog.Duration("latency", a.Latency))
 }
 
-func (h logHooks) wait(w Wait) {
+func (h logHooks) wait(w WaitInfo) {
 	level := slog.LevelInfo
 	if w.Reason == WaitHedgeDelay {
 		level = slog.LevelDebug // every hedged request reports one, whether a hedge follows or not
 	}
 	h.log(w.Request, level, "retryhttp: waiting", slog.Int("attempt", w.Attempt),
-		slog.Duration("wait", w.Length), slog.String("reason", string(w.Reason)))
+		slog.Duration("delay", w.Delay), slog.String("reason", string(w.Reason)))
 }
 
-func (h logHooks) refused(r Refused) {
+func (h logHooks) refused(r RefusedInfo) {
 	h.log(r.Request, slog.LevelWarn, "retryhttp: attempt refused", slog.Int("attempt", r.Attempt),
 		slog.String("reason", string(r.Reason)))
 }
 
-func (h logHooks) done(d Done) {
+func (h logHooks) done(d DoneInfo) {
 	if d.Attempts <= 1 && d.TransparentRetries == 0 {
 		return // answered, or failed, as a plain client would have
 	}
@@ -120,7 +124,7 @@ func (h logHooks) done(d Done) {
 // statusOrError is the error when there is one, else the status.
 func statusOrError(status int, err error) slog.Attr {
 	if err != nil {
-		return slog.String("error", RedactURLs(err.Error()))
+		return slog.String("error", redact.Text(err.Error()))
 	}
-	return slog.Int("status", status)
+	return slog.Int("status_code", status)
 }

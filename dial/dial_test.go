@@ -1,4 +1,4 @@
-package retryhttp
+package dial
 
 import (
 	"context"
@@ -20,10 +20,11 @@ import (
 	"testing/synctest"
 	"time"
 
-	"github.com/retryhttp/retryhttp/policy"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	"go.uber.org/goleak"
+
+	"github.com/retryhttp/retryhttp/policy"
 )
 
 // Timed tests run in synctest bubbles: virtual time, and synctest.Test
@@ -112,9 +113,9 @@ func window(t *testing.T, d *Dialer, f *fakeNet, addr string) time.Duration {
 	t.Helper()
 	calls, start := f.count(), time.Now()
 	err := try(t.Context(), d, "tcp", addr)
-	var be *DialBackoffError
+	var be *BackoffError
 	require.ErrorAs(t, err, &be)
-	require.ErrorIs(t, err, ErrDialBackoff)
+	require.ErrorIs(t, err, ErrBackoff)
 	assert.Equal(t, addr, be.Addr)
 	assert.Equal(t, calls, f.count(), "a refused dial reached the network")
 	assert.Zero(t, time.Since(start), "a refused dial took time")
@@ -201,7 +202,7 @@ func TestDialResetCutsBackoffShort(t *testing.T) {
 		require.ErrorIs(t, try(t.Context(), d, "tcp4", "db:5432"), errDialRefused)
 		failAndWindow(t, d, f, "other:5432")
 
-		d.Reset("db:5432")
+		d.ResetBackoff("db:5432")
 		f.set(accept)
 		assert.NoError(t, try(t.Context(), d, "tcp", "db:5432"))
 		assert.NoError(t, try(t.Context(), d, "tcp4", "db:5432"), "Reset covers every network")
@@ -279,24 +280,24 @@ func TestDialBackoffErrorText(t *testing.T) {
 		Err: os.NewSyscallError("connect", syscall.ECONNREFUSED)}
 	cases := []struct {
 		name string
-		err  *DialBackoffError
+		err  *BackoffError
 		want string
 	}{
 		{"with its cause",
-			&DialBackoffError{Addr: "127.0.0.1:1", Remaining: 674414725 * time.Nanosecond, Err: refused},
+			&BackoffError{Addr: "127.0.0.1:1", Remaining: 674414725 * time.Nanosecond, Err: refused},
 			"dial tcp 127.0.0.1:1: connect: connection refused (retryhttp: address in dial backoff)"},
 		{"later in the same window",
-			&DialBackoffError{Addr: "127.0.0.1:1", Remaining: 3 * time.Millisecond, Err: refused},
+			&BackoffError{Addr: "127.0.0.1:1", Remaining: 3 * time.Millisecond, Err: refused},
 			"dial tcp 127.0.0.1:1: connect: connection refused (retryhttp: address in dial backoff)"},
 		{"with no cause",
-			&DialBackoffError{Addr: "h:1", Remaining: 100 * time.Millisecond},
+			&BackoffError{Addr: "h:1", Remaining: 100 * time.Millisecond},
 			"retryhttp: address in dial backoff: h:1"},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			got := tc.err.Error()
 			assert.Equal(t, tc.want, got, "got %q, want %q", got, tc.want)
-			assert.ErrorIs(t, tc.err, ErrDialBackoff)
+			assert.ErrorIs(t, tc.err, ErrBackoff)
 		})
 	}
 }
@@ -379,7 +380,7 @@ func TestDialTLS(t *testing.T) {
 			var verr *tls.CertificateVerificationError
 			require.ErrorAs(t, err, &verr)
 			_, err = zero.DialTLSContext(t.Context(), "tcp", addr)
-			var be *DialBackoffError
+			var be *BackoffError
 			require.ErrorAs(t, err, &be, "a TCP accept must not reset")
 			assert.InDelta(t, step, be.Remaining.Seconds(), 0.2*step)
 			time.Sleep(be.Remaining)
@@ -459,7 +460,7 @@ func TestDialConcurrentFailuresAndReset(t *testing.T) {
 			for range 200 {
 				err := try(t.Context(), d, "tcp", "h:1")
 				assert.ErrorIs(t, err, errDialRefused, "a failure, or a refusal that names it")
-				var be *DialBackoffError
+				var be *BackoffError
 				if errors.As(err, &be) {
 					assert.Equal(t, "h:1", be.Addr)
 					assert.Positive(t, be.Remaining)
@@ -469,7 +470,7 @@ func TestDialConcurrentFailuresAndReset(t *testing.T) {
 	}
 	wg.Go(func() {
 		for range 200 {
-			d.Reset("h:1")
+			d.ResetBackoff("h:1")
 			runtime.Gosched()
 		}
 	})

@@ -1,4 +1,7 @@
-package retryhttp
+// Package redact cuts secrets out of URLs before they are shown: in logs,
+// spans and an operator's page, a URL keeps its scheme, host and path,
+// never its userinfo, query or fragment.
+package redact
 
 import (
 	"net/url"
@@ -6,11 +9,11 @@ import (
 	"strings"
 )
 
-// RedactURL returns u as logs and traces may show it: its scheme, host and
+// URL returns u as logs and traces may show it: its scheme, host and
 // path, its userinfo (if any) replaced by "REDACTED:REDACTED", and no
-// query or fragment, which may carry secrets. It is what [LogHooks] and
+// query or fragment, which may carry secrets. It is what retrytrace.LogHooks and
 // the otel module record of a URL.
-func RedactURL(u *url.URL) string {
+func URL(u *url.URL) string {
 	var b strings.Builder
 	b.WriteString(u.Scheme)
 	b.WriteString("://")
@@ -22,7 +25,7 @@ func RedactURL(u *url.URL) string {
 	return b.String()
 }
 
-// RedactURLs returns s with every URL in it cut down as [RedactURL] does,
+// Text returns s with every URL in it cut down as [URL] does,
 // or to its scheme alone when it does not parse: for error texts, which
 // quote URLs (a *url.Error does, and so may any base transport). It keeps
 // no userinfo, query or fragment of a URL that net/url accepts or writes.
@@ -41,7 +44,7 @@ func RedactURL(u *url.URL) string {
 // hand, unescaped, whose query holds a double quote followed by what may
 // end a quoted string; and a bare URL with no "//" and a space before its
 // query, which reads as words, as "http2: ...?" does.
-func RedactURLs(s string) string {
+func Text(s string) string {
 	var b strings.Builder
 	kept := 0 // s[:kept] is written to b, redacted
 	for i := 0; i < len(s); {
@@ -99,7 +102,7 @@ func quotedURL(s string, q int) (end int, red string, ok bool) {
 	case err == nil && !secretParts(u):
 		return closing + 1, s[q : closing+1], true
 	case err == nil && hier && u.Host != "":
-		return closing + 1, strconv.Quote(RedactURL(u)), true
+		return closing + 1, strconv.Quote(URL(u)), true
 	case err != nil && !hier && !strings.ContainsAny(raw, "?#"):
 		return 0, "", false // words after a word and a colon, not a URL
 	}
@@ -130,7 +133,7 @@ func bareURL(s string, start, sep int) (end int, red string) {
 		// No query or fragment either: nothing to hide.
 		return end, tok + tail
 	case err == nil && u.Host != "":
-		return end, RedactURL(u) + tail
+		return end, URL(u) + tail
 	}
 	return end, schemeOnly(s[start:sep], true) + tail
 }
@@ -189,7 +192,7 @@ func quoteEnds(s string, i int) bool {
 	return i == len(s) || s[i] <= ' ' || strings.IndexByte(":,;)]}", s[i]) >= 0
 }
 
-// secretParts reports whether u has a part that RedactURL leaves out
+// secretParts reports whether u has a part that URL leaves out
 // because it may be secret.
 func secretParts(u *url.URL) bool {
 	return u.User != nil || u.RawQuery != "" || u.ForceQuery || u.Fragment != "" || u.RawFragment != ""

@@ -13,17 +13,19 @@ import (
 	"testing/synctest"
 	"time"
 
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
 	"github.com/retryhttp/retryhttp"
 	"github.com/retryhttp/retryhttp/policy"
 	rt "github.com/retryhttp/retryhttp/retryhttptest"
-	"github.com/stretchr/testify/assert"
-	"github.com/stretchr/testify/require"
+	"github.com/retryhttp/retryhttp/retrytrace"
 )
 
 // logTo returns LogHooks that write text records at level and above to
 // buf, with no time, so that lines compare exactly.
-func logTo(buf *bytes.Buffer, level slog.Level) *retryhttp.Hooks {
-	return retryhttp.LogHooks(slog.New(slog.NewTextHandler(buf, &slog.HandlerOptions{
+func logTo(buf *bytes.Buffer, level slog.Level) *retrytrace.Hooks {
+	return retrytrace.LogHooks(slog.New(slog.NewTextHandler(buf, &slog.HandlerOptions{
 		Level: level,
 		ReplaceAttr: func(_ []string, a slog.Attr) slog.Attr {
 			if a.Key == slog.TimeKey {
@@ -57,29 +59,29 @@ func TestLogHooksLevels(t *testing.T) {
 	}{
 		{"answered at once", retryConfig(3, 503), []roundTripFunc{reply(rt.Step{})}, nil},
 		{"answered after a retry", retryConfig(3, 503), []roundTripFunc{reply(rt.Step{Status: 503}, rt.Step{})}, []string{
-			`level=DEBUG msg="retryhttp: attempt failed" ` + logPrefix + `attempt=1 outcome=retryable status=503 latency=0s`,
-			`level=INFO msg="retryhttp: waiting" ` + logPrefix + `attempt=2 wait=100ms reason=backoff`,
-			`level=INFO msg="retryhttp: answered" ` + logPrefix + `attempts=2 retry_delay=100ms status=200`,
+			`level=DEBUG msg="retryhttp: attempt failed" ` + logPrefix + `attempt=1 outcome=retryable status_code=503 latency=0s`,
+			`level=INFO msg="retryhttp: waiting" ` + logPrefix + `attempt=2 delay=100ms reason=backoff`,
+			`level=INFO msg="retryhttp: answered" ` + logPrefix + `attempts=2 retry_delay=100ms status_code=200`,
 		}},
 		{"gave up with a status", retryConfig(2, 503), []roundTripFunc{reply(rt.Step{Status: 503})}, []string{
-			`level=DEBUG msg="retryhttp: attempt failed" ` + logPrefix + `attempt=1 outcome=retryable status=503 latency=0s`,
-			`level=INFO msg="retryhttp: waiting" ` + logPrefix + `attempt=2 wait=100ms reason=backoff`,
-			`level=DEBUG msg="retryhttp: attempt failed" ` + logPrefix + `attempt=2 outcome=retryable status=503 latency=0s`,
-			`level=WARN msg="retryhttp: gave up" ` + logPrefix + `attempts=2 retry_delay=100ms status=503`,
+			`level=DEBUG msg="retryhttp: attempt failed" ` + logPrefix + `attempt=1 outcome=retryable status_code=503 latency=0s`,
+			`level=INFO msg="retryhttp: waiting" ` + logPrefix + `attempt=2 delay=100ms reason=backoff`,
+			`level=DEBUG msg="retryhttp: attempt failed" ` + logPrefix + `attempt=2 outcome=retryable status_code=503 latency=0s`,
+			`level=WARN msg="retryhttp: gave up" ` + logPrefix + `attempts=2 retry_delay=100ms status_code=503`,
 		}},
 		{"gave up with an error", retryConfig(2, 503), []roundTripFunc{fail(io.ErrUnexpectedEOF)}, []string{
 			`level=DEBUG msg="retryhttp: attempt failed" ` + logPrefix + `attempt=1 outcome=network error="unexpected EOF" latency=0s`,
-			`level=INFO msg="retryhttp: waiting" ` + logPrefix + `attempt=2 wait=100ms reason=backoff`,
+			`level=INFO msg="retryhttp: waiting" ` + logPrefix + `attempt=2 delay=100ms reason=backoff`,
 			`level=DEBUG msg="retryhttp: attempt failed" ` + logPrefix + `attempt=2 outcome=network error="unexpected EOF" latency=0s`,
 			`level=WARN msg="retryhttp: gave up" ` + logPrefix + `attempts=2 retry_delay=100ms error="retryhttp: no response after 2 attempt(s): unexpected EOF"`,
 		}},
 		{"resent transparently", retryConfig(3, 503), []roundTripFunc{fail(syscall.ECONNREFUSED), reply(rt.Step{})}, []string{
 			`level=DEBUG msg="retryhttp: attempt failed" ` + logPrefix + `attempt=1 outcome=never-sent error="connection refused" latency=0s`,
 			`level=DEBUG msg="retryhttp: resending" ` + logPrefix + `attempt=1`,
-			`level=INFO msg="retryhttp: answered" ` + logPrefix + `attempts=1 transparent_retries=1 retry_delay=0s status=200`,
+			`level=INFO msg="retryhttp: answered" ` + logPrefix + `attempts=1 transparent_retries=1 retry_delay=0s status_code=200`,
 		}},
 		{"refused by the budget", budget, []roundTripFunc{reply(rt.Step{Status: 503})}, []string{
-			`level=DEBUG msg="retryhttp: attempt failed" ` + logPrefix + `attempt=1 outcome=retryable status=503 latency=0s`,
+			`level=DEBUG msg="retryhttp: attempt failed" ` + logPrefix + `attempt=1 outcome=retryable status_code=503 latency=0s`,
 			`level=WARN msg="retryhttp: attempt refused" ` + logPrefix + `attempt=2 reason=budget`,
 		}},
 	}
@@ -108,10 +110,10 @@ func TestLogHooksHedge(t *testing.T) {
 		require.NoError(t, err)
 		readAll(t, resp)
 		assert.Equal(t, []string{
-			`level=DEBUG msg="retryhttp: waiting" ` + logPrefix + `attempt=2 wait=50ms reason=hedge-delay`,
+			`level=DEBUG msg="retryhttp: waiting" ` + logPrefix + `attempt=2 delay=50ms reason=hedge-delay`,
 			`level=INFO msg="retryhttp: hedging" ` + logPrefix + `attempt=2`,
 			`level=DEBUG msg="retryhttp: attempt failed" ` + logPrefix + `attempt=1 outcome=cancelled error="retryhttp: another hedge won" latency=50ms`,
-			`level=INFO msg="retryhttp: answered" ` + logPrefix + `attempts=2 hedges=1 retry_delay=0s status=200`,
+			`level=INFO msg="retryhttp: answered" ` + logPrefix + `attempts=2 hedges=1 retry_delay=0s status_code=200`,
 		}, lines(&buf))
 	})
 }
@@ -180,7 +182,7 @@ func quote(s string) string {
 func TestLogHooksAcceptNilLogger(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		tr, _ := newScripted(hedgeConfig(2, 50*time.Millisecond, 503), rt.Step{})
-		tr.Hooks = retryhttp.LogHooks(nil)
+		tr.Hooks = retrytrace.LogHooks(nil)
 		// The hedging delay is logged at Debug, which slog.Default drops.
 		resp, err := tr.RoundTrip(newRequest(t, t.Context(), "GET", ""))
 		require.NoError(t, err)
@@ -195,8 +197,8 @@ func BenchmarkLogHooksSuccessPath(b *testing.B) {
 	logger := slog.New(slog.NewTextHandler(io.Discard, &slog.HandlerOptions{Level: slog.LevelDebug}))
 	for _, bc := range []struct {
 		name  string
-		hooks *retryhttp.Hooks
-	}{{"hooks=nil", nil}, {"LogHooks", retryhttp.LogHooks(logger)}} {
+		hooks *retrytrace.Hooks
+	}{{"hooks=nil", nil}, {"LogHooks", retrytrace.LogHooks(logger)}} {
 		b.Run(bc.name, func(b *testing.B) {
 			tr := &retryhttp.Transport{Base: script(rt.Step{Body: "ok"}), Hooks: bc.hooks}
 			req, err := http.NewRequest("GET", "https://api.test/v1/items", nil)
@@ -230,11 +232,11 @@ func TestLogHooksHolds(t *testing.T) {
 		short, cancel := context.WithTimeout(t.Context(), time.Second)
 		defer cancel()
 		send(short)
-		assert.Equal(t, []string{`level=WARN msg="retryhttp: attempt refused" ` + logPrefix + `attempt=1 reason=hold`}, lines(&buf))
+		assert.Equal(t, []string{`level=WARN msg="retryhttp: attempt refused" ` + logPrefix + `attempt=1 reason=held`}, lines(&buf))
 		buf.Reset()
 		send(t.Context())
 		require.NotEmpty(t, lines(&buf))
-		assert.Contains(t, lines(&buf)[0], `msg="retryhttp: waiting" `+logPrefix+`attempt=1 wait=2.`)
+		assert.Contains(t, lines(&buf)[0], `msg="retryhttp: waiting" `+logPrefix+`attempt=1 delay=2.`)
 		assert.Contains(t, lines(&buf)[0], `reason=hold`)
 	})
 }

@@ -1,4 +1,4 @@
-package retryhttp
+package dial
 
 import (
 	"errors"
@@ -7,14 +7,14 @@ import (
 	"github.com/retryhttp/retryhttp/policy"
 )
 
-// ErrDialBackoff is matched by every [*DialBackoffError]: a dial refused
+// ErrBackoff is matched by every [*BackoffError]: a dial refused
 // without touching the network because its address is inside its backoff
 // window.
-var ErrDialBackoff = errors.New("retryhttp: address in dial backoff")
+var ErrBackoff = errors.New("retryhttp: address in dial backoff")
 
-// DialBackoffError is the error of a dial refused because its address is
-// inside its backoff window. errors.Is(err, [ErrDialBackoff]) is true for it.
-type DialBackoffError struct {
+// BackoffError is the error of a dial refused because its address is
+// inside its backoff window. errors.Is(err, [ErrBackoff]) is true for it.
+type BackoffError struct {
 	// Addr is the address that was dialed, as given to the Dialer.
 	Addr string
 	// Remaining is how long the window still lasts: a dial to Addr
@@ -30,26 +30,26 @@ type DialBackoffError struct {
 // backoff)"; with no such failure, it names the address. It leaves out the
 // time left, which Remaining gives, so that refusals of one window read
 // alike, call after call.
-func (e *DialBackoffError) Error() string {
+func (e *BackoffError) Error() string {
 	if e.Err == nil {
-		return ErrDialBackoff.Error() + ": " + e.Addr
+		return ErrBackoff.Error() + ": " + e.Addr
 	}
-	return e.Err.Error() + " (" + ErrDialBackoff.Error() + ")"
+	return e.Err.Error() + " (" + ErrBackoff.Error() + ")"
 }
 
-// Unwrap returns [ErrDialBackoff] and Err, so that errors.Is finds both
+// Unwrap returns [ErrBackoff] and Err, so that errors.Is finds both
 // the backoff and its cause, such as [syscall.ECONNREFUSED].
-func (e *DialBackoffError) Unwrap() []error {
+func (e *BackoffError) Unwrap() []error {
 	if e.Err == nil {
-		return []error{ErrDialBackoff}
+		return []error{ErrBackoff}
 	}
-	return []error{ErrDialBackoff, e.Err}
+	return []error{ErrBackoff, e.Err}
 }
 
-// BackoffAlgorithm chooses when a [Dialer]'s backoff window after a failed
-// connection attempt starts: at the start of the attempt (GRPCBackoff, the
-// zero value) or at its end (StubbyBackoff). Values other than the
-// constants below are read as GRPCBackoff.
+// Algorithm chooses when a [Dialer]'s backoff window after a failed
+// connection attempt starts: at the start of the attempt (GRPC, the
+// zero value) or at its end (Stubby). Values other than the
+// constants below are read as GRPC.
 //
 // With either one, the first attempt to an address goes at once, and the
 // window after the address's n-th consecutive failed round (n from 0) lasts
@@ -59,10 +59,10 @@ func (e *DialBackoffError) Unwrap() []error {
 // accepted, or [Dialer.Reset], ends the window and brings n back to 0; a
 // failure of an attempt that started before either is ignored. An attempt
 // ended by the caller's context counts neither way.
-type BackoffAlgorithm uint8
+type Algorithm uint8
 
 const (
-	// GRPCBackoff is gRPC's connection backoff: after a failed attempt
+	// GRPC is gRPC's connection backoff: after a failed attempt
 	// started at s, no attempt starts before s+b, so that attempts start
 	// at least b apart however long each takes to fail. A nil Backoff
 	// means [policy.ConnectionBackoff]: 1 s growing by 1.6 per failure up
@@ -70,9 +70,9 @@ const (
 	// out. An attempt gets max(b, MinConnectTimeout) to connect: a long
 	// backoff also bounds an attempt that hangs, and an attempt that took
 	// longer than b to fail is followed at once.
-	GRPCBackoff BackoffAlgorithm = iota
+	GRPC Algorithm = iota
 
-	// StubbyBackoff is the legacy algorithm of gRPC's connection-backoff
+	// Stubby is the legacy algorithm of gRPC's connection-backoff
 	// design, the one Stubby used: after a failed attempt that ended at e,
 	// no attempt starts before e+b, so the wait between attempts does not
 	// depend on how long they take to fail. A nil Backoff means 1 s
@@ -86,13 +86,13 @@ const (
 	//
 	// As nothing is jittered by default, clients that lost a server
 	// together retry it together; a Backoff with jitter spreads them.
-	StubbyBackoff
+	Stubby
 )
 
 // windowEnd returns when the window opened by the failure of attempt a,
 // which ended at end, closes.
-func (g BackoffAlgorithm) windowEnd(a dialAttempt, end time.Time) time.Time {
-	if g == StubbyBackoff {
+func (g Algorithm) windowEnd(a dialAttempt, end time.Time) time.Time {
+	if g == Stubby {
 		return end.Add(a.backoff)
 	}
 	return a.start.Add(a.backoff)
@@ -102,31 +102,17 @@ func (g BackoffAlgorithm) windowEnd(a dialAttempt, end time.Time) time.Time {
 // given the least time an attempt gets: gRPC's Max(current_deadline,
 // now + MIN_CONNECT_TIMEOUT) as a duration, or the legacy algorithm's
 // MIN_CONNECT_TIMEOUT alone.
-func (g BackoffAlgorithm) connectTimeout(b, least time.Duration) time.Duration {
-	if g == StubbyBackoff {
+func (g Algorithm) connectTimeout(b, least time.Duration) time.Duration {
+	if g == Stubby {
 		return least
 	}
 	return max(b, least)
 }
 
 // defaultBackoff is the backoff a Dialer with a nil Backoff uses.
-func (g BackoffAlgorithm) defaultBackoff() policy.Backoff {
-	if g == StubbyBackoff {
+func (g Algorithm) defaultBackoff() policy.Backoff {
+	if g == Stubby {
 		return policy.Exponential{Initial: time.Second, Max: 120 * time.Second, Multiplier: 2}
 	}
 	return policy.ConnectionBackoff()
-}
-
-// dialWindow returns how long the address of an attempt that err ended
-// stays closed, when its dialer's backoff window refused it, or 0 for any
-// other outcome.
-func dialWindow(err error) time.Duration {
-	if err == nil {
-		return 0 // the common case, without the allocation of errors.As
-	}
-	var dbe *DialBackoffError
-	if errors.As(err, &dbe) {
-		return max(dbe.Remaining, time.Nanosecond)
-	}
-	return 0
 }

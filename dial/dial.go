@@ -1,9 +1,12 @@
-package retryhttp
+package dial
 
 import (
 	"context"
 	"crypto/tls"
 	"net"
+	"net/netip"
+	"slices"
+	"strings"
 	"sync"
 	"time"
 
@@ -21,10 +24,10 @@ const DefaultMaxAddrs = 1024
 // Dialer dials with gRPC's connection backoff, kept per address (network and
 // addr): after a failed attempt started at time s with backoff b, no
 // attempt to that address starts before s+b. A dial inside that window
-// fails at once with a [*DialBackoffError] and makes no network call. The
+// fails at once with a [*BackoffError] and makes no network call. The
 // backoff before retry n is Backoff.Duration(n); n counts the address's
 // consecutive failures and returns to 0 once a connection is accepted, or on
-// [Dialer.Reset].
+// [Dialer.ResetBackoff].
 //
 // Each attempt gets max(b, MinConnectTimeout) to connect, within the
 // caller's context, so that a slow server is not cut off by a short backoff
@@ -35,18 +38,18 @@ const DefaultMaxAddrs = 1024
 // deadline passed) says nothing about the server: it is neither a failure
 // nor a success.
 //
-// With Algorithm set to [StubbyBackoff], the legacy algorithm of the same
+// With Algorithm set to [Stubby], the legacy algorithm of the same
 // design, a window starts at the end of the failed attempt instead of its
 // start, and an attempt gets exactly MinConnectTimeout; see
-// [BackoffAlgorithm].
+// [Algorithm].
 //
 // Dials to an address that is not in a window go to the network even while
 // another dial to it is in flight, as [net/http.Transport] dials in
 // parallel. Attempts that start with the same n are one round: however
 // many of them fail, they move n on once, and the window lasts until the
-// latest of their start+b (end+b with StubbyBackoff). A connection ends the backoff however old its
+// latest of their start+b (end+b with Stubby). A connection ends the backoff however old its
 // attempt, while a failure of an attempt that started before a success or
-// a Reset of its address is stale and is ignored.
+// a ResetBackoff of its address is stale and is ignored.
 //
 // To use one under an [net/http.Transport], set its DialContext to
 // d.DialContext and, for HTTPS, its DialTLSContext to d.DialTLSContext and
@@ -62,17 +65,17 @@ type Dialer struct {
 
 	// Backoff gives the backoff before retry n of an address. Nil means
 	// [policy.ConnectionBackoff]: 1 s growing by 1.6 per failure up to
-	// 120 s, each ±20%; with [StubbyBackoff], 1 s doubling up to 120 s,
+	// 120 s, each ±20%; with [Stubby], 1 s doubling up to 120 s,
 	// with no jitter.
 	Backoff policy.Backoff
 
 	// Algorithm says where a backoff window starts: at the start of the
-	// failed attempt ([GRPCBackoff], the zero value) or at its end
-	// ([StubbyBackoff]).
-	Algorithm BackoffAlgorithm
+	// failed attempt ([GRPC], the zero value) or at its end
+	// ([Stubby]).
+	Algorithm Algorithm
 
 	// MinConnectTimeout is the least time an attempt gets to connect
-	// (TCP, and TLS for DialTLSContext); with [StubbyBackoff] it is
+	// (TCP, and TLS for DialTLSContext); with [Stubby] it is
 	// exactly the time an attempt gets. Zero or negative means
 	// [DefaultMinConnectTimeout].
 	MinConnectTimeout time.Duration
@@ -94,6 +97,12 @@ type Dialer struct {
 	// in proportion to MaxAddrs.
 	MaxAddrs int
 
+	// LookupNetIP looks up the addresses of a host for [Dialer.Route], as
+	// [net.Resolver.LookupNetIP] does, network being "ip". Nil means
+	// net.DefaultResolver's. Set it to route by a discovery service of
+	// your own, or to a fixed table in tests.
+	LookupNetIP func(ctx context.Context, network, host string) ([]netip.Addr, error)
+
 	// mu guards addrs. One lock for the whole table: admitting a dial
 	// checks a window and joins a round in one step, recording an outcome
 	// updates the counter and the window together and may insert, evict or
@@ -102,6 +111,9 @@ type Dialer struct {
 	// scan of the table when it is full).
 	mu    sync.Mutex
 	addrs map[dialKey]*dialEntry
+	// spread routes the attempts of a request over the addresses of its
+	// host, for a Dialer made by NewBase; nil otherwise.
+	spread *spread
 }
 
 // dialKey identifies an address: the same host:port over tcp4 and tcp6
@@ -121,7 +133,7 @@ type dialEntry struct {
 }
 
 // dialAttempt is one admitted dial. entry identifies its generation: once
-// the address succeeds, is Reset or is evicted, the map holds another entry
+// the address succeeds, is reset or is evicted, the map holds another entry
 // (or none) and this attempt's failure no longer counts.
 type dialAttempt struct {
 	key     dialKey
@@ -132,7 +144,7 @@ type dialAttempt struct {
 }
 
 // DialContext connects to addr on network through Dial, unless addr is in
-// its backoff window: then it returns a [*DialBackoffError] at once. A
+// its backoff window: then it returns a [*BackoffError] at once. A
 // connection returned ends addr's backoff. When ctx is already done it
 // returns ctx.Err() without dialing.
 func (d *Dialer) DialContext(ctx context.Context, network, addr string) (net.Conn, error) {
@@ -193,19 +205,36 @@ func handshake(ctx context.Context, raw net.Conn, cfg *tls.Config) (net.Conn, er
 	return tc, nil
 }
 
-// Reset ends the backoff of addr on every network: the next dial to it goes
-// to the network at once, and a failure then waits Backoff.Duration(0). It
-// is the out-of-band signal of an application that knows the server is
-// back. Dials to addr already in flight no longer count. Reset scans the
-// table, so it costs time in proportion to MaxAddrs.
-func (d *Dialer) Reset(addr string) {
+// ResetBackoff ends the backoff of addr on every network: the next dial
+// to it goes to the network at once, and a failure then waits
+// Backoff.Duration(0). It is the out-of-band signal of an application that
+// knows the server is back. addr is "host:port", that address; or a host
+// alone, every port of it and every address [Dialer.Route] sent that
+// host's attempts to; or "", every address. Names compare without regard
+// to case. Dials already in flight no longer count. ResetBackoff scans
+// the table, so it costs time in proportion to MaxAddrs.
+func (d *Dialer) ResetBackoff(addr string) {
+	var routed []string // the addresses Route sent addr's attempts to
+	if d.spread != nil && addr != "" {
+		routed = d.spread.addrsOf(strings.ToLower(addr))
+	}
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	for k := range d.addrs {
-		if k.addr == addr {
+		if addr == "" || strings.EqualFold(k.addr, addr) || slices.Contains(routed, k.addr) ||
+			!strings.Contains(addr, ":") && strings.EqualFold(hostOf(k.addr), addr) {
 			delete(d.addrs, k)
 		}
 	}
+}
+
+// hostOf returns the host of addr ("host:port"), or addr when it has no
+// port.
+func hostOf(addr string) string {
+	if h, _, err := net.SplitHostPort(addr); err == nil {
+		return h
+	}
+	return addr
 }
 
 // backingOff reports whether a dial to addr on network would be refused
@@ -217,22 +246,40 @@ func (d *Dialer) backingOff(network, addr string) bool {
 	return e != nil && time.Now().Before(e.until)
 }
 
-// dialState is an address's backoff, copied for the status page.
-type dialState struct {
-	dialKey
-	dialEntry
+// Window is the backoff of one address that failed since its last
+// connection, as [Dialer.Windows] reports it.
+type Window struct {
+	Network, Addr string
+	// Failures counts the address's failed rounds in a row.
+	Failures int
+	// Until is when its window ends: no dial to it starts before then.
+	// It may have passed, for an address not dialed since.
+	Until time.Time
+	// Err is the failure that set the window.
+	Err error
+	// Hosts are the URL hosts (lowercased, as in a request's URL) whose
+	// attempts [Dialer.Route] sent to the address, for a Dialer made by
+	// [NewBase]; nil otherwise.
+	Hosts []string
 }
 
-// backoffs copies, under d.mu, the state of every address that failed
-// since its last connection, in its window or past it. It changes
-// nothing; formatting an error is left to the caller, outside the lock.
-func (d *Dialer) backoffs() []dialState {
+// Windows returns the backoff of every address that failed since its last
+// connection, in its window or past it, in no order: what an operator's
+// page shows of a host that is down. It changes nothing, and costs a copy
+// of the table under the Dialer's lock.
+func (d *Dialer) Windows() []Window {
 	d.mu.Lock()
-	defer d.mu.Unlock()
-	out := make([]dialState, 0, len(d.addrs))
+	out := make([]Window, 0, len(d.addrs))
 	for k, e := range d.addrs {
 		if e.failures > 0 {
-			out = append(out, dialState{k, *e})
+			out = append(out, Window{Network: k.network, Addr: k.addr, Failures: e.failures, Until: e.until, Err: e.err})
+		}
+	}
+	d.mu.Unlock()
+	if d.spread != nil && len(out) > 0 {
+		hosts := d.spread.hostsByAddr()
+		for i := range out {
+			out[i].Hosts = hosts[out[i].Addr]
 		}
 	}
 	return out
@@ -250,7 +297,7 @@ func (d *Dialer) admit(ctx context.Context, network, addr string, now time.Time)
 	if e != nil && now.Before(e.until) {
 		// Read under the lock: a dial of the round that set the window
 		// may still fail and move it on.
-		err := &DialBackoffError{Addr: addr, Remaining: e.until.Sub(now), Err: e.err}
+		err := &BackoffError{Addr: addr, Remaining: e.until.Sub(now), Err: e.err}
 		d.mu.Unlock()
 		return dialAttempt{}, err
 	}
@@ -280,7 +327,7 @@ func (d *Dialer) finish(a dialAttempt, err error, callerDone bool, end time.Time
 		delete(d.addrs, a.key)
 		return
 	case d.addrs[a.key] != e:
-		// Stale: a success, Reset or eviction came after this attempt
+		// Stale: a success, reset or eviction came after this attempt
 		// started, and the entry in the map (if any) is not its own.
 		return
 	case !callerDone:

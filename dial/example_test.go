@@ -1,4 +1,4 @@
-package retryhttp_test
+package dial_test
 
 import (
 	"context"
@@ -10,15 +10,15 @@ import (
 	"net/http/httptest"
 	"time"
 
-	"github.com/retryhttp/retryhttp"
+	"github.com/retryhttp/retryhttp/dial"
 	"github.com/retryhttp/retryhttp/policy"
 )
 
 // A Dialer refuses dials to an address in its backoff window without
 // touching the network, until the window ends or Reset cuts it short.
-func ExampleDialer_Reset() {
+func ExampleDialer_ResetBackoff() {
 	up := false
-	d := &retryhttp.Dialer{
+	d := &dial.Dialer{
 		// A stand-in for the network: refused until the server is up.
 		Dial: func(ctx context.Context, network, addr string) (net.Conn, error) {
 			if !up {
@@ -34,11 +34,11 @@ func ExampleDialer_Reset() {
 	_, err := d.DialContext(ctx, "tcp", "db.internal:5432")
 	fmt.Println(err)
 	_, err = d.DialContext(ctx, "tcp", "db.internal:5432")
-	fmt.Println("backing off:", errors.Is(err, retryhttp.ErrDialBackoff))
+	fmt.Println("backing off:", errors.Is(err, dial.ErrBackoff))
 
 	// The application learns out of band that the server is back.
 	up = true
-	d.Reset("db.internal:5432")
+	d.ResetBackoff("db.internal:5432")
 	conn, err := d.DialContext(ctx, "tcp", "db.internal:5432")
 	if err == nil {
 		fmt.Println("connected")
@@ -53,9 +53,9 @@ func ExampleDialer_Reset() {
 // With StubbyBackoff, a Dialer waits 1 s, 2 s, 4 s and so on up to 120 s
 // after each failed attempt, counted from the moment the attempt failed,
 // however long it took.
-func ExampleBackoffAlgorithm() {
-	d := &retryhttp.Dialer{
-		Algorithm: retryhttp.StubbyBackoff,
+func ExampleAlgorithm() {
+	d := &dial.Dialer{
+		Algorithm: dial.Stubby,
 		// A stand-in for a server that is down.
 		Dial: func(ctx context.Context, network, addr string) (net.Conn, error) {
 			return nil, errors.New("connection refused")
@@ -66,7 +66,7 @@ func ExampleBackoffAlgorithm() {
 	_, err := d.DialContext(ctx, "tcp", "db.internal:5432")
 	fmt.Println(err)
 	_, err = d.DialContext(ctx, "tcp", "db.internal:5432")
-	var be *retryhttp.DialBackoffError
+	var be *dial.BackoffError
 	if errors.As(err, &be) {
 		fmt.Println("next attempt in", be.Remaining.Round(time.Second))
 	}
@@ -85,7 +85,7 @@ func ExampleDialer_DialTLSContext() {
 	srv.StartTLS()
 	defer srv.Close()
 
-	d := &retryhttp.Dialer{
+	d := &dial.Dialer{
 		// Trust the test server; a real client leaves TLSConfig nil.
 		TLSConfig: srv.Client().Transport.(*http.Transport).TLSClientConfig,
 	}

@@ -1,4 +1,4 @@
-package retryhttp
+package dial
 
 import (
 	"context"
@@ -8,9 +8,10 @@ import (
 	"testing/synctest"
 	"time"
 
-	"github.com/retryhttp/retryhttp/policy"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"github.com/retryhttp/retryhttp/policy"
 )
 
 // scripted is an outcome for a fakeNet whose dials hang until their
@@ -40,7 +41,7 @@ func redial(t *testing.T, d *Dialer, f *fakeNet, addr string, n int) []time.Dura
 	for f.count() < before+n {
 		err := try(t.Context(), d, "tcp", addr)
 		require.Error(t, err, "no dial may succeed here")
-		var be *DialBackoffError
+		var be *BackoffError
 		if errors.As(err, &be) {
 			require.Positive(t, be.Remaining)
 			time.Sleep(be.Remaining)
@@ -68,7 +69,7 @@ func TestDialStubbySchedule(t *testing.T) {
 	t.Parallel()
 	tests := []struct {
 		name      string
-		algorithm BackoffAlgorithm
+		algorithm Algorithm
 		backoff   policy.Backoff
 		min       time.Duration
 		hangs     []int // attempts (0-based) that hang until their timeout
@@ -76,24 +77,24 @@ func TestDialStubbySchedule(t *testing.T) {
 	}{
 		// Waits 1, 2, 4, ..., 64, then 120 s, each from the end of a
 		// failure, which here is its start.
-		{"refused at once", StubbyBackoff, nil, 0, nil,
+		{"refused at once", Stubby, nil, 0, nil,
 			seconds(0, 1, 3, 7, 15, 31, 63, 127, 247, 367)},
 		// Attempt 2 starts at 3 s and is cut at 23 s: the next waits
 		// 4 s from then. Attempt 7 starts at 147 s with a backoff of
 		// 120 s and still gets only the 20 s MinConnectTimeout.
-		{"hangs until MinConnectTimeout", StubbyBackoff, nil, 0, []int{2, 7},
+		{"hangs until MinConnectTimeout", Stubby, nil, 0, []int{2, 7},
 			seconds(0, 1, 3, 27, 35, 51, 83, 147, 287, 407)},
-		{"MinConnectTimeout set", StubbyBackoff, nil, 5 * time.Second, []int{2, 7},
+		{"MinConnectTimeout set", Stubby, nil, 5 * time.Second, []int{2, 7},
 			seconds(0, 1, 3, 12, 20, 36, 68, 132, 257, 377)},
 		// Backoff drives the waits: 2 s, then 5 s, each from the end.
-		{"Backoff set", StubbyBackoff, policy.Exponential{Initial: 2 * time.Second, Max: 5 * time.Second, Multiplier: 3},
+		{"Backoff set", Stubby, policy.Exponential{Initial: 2 * time.Second, Max: 5 * time.Second, Multiplier: 3},
 			0, []int{1}, seconds(0, 2, 27, 32, 37)},
 		// The default algorithm with the same waits, for contrast: the
 		// window runs from the start, and the attempt cut at 20 s (its
 		// backoff is shorter) leaves none, so the next goes at once.
-		{"GRPCBackoff", GRPCBackoff, policy.Exponential{Initial: time.Second, Max: 120 * time.Second, Multiplier: 2},
+		{"GRPC", GRPC, policy.Exponential{Initial: time.Second, Max: 120 * time.Second, Multiplier: 2},
 			0, []int{2}, seconds(0, 1, 3, 23, 31, 47)},
-		{"unknown value", BackoffAlgorithm(7), policy.Exponential{Initial: time.Second, Max: 120 * time.Second, Multiplier: 2},
+		{"unknown value", Algorithm(7), policy.Exponential{Initial: time.Second, Max: 120 * time.Second, Multiplier: 2},
 			0, []int{2}, seconds(0, 1, 3, 23, 31, 47)},
 	}
 	for _, tt := range tests {
@@ -111,7 +112,7 @@ func TestDialStubbyWindowFromEnd(t *testing.T) {
 	t.Parallel()
 	synctest.Test(t, func(t *testing.T) {
 		d, f := newDialer(hang, nil)
-		d.Algorithm = StubbyBackoff
+		d.Algorithm = Stubby
 		start := time.Now()
 		assert.ErrorIs(t, try(t.Context(), d, "tcp", "db:5432"), context.DeadlineExceeded)
 		require.Equal(t, DefaultMinConnectTimeout, time.Since(start))
@@ -127,7 +128,7 @@ func TestDialStubbyResets(t *testing.T) {
 	t.Parallel()
 	synctest.Test(t, func(t *testing.T) {
 		d, f := newDialer(refuse, nil)
-		d.Algorithm = StubbyBackoff
+		d.Algorithm = Stubby
 		assert.Equal(t, seconds(0, 1, 3), redial(t, d, f, "db:5432", 3))
 		require.Equal(t, 4*time.Second, window(t, d, f, "db:5432"))
 
@@ -140,7 +141,7 @@ func TestDialStubbyResets(t *testing.T) {
 		require.Equal(t, 8*time.Second, window(t, d, f, "db:5432"))
 
 		// So does Reset, at once.
-		d.Reset("db:5432")
+		d.ResetBackoff("db:5432")
 		assert.Equal(t, seconds(0, 1, 3), redial(t, d, f, "db:5432", 3))
 
 		// A failure that ends after a Reset is stale, however late.
@@ -149,13 +150,13 @@ func TestDialStubbyResets(t *testing.T) {
 		done := make(chan error)
 		go func() { done <- try(t.Context(), d, "tcp", "db:5432") }()
 		synctest.Wait()
-		d.Reset("db:5432")
+		d.ResetBackoff("db:5432")
 		assert.ErrorIs(t, <-done, context.DeadlineExceeded)
 		f.set(refuse)
 		assert.Equal(t, seconds(0, 1), redial(t, d, f, "db:5432", 2))
 
 		// An attempt the caller ends counts neither way.
-		d.Reset("db:5432")
+		d.ResetBackoff("db:5432")
 		f.set(hang)
 		ctx, cancel := context.WithTimeout(t.Context(), 5*time.Second)
 		defer cancel()
@@ -169,7 +170,7 @@ func TestDialStubbyRound(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		outcomes := make(chan error)
 		d, f := newDialer(dialGate(outcomes), nil)
-		d.Algorithm = StubbyBackoff
+		d.Algorithm = Stubby
 		var wg sync.WaitGroup
 		for range 2 {
 			wg.Go(func() { try(t.Context(), d, "tcp", "h:1") })

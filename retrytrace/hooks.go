@@ -1,4 +1,4 @@
-package retryhttp
+package retrytrace
 
 import (
 	"net/http"
@@ -6,38 +6,39 @@ import (
 	"time"
 )
 
-// Hooks are optional functions called as a request is retried or hedged,
-// in the style of [net/http/httptrace.ClientTrace]. Any field may be nil.
-// They are called on the goroutine that runs the request (the hedge loop's,
-// for hedges), never with a lock of the Transport held, and must not
-// modify what they are given. Nothing is logged by default.
+// Hooks are optional functions that a retryhttp.Transport calls as a
+// request is retried or hedged, in the style of
+// [net/http/httptrace.ClientTrace]. Any field may be nil. They are called
+// on the goroutine that runs the request (the hedge loop's, for hedges),
+// never with a lock of the Transport held, and must not modify what they
+// are given. Nothing is logged by default.
 //
-// Hooks reach a request in two ways: [Transport.Hooks] for every request,
-// and [WithHooks] for one request; when both are set, both are called,
-// the Transport's first.
+// Hooks reach a request in two ways: the Transport's Hooks field for
+// every request, and [WithHooks] for one request; when both are set, both
+// are called, the Transport's first.
 type Hooks struct {
 	// AttemptStart is called as an attempt is sent.
-	AttemptStart func(AttemptStart)
+	AttemptStart func(AttemptStartInfo)
 	// AttemptDone is called when an attempt has its response headers or
 	// its error.
-	AttemptDone func(AttemptDone)
+	AttemptDone func(AttemptDoneInfo)
 	// Wait is called before each wait between attempts: a retry's
 	// backoff or server delay, and for a hedged request each hedging
 	// delay as it starts, although the next hedge may then go sooner,
 	// after a non-fatal status, or later, when a pushback replaces the
 	// delay and is reported in turn.
-	Wait func(Wait)
+	Wait func(WaitInfo)
 	// Refused is called when an attempt that the policy would make is
 	// not made.
-	Refused func(Refused)
+	Refused func(RefusedInfo)
 	// Done is called once per request, with the final decision.
-	Done func(Done)
+	Done func(DoneInfo)
 }
 
-// AttemptStart describes an attempt being sent.
-type AttemptStart struct {
+// AttemptStartInfo describes an attempt being sent.
+type AttemptStartInfo struct {
 	Request *http.Request // the caller's request; do not modify
-	Rule    string        // the rule governing the request, as in [Stats.Rules]
+	Rule    string        // the rule governing the request, as in retryhttp.Stats.Rules
 	Attempt int           // 1-based; a transparent resend repeats its number
 	Hedge   bool          // sent as a hedge, in parallel with others
 	// Resend says the attempt is sent again under its number: the
@@ -52,16 +53,17 @@ type Outcome string
 
 // The outcomes an attempt can have.
 const (
-	OutcomeSuccess   Outcome = "success"    // a response handed back as it is
-	OutcomeRetryable Outcome = "retryable"  // a status the policy retries or a non-fatal status
-	OutcomeNetwork   Outcome = "network"    // a transient network error
-	OutcomeNeverSent Outcome = "never-sent" // provably never reached the server
-	OutcomeFatal     Outcome = "fatal"      // an error no attempt can mend
-	OutcomeCancelled Outcome = "cancelled"  // a hedge cancelled because another won
+	OutcomeSuccess     Outcome = "success"      // a response below 400, handed back as it is
+	OutcomeErrorStatus Outcome = "error-status" // a 4xx or 5xx the policy does not retry, handed back as it is
+	OutcomeRetryable   Outcome = "retryable"    // a status the policy retries, or a non-fatal one
+	OutcomeNetwork     Outcome = "network"      // a transient network error
+	OutcomeNeverSent   Outcome = "never-sent"   // provably never reached the server
+	OutcomeFatal       Outcome = "fatal"        // an error no attempt can mend
+	OutcomeCancelled   Outcome = "cancelled"    // a hedge cut off: another won, or the caller left
 )
 
-// AttemptDone describes an attempt's result.
-type AttemptDone struct {
+// AttemptDoneInfo describes an attempt's result.
+type AttemptDoneInfo struct {
 	Request    *http.Request
 	Rule       string
 	Attempt    int
@@ -92,44 +94,48 @@ const (
 	WaitHold        WaitReason = "hold"         // the host is held: a rate limit or an outage it announced
 )
 
-// Wait describes a wait before the next attempt.
-type Wait struct {
+// WaitInfo describes a wait before the next attempt.
+type WaitInfo struct {
 	Request *http.Request
-	Rule    string // the rule governing the request, as in [Stats.Rules]
+	Rule    string // the rule governing the request, as in retryhttp.Stats.Rules
 	Attempt int    // the attempt that will follow the wait
-	Length  time.Duration
+	Delay   time.Duration
 	Reason  WaitReason
 }
 
 // RefusalReason says why an attempt was not made.
 type RefusalReason string
 
-// The reasons an attempt is refused.
+// The reasons an attempt is refused. None shares its string with a
+// [WaitReason].
 const (
-	RefusedBudget      RefusalReason = "budget"       // the host's retry budget is spent
-	RefusedBuffer      RefusalReason = "buffer"       // the body can no longer be replayed
-	RefusedDeadline    RefusalReason = "deadline"     // the wait would end past the deadline
-	RefusedServerDelay RefusalReason = "server-delay" // the server asked for too long a wait, or for none
-	RefusedFleet       RefusalReason = "fleet"        // the fleet's retry budget for the host is spent
-	RefusedHold        RefusalReason = "hold"         // the host is held past the deadline or maxServerDelay
-	RefusedHedgeBudget RefusalReason = "hedge-budget" // the host's hedges have spent maxExtraLoad
+	RefusedBudget       RefusalReason = "budget"         // the host's retry budget is spent
+	RefusedBuffer       RefusalReason = "buffer"         // the body can no longer be replayed
+	RefusedDeadline     RefusalReason = "deadline"       // the wait would end past the deadline
+	RefusedDelayTooLong RefusalReason = "delay-too-long" // the server asked for a wait over maxServerDelay
+	RefusedNoRetry      RefusalReason = "no-retry"       // the server asked not to retry (a negative pushback)
+	RefusedFleet        RefusalReason = "fleet"          // the fleet's retry budget for the host is spent
+	RefusedHeld         RefusalReason = "held"           // the host is held past the deadline or maxServerDelay
+	RefusedHedgeBudget  RefusalReason = "hedge-budget"   // the host's hedges have spent maxExtraLoad
 )
 
-// Refused describes an attempt that was not made.
-type Refused struct {
+// RefusedInfo describes an attempt that was not made.
+type RefusedInfo struct {
 	Request *http.Request
-	Rule    string // the rule governing the request, as in [Stats.Rules]
+	Rule    string // the rule governing the request, as in retryhttp.Stats.Rules
 	Attempt int    // the attempt that was not made
 	Reason  RefusalReason
 }
 
-// Done describes the end of a request, with the per-request figures of
-// gRPC's retry metrics.
-type Done struct {
+// DoneInfo describes the end of a request, with the per-request figures
+// of gRPC's retry metrics.
+type DoneInfo struct {
 	Request *http.Request
 	Rule    string
-	// Attempts counts the attempts made, transparent retries not counted;
-	// Attempts-1 of them were retries or hedges.
+	// Attempts counts the attempts sent, transparent retries not
+	// counted, as retryhttp.Error.Attempts does; Attempts-1 of them were
+	// retries or hedges. A request a hold refused before its first
+	// attempt has 0.
 	Attempts int
 	// Hedges counts the attempts sent as hedges, the first not included.
 	Hedges int
@@ -145,16 +151,16 @@ type Done struct {
 
 // JoinHooks returns hooks that call each of hs in turn, skipping nil ones
 // and nil fields, so that several adapters (metrics and logs, say) can be
-// set as one [Transport.Hooks]. The result keeps hs; they must not change
+// set as one Transport.Hooks. The result keeps hs; they must not change
 // afterwards.
 func JoinHooks(hs ...*Hooks) *Hooks {
 	hs = slices.DeleteFunc(slices.Clone(hs), func(h *Hooks) bool { return h == nil })
 	return &Hooks{
-		AttemptStart: joined(hs, func(h *Hooks) func(AttemptStart) { return h.AttemptStart }),
-		AttemptDone:  joined(hs, func(h *Hooks) func(AttemptDone) { return h.AttemptDone }),
-		Wait:         joined(hs, func(h *Hooks) func(Wait) { return h.Wait }),
-		Refused:      joined(hs, func(h *Hooks) func(Refused) { return h.Refused }),
-		Done:         joined(hs, func(h *Hooks) func(Done) { return h.Done }),
+		AttemptStart: joined(hs, func(h *Hooks) func(AttemptStartInfo) { return h.AttemptStart }),
+		AttemptDone:  joined(hs, func(h *Hooks) func(AttemptDoneInfo) { return h.AttemptDone }),
+		Wait:         joined(hs, func(h *Hooks) func(WaitInfo) { return h.Wait }),
+		Refused:      joined(hs, func(h *Hooks) func(RefusedInfo) { return h.Refused }),
+		Done:         joined(hs, func(h *Hooks) func(DoneInfo) { return h.Done }),
 	}
 }
 

@@ -1,4 +1,4 @@
-package retryhttp
+package dial
 
 import (
 	"context"
@@ -12,8 +12,9 @@ import (
 	"sync"
 	"time"
 
-	"github.com/retryhttp/retryhttp/internal/hostport"
 	"golang.org/x/sync/singleflight"
+
+	"github.com/retryhttp/retryhttp/internal/hostport"
 )
 
 // Bounds of a spread's memory.
@@ -80,6 +81,9 @@ func newSpread(base *http.Transport, d *Dialer) *spread {
 	return &spread{
 		base: base, dialer: d,
 		resolve: func(ctx context.Context, host string) ([]netip.Addr, error) {
+			if d.LookupNetIP != nil {
+				return d.LookupNetIP(ctx, "ip", host)
+			}
 			return net.DefaultResolver.LookupNetIP(ctx, "ip", host)
 		},
 		hosts:  make(map[hostKey]*hostEntry),
@@ -216,16 +220,34 @@ func (s *spread) transport(e *hostEntry, i int) *http.Transport {
 	return t
 }
 
-// addrsByHost returns the addresses attempts were spread over, by URL
-// host (lowercased, as the Transport's host records name it), for the
-// status page. It changes nothing; entries past their time count, as
+// hostsByAddr returns the URL hosts (lowercased, as a request's URL
+// names them) whose attempts were spread over each address, for
+// [Dialer.Windows]. It changes nothing; entries past their time count, as
 // their addresses may still be backing off.
-func (s *spread) addrsByHost() map[string][]string {
+func (s *spread) hostsByAddr() map[string][]string {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	out := make(map[string][]string, len(s.hosts))
+	out := make(map[string][]string)
 	for k, e := range s.hosts {
-		out[k.host] = append(out[k.host], e.addrs...)
+		for _, a := range e.addrs {
+			if !slices.Contains(out[a], k.host) {
+				out[a] = append(out[a], k.host)
+			}
+		}
+	}
+	return out
+}
+
+// addrsOf returns the addresses attempts to host (a URL host, lowercased)
+// were spread over, whatever the scheme's port.
+func (s *spread) addrsOf(host string) []string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	var out []string
+	for k, e := range s.hosts {
+		if k.host == host {
+			out = append(out, e.addrs...)
+		}
 	}
 	return out
 }

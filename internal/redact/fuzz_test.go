@@ -1,4 +1,4 @@
-package retryhttp_test
+package redact_test
 
 import (
 	"errors"
@@ -7,7 +7,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/retryhttp/retryhttp"
+	"github.com/retryhttp/retryhttp/internal/redact"
 )
 
 // redactSecret is what FuzzRedactURLs plants: letters and digits only, so
@@ -62,7 +62,7 @@ func FuzzRedactURLs(f *testing.F) {
 			texts = append(texts, prefix+u.String()+suffix, prefix+u.Redacted()+suffix)
 		}
 		for _, text := range texts {
-			if got := retryhttp.RedactURLs(text); strings.Contains(got, redactSecret) {
+			if got := redact.Text(text); strings.Contains(got, redactSecret) {
 				t.Errorf("RedactURLs(%q) = %q: the secret got through", text, got)
 			}
 		}

@@ -1,4 +1,4 @@
-package retryhttp_test
+package redact_test
 
 import (
 	"errors"
@@ -7,7 +7,7 @@ import (
 	"net/url"
 	"testing"
 
-	"github.com/retryhttp/retryhttp"
+	"github.com/retryhttp/retryhttp/internal/redact"
 	"github.com/stretchr/testify/assert"
 )
 
@@ -101,7 +101,7 @@ func TestRedactURLs(t *testing.T) {
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			got := retryhttp.RedactURLs(tc.text)
+			got := redact.Text(tc.text)
 			assert.Equal(t, tc.want, got, "got %q, want %q", got, tc.want)
 			assert.NotContains(t, got, "SECRET")
 		})
