@@ -8,35 +8,38 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/retryhttp/retryhttp"
 	"go.opentelemetry.io/otel/attribute"
 	semconv "go.opentelemetry.io/otel/semconv/v1.43.0"
+
+	"github.com/retryhttp/retryhttp/internal/redact"
+	"github.com/retryhttp/retryhttp/retrytrace"
 )
 
 // Attribute keys of this package's own, beside the semantic conventions'.
 const (
 	// RuleKey is the rule that governed the request, as in
-	// [retryhttp.Stats.Rules]: "methodConfig[i]" or "none".
+	// [retryhttp.Stats.Rules]: the rule's key (policy.Rule.Key), or "(none)".
 	RuleKey = attribute.Key("retryhttp.rule")
 	// AttemptKey is the attempt's number, 1 for the first; a transparent
 	// resend repeats the number of the attempt it resends.
 	AttemptKey = attribute.Key("retryhttp.attempt")
 	// OutcomeKey is what the attempt's result meant: one of the values of
-	// [retryhttp.Outcome].
+	// [retrytrace.Outcome].
 	OutcomeKey = attribute.Key("retryhttp.outcome")
 	// HedgeKey tells whether the attempt was sent as a hedge.
 	HedgeKey = attribute.Key("retryhttp.hedge")
 	// ResendKey tells whether the attempt was a transparent resend of one
 	// that never reached the server.
 	ResendKey = attribute.Key("retryhttp.resend")
-	// WaitDurationKey is the wait announced before the attempt, in
+	// WaitDelayKey is the delay announced before the attempt (a
+	// retrytrace.WaitInfo's Delay), in
 	// seconds; absent when none was.
-	WaitDurationKey = attribute.Key("retryhttp.wait.duration")
+	WaitDelayKey = attribute.Key("retryhttp.wait.delay")
 	// WaitReasonKey says why the wait was as long as it was: one of the
-	// values of [retryhttp.WaitReason].
+	// values of [retrytrace.WaitReason].
 	WaitReasonKey = attribute.Key("retryhttp.wait.reason")
 	// RefusalReasonKey says why an attempt was not made: one of the
-	// values of [retryhttp.RefusalReason].
+	// values of [retrytrace.RefusalReason].
 	RefusalReasonKey = attribute.Key("retryhttp.refusal.reason")
 )
 
@@ -86,20 +89,20 @@ func server(u *url.URL) []attribute.KeyValue {
 // fullURL returns url.full for u without what may be secret: the query
 // and fragment are left out, and userinfo is replaced as the semantic
 // conventions ask.
-func fullURL(u *url.URL) string { return retryhttp.RedactURL(u) }
+func fullURL(u *url.URL) string { return redact.URL(u) }
 
 // errorType returns the attempt's error.type, or "" when it succeeded:
 // the status code for a status of 400 or more, else for an error
 // "cancelled" for an attempt cut off, "timeout" for a timeout, and
 // otherwise the attempt's outcome ("network", "never-sent", "fatal" or
 // "retryable").
-func errorType(a retryhttp.AttemptDone) string {
+func errorType(a retrytrace.AttemptDoneInfo) string {
 	switch {
 	case a.Err == nil && a.StatusCode >= 400:
 		return strconv.Itoa(a.StatusCode)
 	case a.Err == nil:
 		return ""
-	case a.Outcome == retryhttp.OutcomeCancelled:
+	case a.Outcome == retrytrace.OutcomeCancelled:
 		return "cancelled"
 	case timeout(a.Err):
 		return "timeout"
@@ -116,4 +119,4 @@ func timeout(err error) bool {
 
 // scrub returns err's text with every URL in it cut down as url.full
 // is.
-func scrub(err error) string { return retryhttp.RedactURLs(err.Error()) }
+func scrub(err error) string { return redact.Text(err.Error()) }

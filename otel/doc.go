@@ -1,5 +1,5 @@
 // Package otel records what a [retryhttp.Transport] does as OpenTelemetry
-// metrics and spans, built from its [retryhttp.Hooks]. It lives in a
+// metrics and spans, built from its [retrytrace.Hooks]. It lives in a
 // module of its own, so that the core module never imports OpenTelemetry.
 //
 //	hooks, err := otel.Hooks(otel.Config{}) // the global providers

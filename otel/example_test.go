@@ -9,15 +9,16 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/retryhttp/retryhttp"
-	"github.com/retryhttp/retryhttp/otel"
-	"github.com/retryhttp/retryhttp/policy"
 	"go.opentelemetry.io/otel/attribute"
 	sdkmetric "go.opentelemetry.io/otel/sdk/metric"
 	"go.opentelemetry.io/otel/sdk/metric/metricdata"
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 	"go.opentelemetry.io/otel/sdk/trace/tracetest"
 	"go.opentelemetry.io/otel/trace"
+
+	"github.com/retryhttp/retryhttp"
+	"github.com/retryhttp/retryhttp/otel"
+	"github.com/retryhttp/retryhttp/policy"
 )
 
 // A request retried once: two attempt spans under the caller's span, and
@@ -67,9 +68,9 @@ func Example() {
 	printHistograms(ctx, reader)
 	// Output:
 	// GET true retryhttp.attempt=1 retryhttp.outcome=retryable http.response.status_code=503
-	// GET true retryhttp.attempt=2 retryhttp.outcome=success http.response.status_code=200 retryhttp.wait.duration=0.01
-	// retryhttp.client.request.retries {retry} 1 retryhttp.rule=methodConfig[0]
-	// retryhttp.client.request.retry_delay s 0.01 retryhttp.rule=methodConfig[0]
+	// GET true retryhttp.attempt=2 retryhttp.outcome=success http.response.status_code=200 retryhttp.wait.delay=0.01
+	// retryhttp.client.request.retries {retry} 1 retryhttp.rule=GET
+	// retryhttp.client.request.retry_delay s 0.01 retryhttp.rule=GET
 }
 
 // printSpans prints the attempt spans, and whether each is a child of the
@@ -80,7 +81,7 @@ func printSpans(spans *tracetest.InMemoryExporter, caller trace.Span) {
 			continue
 		}
 		fmt.Println(s.Name, s.Parent.SpanID() == caller.SpanContext().SpanID(), show(s.Attributes,
-			"retryhttp.attempt", "retryhttp.outcome", "http.response.status_code", "retryhttp.wait.duration"))
+			"retryhttp.attempt", "retryhttp.outcome", "http.response.status_code", "retryhttp.wait.delay"))
 	}
 }
 

@@ -9,9 +9,6 @@ import (
 	"time"
 
 	"github.com/jarcoal/httpmock"
-	"github.com/retryhttp/retryhttp"
-	"github.com/retryhttp/retryhttp/otel"
-	"github.com/retryhttp/retryhttp/policy"
 	"github.com/stretchr/testify/require"
 	"go.opentelemetry.io/otel/attribute"
 	sdkmetric "go.opentelemetry.io/otel/sdk/metric"
@@ -19,6 +16,11 @@ import (
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 	"go.opentelemetry.io/otel/sdk/trace/tracetest"
 	"go.opentelemetry.io/otel/trace"
+
+	"github.com/retryhttp/retryhttp"
+	"github.com/retryhttp/retryhttp/otel"
+	"github.com/retryhttp/retryhttp/policy"
+	"github.com/retryhttp/retryhttp/retrytrace"
 )
 
 // rig is an SDK with a manual reader and an in-memory span exporter,
@@ -27,7 +29,7 @@ type rig struct {
 	reader *sdkmetric.ManualReader
 	spans  *tracetest.InMemoryExporter
 	tp     *sdktrace.TracerProvider
-	hooks  *retryhttp.Hooks
+	hooks  *retrytrace.Hooks
 }
 
 func newRig(t *testing.T) *rig {

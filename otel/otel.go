@@ -4,13 +4,14 @@ import (
 	"fmt"
 	"net/http"
 
-	"github.com/retryhttp/retryhttp"
 	otelglobal "go.opentelemetry.io/otel"
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/codes"
 	"go.opentelemetry.io/otel/metric"
 	semconv "go.opentelemetry.io/otel/semconv/v1.43.0"
 	"go.opentelemetry.io/otel/trace"
+
+	"github.com/retryhttp/retryhttp/retrytrace"
 )
 
 // ScopeName is the instrumentation scope of the meter and the tracer.
@@ -84,19 +85,19 @@ type Config struct {
 // [HedgesMetric] and [RetryDelayMetric], each wait for a hold on its host
 // ([HoldDelayMetric]) and each refusal ([RefusalsMetric]), and one span
 // per attempt, a child of the span in the request's context. Set them as
-// [retryhttp.Transport.Hooks], or pass them to [retryhttp.WithHooks].
+// [retryhttp.Transport.Hooks], or pass them to [retrytrace.WithHooks].
 //
 // The hooks are safe for concurrent use, and hold no state between
 // requests but the open spans of requests in flight, bounded by
 // [Config.MaxRequests]. They never record a query string, a fragment,
 // userinfo or a header value. The error is that of creating an
 // instrument.
-func Hooks(cfg Config) (*retryhttp.Hooks, error) {
+func Hooks(cfg Config) (*retrytrace.Hooks, error) {
 	r, err := newRecorder(cfg)
 	if err != nil {
 		return nil, err
 	}
-	return &retryhttp.Hooks{
+	return &retrytrace.Hooks{
 		AttemptStart: r.attemptStart,
 		AttemptDone:  r.attemptDone,
 		Wait:         r.wait,
@@ -159,7 +160,7 @@ func newRecorder(cfg Config) (*recorder, error) {
 
 // attemptStart starts the attempt's span, with the attributes that
 // samplers may want at its start.
-func (r *recorder) attemptStart(a retryhttp.AttemptStart) {
+func (r *recorder) attemptStart(a retrytrace.AttemptStartInfo) {
 	req := a.Request
 	m, known := method(req)
 	attrs := make([]attribute.KeyValue, 0, 12)
@@ -174,7 +175,7 @@ func (r *recorder) attemptStart(a retryhttp.AttemptStart) {
 		attrs = append(attrs, semconv.HTTPRequestResendCount(a.Attempt-1))
 	}
 	if w, ok := r.table.takeWait(req, a.Attempt); ok {
-		attrs = append(attrs, WaitDurationKey.Float64(w.length.Seconds()), WaitReasonKey.String(string(w.reason)))
+		attrs = append(attrs, WaitDelayKey.Float64(w.length.Seconds()), WaitReasonKey.String(string(w.reason)))
 	}
 	name := m
 	if !known {
@@ -188,7 +189,7 @@ func (r *recorder) attemptStart(a retryhttp.AttemptStart) {
 // and more, and errors, set an error status, as the semantic conventions
 // ask of client spans; a hedge cancelled because another won is such an
 // error too.
-func (r *recorder) attemptDone(a retryhttp.AttemptDone) {
+func (r *recorder) attemptDone(a retrytrace.AttemptDoneInfo) {
 	span := r.table.take(a.Request, a.Attempt)
 	if span == nil {
 		return // forgotten past Config.MaxRequests, and ended then
@@ -211,16 +212,16 @@ func (r *recorder) attemptDone(a retryhttp.AttemptDone) {
 
 // wait keeps the wait for the span of the attempt that follows it, and
 // records a wait for a hold.
-func (r *recorder) wait(w retryhttp.Wait) {
-	r.table.announce(w.Request, announced{n: w.Attempt, length: w.Length, reason: w.Reason})
-	if w.Reason == retryhttp.WaitHold {
-		r.hold.Record(w.Request.Context(), w.Length.Seconds(), metric.WithAttributeSet(requestAttrs(w.Request, w.Rule)))
+func (r *recorder) wait(w retrytrace.WaitInfo) {
+	r.table.announce(w.Request, announced{n: w.Attempt, length: w.Delay, reason: w.Reason})
+	if w.Reason == retrytrace.WaitHold {
+		r.hold.Record(w.Request.Context(), w.Delay.Seconds(), metric.WithAttributeSet(requestAttrs(w.Request, w.Rule)))
 	}
 }
 
 // refused counts the refusal, and notes on the caller's span why the
 // request was not retried.
-func (r *recorder) refused(f retryhttp.Refused) {
+func (r *recorder) refused(f retrytrace.RefusedInfo) {
 	ctx := f.Request.Context()
 	set := requestAttrs(f.Request, f.Rule)
 	kv := append(set.ToSlice(), RefusalReasonKey.String(string(f.Reason)))
@@ -233,7 +234,7 @@ func (r *recorder) refused(f retryhttp.Refused) {
 }
 
 // done records the request's histograms and forgets it.
-func (r *recorder) done(d retryhttp.Done) {
+func (r *recorder) done(d retrytrace.DoneInfo) {
 	endDropped(r.table.remove(d.Request))
 	retries := d.Attempts - 1 - d.Hedges
 	if retries <= 0 && d.TransparentRetries == 0 && d.Hedges == 0 && d.RetryDelay == 0 {

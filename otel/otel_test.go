@@ -15,9 +15,6 @@ import (
 	"time"
 
 	"github.com/jarcoal/httpmock"
-	"github.com/retryhttp/retryhttp"
-	"github.com/retryhttp/retryhttp/otel"
-	"github.com/retryhttp/retryhttp/policy"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	"go.opentelemetry.io/otel/attribute"
@@ -25,6 +22,11 @@ import (
 	"go.opentelemetry.io/otel/sdk/metric/metricdata"
 	"go.opentelemetry.io/otel/sdk/metric/metricdata/metricdatatest"
 	"go.opentelemetry.io/otel/trace"
+
+	"github.com/retryhttp/retryhttp"
+	"github.com/retryhttp/retryhttp/otel"
+	"github.com/retryhttp/retryhttp/policy"
+	"github.com/retryhttp/retryhttp/retrytrace"
 )
 
 // apiAttrs are the request histograms' attributes for a GET to
@@ -54,28 +56,28 @@ func TestRetriedRequest(t *testing.T) {
 
 		got := r.metrics(t)
 		assert.Len(t, got, 2, "no hedges, no transparent retries")
-		metricdatatest.AssertEqual(t, retries(apiAttrs("methodConfig[0]"), 2), got[otel.RetriesMetric],
+		metricdatatest.AssertEqual(t, retries(apiAttrs("*"), 2), got[otel.RetriesMetric],
 			metricdatatest.IgnoreTimestamp(), metricdatatest.IgnoreExemplars())
-		metricdatatest.AssertEqual(t, retryDelay(apiAttrs("methodConfig[0]"), 0.3), got[otel.RetryDelayMetric],
+		metricdatatest.AssertEqual(t, retryDelay(apiAttrs("*"), 0.3), got[otel.RetryDelayMetric],
 			metricdatatest.IgnoreTimestamp(), metricdatatest.IgnoreExemplars())
 
 		spans := r.attempts()
 		require.Len(t, spans, 3)
 		want := [][]attribute.KeyValue{
-			spanAttrs("methodConfig[0]",
+			spanAttrs("*",
 				attribute.Int("retryhttp.attempt", 1), attribute.Bool("retryhttp.hedge", false), attribute.Bool("retryhttp.resend", false),
 				attribute.String("retryhttp.outcome", "retryable"), attribute.Int("http.response.status_code", 503),
 				attribute.String("error.type", "503")),
-			spanAttrs("methodConfig[0]",
+			spanAttrs("*",
 				attribute.Int("retryhttp.attempt", 2), attribute.Bool("retryhttp.hedge", false), attribute.Bool("retryhttp.resend", false),
 				attribute.Int("http.request.resend_count", 1),
-				attribute.Float64("retryhttp.wait.duration", 0.1), attribute.String("retryhttp.wait.reason", "backoff"),
+				attribute.Float64("retryhttp.wait.delay", 0.1), attribute.String("retryhttp.wait.reason", "backoff"),
 				attribute.String("retryhttp.outcome", "retryable"), attribute.Int("http.response.status_code", 503),
 				attribute.String("error.type", "503")),
-			spanAttrs("methodConfig[0]",
+			spanAttrs("*",
 				attribute.Int("retryhttp.attempt", 3), attribute.Bool("retryhttp.hedge", false), attribute.Bool("retryhttp.resend", false),
 				attribute.Int("http.request.resend_count", 2),
-				attribute.Float64("retryhttp.wait.duration", 0.2), attribute.String("retryhttp.wait.reason", "backoff"),
+				attribute.Float64("retryhttp.wait.delay", 0.2), attribute.String("retryhttp.wait.reason", "backoff"),
 				attribute.String("retryhttp.outcome", "success"), attribute.Int("http.response.status_code", 200)),
 		}
 		wantStatus := []codes.Code{codes.Error, codes.Error, codes.Unset}
@@ -118,20 +120,20 @@ func TestHedgedRequest(t *testing.T) {
 
 		got := r.metrics(t)
 		assert.Len(t, got, 1, "no retries, so no retry delay either")
-		metricdatatest.AssertEqual(t, hedges(apiAttrs("methodConfig[0]"), 1), got[otel.HedgesMetric],
+		metricdatatest.AssertEqual(t, hedges(apiAttrs("*"), 1), got[otel.HedgesMetric],
 			metricdatatest.IgnoreTimestamp(), metricdatatest.IgnoreExemplars())
 
 		spans := r.attempts()
 		require.Len(t, spans, 2)
 		hedge, first := spans[0], spans[1] // the winner ends first
-		assert.ElementsMatch(t, spanAttrs("methodConfig[0]",
+		assert.ElementsMatch(t, spanAttrs("*",
 			attribute.Int("retryhttp.attempt", 2), attribute.Bool("retryhttp.hedge", true), attribute.Bool("retryhttp.resend", false),
 			attribute.Int("http.request.resend_count", 1),
-			attribute.Float64("retryhttp.wait.duration", 0.05), attribute.String("retryhttp.wait.reason", "hedge-delay"),
+			attribute.Float64("retryhttp.wait.delay", 0.05), attribute.String("retryhttp.wait.reason", "hedge-delay"),
 			attribute.String("retryhttp.outcome", "success"), attribute.Int("http.response.status_code", 200),
 		), hedge.Attributes)
 		assert.Equal(t, codes.Unset, hedge.Status.Code)
-		assert.ElementsMatch(t, spanAttrs("methodConfig[0]",
+		assert.ElementsMatch(t, spanAttrs("*",
 			attribute.Int("retryhttp.attempt", 1), attribute.Bool("retryhttp.hedge", false), attribute.Bool("retryhttp.resend", false),
 			attribute.String("retryhttp.outcome", "cancelled"), attribute.String("error.type", "cancelled"),
 		), first.Attributes)
@@ -173,7 +175,7 @@ func TestTransparentResend(t *testing.T) {
 	require.NoError(t, err)
 	attrs := attribute.NewSet(
 		attribute.String("server.address", host), attribute.Int("server.port", portN),
-		attribute.String("http.request.method", "GET"), attribute.String("retryhttp.rule", "none"))
+		attribute.String("http.request.method", "GET"), attribute.String("retryhttp.rule", "(none)"))
 	got := r.metrics(t)
 	assert.Len(t, got, 1, "no retries, no hedges, no wait")
 	metricdatatest.AssertEqual(t, transparentRetries(attrs, 1), got[otel.TransparentRetriesMetric],
@@ -186,7 +188,7 @@ func TestTransparentResend(t *testing.T) {
 			attribute.String("http.request.method", "GET"),
 			attribute.String("server.address", host), attribute.Int("server.port", portN),
 			attribute.String("url.full", "http://"+addr+"/v1/items"),
-			attribute.String("retryhttp.rule", "none"),
+			attribute.String("retryhttp.rule", "(none)"),
 			attribute.Int("retryhttp.attempt", 1), attribute.Bool("retryhttp.hedge", false), attribute.Bool("retryhttp.resend", i == 1),
 			attribute.String("retryhttp.outcome", "never-sent"), attribute.String("error.type", "never-sent"),
 		}, s.Attributes, "span %d", i)
@@ -264,7 +266,7 @@ func TestRefusalIsAnEventOnTheCallerSpan(t *testing.T) {
 				events = append(events, s.Name+" "+e.Name+" "+set.Encoded(attribute.DefaultEncoder()))
 			}
 		}
-		assert.Equal(t, []string{"caller retryhttp.refused retryhttp.attempt=2,retryhttp.refusal.reason=server-delay"}, events)
+		assert.Equal(t, []string{"caller retryhttp.refused retryhttp.attempt=2,retryhttp.refusal.reason=delay-too-long"}, events)
 		got := r.metrics(t)
 		assert.NotContains(t, got, otel.RetryDelayMetric, "one attempt, no wait: no request histogram")
 		assert.NotContains(t, got, otel.RetriesMetric)
@@ -272,7 +274,7 @@ func TestRefusalIsAnEventOnTheCallerSpan(t *testing.T) {
 		require.Len(t, refusals, 1, "the refusal is counted")
 		assert.Equal(t, int64(1), refusals[0].Value)
 		reason, _ := refusals[0].Attributes.Value(otel.RefusalReasonKey)
-		assert.Equal(t, "server-delay", reason.AsString())
+		assert.Equal(t, "delay-too-long", reason.AsString())
 	})
 }
 
@@ -315,7 +317,7 @@ func TestHoldsAreRecorded(t *testing.T) {
 			reason, _ := dp.Attributes.Value(otel.RefusalReasonKey)
 			reasons = append(reasons, reason.AsString())
 		}
-		assert.Contains(t, reasons, string(retryhttp.RefusedHold))
+		assert.Contains(t, reasons, string(retrytrace.RefusedHeld))
 	})
 }
 
@@ -352,9 +354,9 @@ func TestConcurrentRequests(t *testing.T) {
 			ones[i], delays[i] = 1, 0.1
 		}
 		got := r.metrics(t)
-		metricdatatest.AssertEqual(t, retries(apiAttrs("methodConfig[0]"), ones...), got[otel.RetriesMetric],
+		metricdatatest.AssertEqual(t, retries(apiAttrs("*"), ones...), got[otel.RetriesMetric],
 			metricdatatest.IgnoreTimestamp(), metricdatatest.IgnoreExemplars())
-		metricdatatest.AssertEqual(t, retryDelay(apiAttrs("methodConfig[0]"), delays...), got[otel.RetryDelayMetric],
+		metricdatatest.AssertEqual(t, retryDelay(apiAttrs("*"), delays...), got[otel.RetryDelayMetric],
 			metricdatatest.IgnoreTimestamp(), metricdatatest.IgnoreExemplars())
 		outcomes := map[string]int{}
 		for _, s := range r.attempts() {

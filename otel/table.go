@@ -6,9 +6,10 @@ import (
 	"sync"
 	"time"
 
-	"github.com/retryhttp/retryhttp"
 	"go.opentelemetry.io/otel/codes"
 	"go.opentelemetry.io/otel/trace"
+
+	"github.com/retryhttp/retryhttp/retrytrace"
 )
 
 // DefaultMaxRequests is the number of requests whose attempt spans are
@@ -47,7 +48,7 @@ type openSpan struct {
 type announced struct {
 	n      int
 	length time.Duration
-	reason retryhttp.WaitReason
+	reason retrytrace.WaitReason
 }
 
 func newTable(limit int) *table {

@@ -4,13 +4,14 @@ import (
 	"net/http"
 	"testing"
 
-	"github.com/retryhttp/retryhttp"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	"go.opentelemetry.io/otel/codes"
 	"go.opentelemetry.io/otel/metric/noop"
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 	"go.opentelemetry.io/otel/sdk/trace/tracetest"
+
+	"github.com/retryhttp/retryhttp/retrytrace"
 )
 
 func newTestRecorder(t *testing.T, maxRequests int) (*recorder, *tracetest.InMemoryExporter) {
@@ -41,14 +42,14 @@ func TestDoneForgetsTheRequest(t *testing.T) {
 	reqs := newRequests(t, 2)
 	// One answered at once, one given up after a wait whose attempt
 	// never came.
-	r.attemptStart(retryhttp.AttemptStart{Request: reqs[0], Attempt: 1})
-	r.attemptDone(retryhttp.AttemptDone{Request: reqs[0], Attempt: 1, Outcome: retryhttp.OutcomeSuccess, StatusCode: 200})
-	r.attemptStart(retryhttp.AttemptStart{Request: reqs[1], Attempt: 1})
-	r.attemptDone(retryhttp.AttemptDone{Request: reqs[1], Attempt: 1, Outcome: retryhttp.OutcomeRetryable, StatusCode: 503})
-	r.wait(retryhttp.Wait{Request: reqs[1], Attempt: 2, Reason: retryhttp.WaitBackoff})
+	r.attemptStart(retrytrace.AttemptStartInfo{Request: reqs[0], Attempt: 1})
+	r.attemptDone(retrytrace.AttemptDoneInfo{Request: reqs[0], Attempt: 1, Outcome: retrytrace.OutcomeSuccess, StatusCode: 200})
+	r.attemptStart(retrytrace.AttemptStartInfo{Request: reqs[1], Attempt: 1})
+	r.attemptDone(retrytrace.AttemptDoneInfo{Request: reqs[1], Attempt: 1, Outcome: retrytrace.OutcomeRetryable, StatusCode: 503})
+	r.wait(retrytrace.WaitInfo{Request: reqs[1], Attempt: 2, Reason: retrytrace.WaitBackoff})
 	assert.Equal(t, 2, r.table.size())
-	r.done(retryhttp.Done{Request: reqs[0], Attempts: 1, StatusCode: 200})
-	r.done(retryhttp.Done{Request: reqs[1], Attempts: 1, StatusCode: 503})
+	r.done(retrytrace.DoneInfo{Request: reqs[0], Attempts: 1, StatusCode: 200})
+	r.done(retrytrace.DoneInfo{Request: reqs[1], Attempts: 1, StatusCode: 503})
 	assert.Equal(t, 0, r.table.size())
 	assert.Len(t, exp.GetSpans(), 2)
 }
@@ -58,7 +59,7 @@ func TestTableIsBounded(t *testing.T) {
 	reqs := newRequests(t, 3)
 	for _, req := range reqs {
 		// No Done comes for any of them.
-		r.attemptStart(retryhttp.AttemptStart{Request: req, Attempt: 1})
+		r.attemptStart(retrytrace.AttemptStartInfo{Request: req, Attempt: 1})
 	}
 	assert.Equal(t, 2, r.table.size(), "the oldest is forgotten")
 	spans := exp.GetSpans()
@@ -67,14 +68,14 @@ func TestTableIsBounded(t *testing.T) {
 	assert.Equal(t, "retryhttp/otel: attempt not reported done", spans[0].Status.Description)
 
 	// Should its end come after all, it is ignored: its span ended once.
-	r.attemptDone(retryhttp.AttemptDone{Request: reqs[0], Attempt: 1, Outcome: retryhttp.OutcomeSuccess, StatusCode: 200})
-	r.done(retryhttp.Done{Request: reqs[0], Attempts: 1, StatusCode: 200})
+	r.attemptDone(retrytrace.AttemptDoneInfo{Request: reqs[0], Attempt: 1, Outcome: retrytrace.OutcomeSuccess, StatusCode: 200})
+	r.done(retrytrace.DoneInfo{Request: reqs[0], Attempts: 1, StatusCode: 200})
 	assert.Len(t, exp.GetSpans(), 1)
 	assert.Equal(t, 2, r.table.size())
 
 	for _, req := range reqs[1:] {
-		r.attemptDone(retryhttp.AttemptDone{Request: req, Attempt: 1, Outcome: retryhttp.OutcomeSuccess, StatusCode: 200})
-		r.done(retryhttp.Done{Request: req, Attempts: 1, StatusCode: 200})
+		r.attemptDone(retrytrace.AttemptDoneInfo{Request: req, Attempt: 1, Outcome: retrytrace.OutcomeSuccess, StatusCode: 200})
+		r.done(retrytrace.DoneInfo{Request: req, Attempts: 1, StatusCode: 200})
 	}
 	assert.Equal(t, 0, r.table.size())
 	spans = exp.GetSpans()

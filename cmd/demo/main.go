@@ -31,6 +31,7 @@ import (
 
 	"github.com/retryhttp/retryhttp"
 	"github.com/retryhttp/retryhttp/policy"
+	"github.com/retryhttp/retryhttp/status"
 )
 
 const config = `{
@@ -75,7 +76,7 @@ func main() {
 
 	st := tr.Stats().Total
 	fmt.Printf("\nstats: %d requests, %d extra attempts (%d failed), %d hedges sent, %d won, %d cancelled, %d refused by the budget\n",
-		st.Requests, st.RetryAttempts, st.RetryAttemptsFailed, st.HedgesSent, st.HedgesWon, st.HedgesCancelled, st.BudgetRefusals)
+		st.Requests, st.ExtraAttempts, st.ExtraAttemptsFailed, st.Hedges, st.HedgesWon, st.HedgesCancelled, st.BudgetRefusals)
 	fmt.Println("\nside by side with go-retryablehttp, failsafe-go and hedgedhttp, with charts:")
 	fmt.Println("  docs/benchmarks.md (made anew with: cd benchmarks && go run ./cmd/figures)")
 	if !*serve {
@@ -97,7 +98,7 @@ func serveStatus(tr *retryhttp.Transport) (string, func()) {
 		log.Fatal(err)
 	}
 	mux := http.NewServeMux()
-	mux.Handle("/debug/retryhttp", retryhttp.StatusHandler(tr))
+	mux.Handle("/debug/retryhttp", status.Handler(tr))
 	s := &http.Server{Handler: mux, ReadHeaderTimeout: 5 * time.Second}
 	go s.Serve(ln)
 	return "http://" + ln.Addr().String() + "/debug/retryhttp", func() { s.Close() }
