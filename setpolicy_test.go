@@ -1,6 +1,7 @@
 package retryhttp_test
 
 import (
+	"net/http"
 	"sync"
 	"testing"
 	"testing/synctest"
@@ -112,5 +113,49 @@ func TestSetPolicyKeepsBudgets(t *testing.T) {
 		require.NoError(t, tr.SetPolicy(retryConfig(3, 503))) // no throttle
 		get()
 		assert.Equal(t, 7, s.Count(), "no throttle: retried")
+	})
+}
+
+// A hold is kept on the rule whose request met it, whatever that rule's
+// place in the policy: a SetPolicy that reorders the rules while the hold
+// is in force moves nothing, for the Transport and for a fleet's members.
+func TestReorderedRulesKeepTheirHolds(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		items := policy.Rule{Name: []policy.Name{{Path: "/v1/items"}},
+			Retry: &policy.Retry{MaxAttempts: 2, InitialBackoff: time.Millisecond, MaxBackoff: time.Millisecond, BackoffMultiplier: 1, RetryableStatusCodes: []int{503}}}
+		users := policy.Rule{Name: []policy.Name{{Path: "/v1/users"}},
+			Retry: &policy.Retry{MaxAttempts: 2, InitialBackoff: time.Millisecond, MaxBackoff: time.Millisecond, BackoffMultiplier: 1, RetryableStatusCodes: []int{503}}}
+		hold := &policy.Hold{}
+		srv := &rt.Server{Choose: func(i int, req *http.Request) rt.Step {
+			if i == 1 { // the first answer holds /v1/items for a minute
+				return rt.Step{Status: 429, Header: http.Header{"Retry-After": {"60"}}}
+			}
+			return rt.Step{}
+		}}
+		fleet := newMemFleet()
+		tr := &retryhttp.Transport{Base: srv, Policy: &policy.Config{Rules: []policy.Rule{items, users}, Hold: hold, MaxServerDelay: time.Second}}
+		member := &retryhttp.Transport{Base: srv, Fleet: fleet, Policy: &policy.Config{Rules: []policy.Rule{items, users}, Hold: hold, MaxServerDelay: time.Second}}
+		tr.Fleet = fleet
+
+		get := func(tr *retryhttp.Transport, path string) error {
+			req, err := http.NewRequestWithContext(t.Context(), "GET", "https://api.test"+path, nil)
+			require.NoError(t, err)
+			resp, err := tr.RoundTrip(req)
+			if err == nil {
+				readAll(t, resp)
+			}
+			return err
+		}
+		require.NoError(t, get(tr, "/v1/items")) // the 429 comes back: its hold lasts past maxServerDelay
+		srv.WantAttempts(t, 1)
+
+		reordered := &policy.Config{Rules: []policy.Rule{users, items}, Hold: hold, MaxServerDelay: time.Second}
+		require.NoError(t, tr.SetPolicy(reordered))
+		require.NoError(t, member.SetPolicy(reordered))
+		for _, tr := range []*retryhttp.Transport{tr, member} {
+			assert.ErrorIs(t, get(tr, "/v1/items"), retryhttp.ErrHeld, "the hold stays on the rule of /v1/items")
+			assert.NoError(t, get(tr, "/v1/users"), "the rule now first is not held")
+		}
+		srv.WantAttempts(t, 3)
 	})
 }
