@@ -5,8 +5,10 @@ import "testing"
 // BenchmarkOverload runs each overload scenario (S0-S5, [Scenarios]) once
 // per iteration with each contender that can run it ([Contenders]), in
 // virtual time, and reports the scenario's figures ([Scenario.Metrics])
-// for the last run. ns/op is the CPU time of a run, not the scenario's
-// length. Run it with -benchtime 1x.
+// for the last run. ns/op is the real time a run took to work through
+// its scenario's virtual time, not the scenario's length. Run it with
+// -benchtime 1x; with -v, each run's bubble also prints a line of its
+// own.
 func BenchmarkOverload(b *testing.B) {
 	for _, sc := range Scenarios() {
 		for _, c := range Contenders() {

@@ -112,8 +112,9 @@ type Metric struct {
 // offers the load, waits for every request to end, and returns what was
 // seen. It is meant to run in a testing/synctest bubble, where its time is
 // virtual (a 40 s scenario takes a fraction of a second); outside one it
-// takes the scenario's real time. It returns once every goroutine it
-// started has ended.
+// takes the scenario's real time. It returns once every request has
+// ended; in a bubble, a goroutine that a client leaves blocked after its
+// request ended fails the bubble.
 //
 // Run panics when c cannot run sc ([Contender.Runs]).
 func (sc Scenario) Run(c Contender) Trial {
