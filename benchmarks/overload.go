@@ -175,9 +175,14 @@ type send struct {
 	deadline time.Duration
 }
 
-// schedule returns the requests of g's open load over sc's Duration.
+// schedule returns the requests of g's open load over sc's Duration:
+// none for no clients, or for a rate so high that a client's interval
+// rounds to nothing.
 func schedule(g Group, clients []*http.Client, sc Scenario) []send {
 	interval := time.Duration(float64(time.Second) / g.Rate)
+	if len(clients) == 0 || interval <= 0 {
+		return nil
+	}
 	rng := rand.New(rand.NewPCG(sc.Seed, uint64(len(clients))))
 	order := rng.Perm(len(clients))
 	spacing := interval / time.Duration(len(clients))

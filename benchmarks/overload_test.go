@@ -3,6 +3,7 @@ package benchmarks
 import (
 	"cmp"
 	"errors"
+	"math"
 	"net/http"
 	"slices"
 	"testing"
@@ -44,6 +45,26 @@ func TestScheduleKeepsTheRate(t *testing.T) {
 	assert.InDelta(t, 40, len(sends), 1, "10 per second for each of 4 clients")
 	for _, n := range perClient {
 		assert.InDelta(t, 10, n, 1, "a client's sends")
+	}
+}
+
+// A load that cannot be scheduled sends nothing, rather than divide by
+// zero or loop for ever.
+func TestScheduleOfNothing(t *testing.T) {
+	sc := Scenario{Duration: time.Second, Seed: OverloadSeed}
+	one := []*http.Client{{}}
+	for _, tc := range []struct {
+		name    string
+		g       Group
+		clients []*http.Client
+	}{
+		{"no clients", Group{Rate: 10}, nil},
+		{"an infinite rate", Group{Clients: 1, Rate: math.Inf(1)}, one},
+		{"a rate past a nanosecond", Group{Clients: 1, Rate: 1e10}, one},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			assert.Empty(t, schedule(tc.g, tc.clients, sc))
+		})
 	}
 }
 
