@@ -13,6 +13,18 @@
 // that each peer built from a Spec makes the attempts, waits and choices
 // the Spec asks for, and runs every scenario once at a tiny size.
 //
+// Beside them, the overload scenarios S0-S5 ([Scenarios]) measure what
+// each client does to a host that is limited, slowed or down, in virtual
+// time: scripted hosts in memory ([Host]: [TailHost], [BucketHost],
+// [WorkerHost], [OutageHost]) serve open and closed loads ([Group]) from
+// clients built by each [Contender] (bare net/http, retryhttp's zero
+// Transport or any policy, a static retry loop, go-retryablehttp,
+// failsafe-go's retry policy alone and around its adaptive throttler or
+// limiter), and each run ([Scenario.Run]) returns a [Trial] to read the
+// figures and the goodput over time from. BenchmarkOverload reports them:
+//
+//	go test -run XXX -bench Overload -benchtime 1x .
+//
 // The full run is `go run ./cmd/figures`, which runs the benchmarks of this
 // package, and the redisfleet module's BenchmarkFleet where redis-server is
 // installed, and writes tables and charts into the repository's docs/.

@@ -30,22 +30,30 @@ func failsafeRetry(withBudget bool) Peer {
 		p.Notes = append(p.Notes, "budget: retries in flight at most BudgetShare of executions in flight (min 3), one for all hosts")
 	}
 	p.New = func(s Spec, base http.RoundTripper) http.RoundTripper {
-		b := retrypolicy.NewBuilder[*http.Response]().
-			HandleIf(func(resp *http.Response, err error) bool {
-				return err != nil || s.Retries(resp.StatusCode)
-			}).
-			AbortOnErrors(context.Canceled, context.DeadlineExceeded).
-			WithMaxAttempts(s.MaxAttempts).
-			WithBackoffFactor(s.InitialBackoff, s.MaxBackoff, s.Multiplier).
-			WithJitterFactor(s.Jitter).
-			WithDelayFunc(failsafehttp.DelayFunc).
-			ReturnLastFailure()
+		b := failsafeRetryBuilder(s)
 		if withBudget {
 			b = b.WithBudget(budgetFor(s))
 		}
 		return failsafehttp.NewRoundTripper(base, b.Build())
 	}
 	return p
+}
+
+// failsafeRetryBuilder is failsafe-go's retry policy mapped from s: the
+// spec's statuses and any error but the caller's context ending are
+// retried, Retry-After read as failsafehttp does, and the last answer
+// handed back.
+func failsafeRetryBuilder(s Spec) retrypolicy.Builder[*http.Response] {
+	return retrypolicy.NewBuilder[*http.Response]().
+		HandleIf(func(resp *http.Response, err error) bool {
+			return err != nil || s.Retries(resp.StatusCode)
+		}).
+		AbortOnErrors(context.Canceled, context.DeadlineExceeded).
+		WithMaxAttempts(s.MaxAttempts).
+		WithBackoffFactor(s.InitialBackoff, s.MaxBackoff, s.Multiplier).
+		WithJitterFactor(s.Jitter).
+		WithDelayFunc(failsafehttp.DelayFunc).
+		ReturnLastFailure()
 }
 
 // budgetFor maps the Spec's throttle into failsafe-go's budget: the share
