@@ -57,7 +57,7 @@ func (c *call) hedge() (*http.Response, error) {
 	h.due(c) // attempt 1 is due at once
 	for {
 		if h.over(c) {
-			return c.answer(errBodyCommitted)
+			return c.answer(h.why())
 		}
 		if h.dueNow {
 			h.dueNow = false
@@ -82,6 +82,17 @@ func (c *call) hedge() (*http.Response, error) {
 			return nil, c.fail(nil)
 		}
 	}
+}
+
+// why is what, beside the last outcome, ended a request with nothing in
+// flight: the body, when it outgrew its buffer and so no hedge could
+// follow; nothing otherwise (the attempts' own errors, or a refusal, say
+// it all).
+func (h *hedger) why() error {
+	if h.outgrew {
+		return errBodyCommitted
+	}
+	return nil
 }
 
 // mayLaunch reports whether another hedge may still go.

@@ -351,3 +351,14 @@ func TestNeverSentCauseSurvivesAHedgeThatFailedFirst(t *testing.T) {
 		})
 	}
 }
+
+// A hedged request with no body whose attempts all fail with an error
+// reports that error alone: nothing about a body that was never there.
+func TestHedgedErrorsSayWhatHappened(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		tr := &retryhttp.Transport{Base: fail(syscall.ECONNRESET), Policy: hedgeConfig(3, 10*time.Millisecond)}
+		_, err := tr.RoundTrip(newRequest(t, t.Context(), "GET", ""))
+		require.ErrorIs(t, err, syscall.ECONNRESET)
+		assert.NotContains(t, err.Error(), "cannot be replayed", "got %v", err)
+	})
+}
