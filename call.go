@@ -247,6 +247,8 @@ func (c *call) pause(s step) error {
 	select {
 	case <-t.C:
 		return nil
+	case <-s.wake: // nil, and never ready, but for a hold's probe
+		return nil
 	case <-c.ctx.Done():
 		return context.Cause(c.ctx)
 	}
@@ -258,16 +260,23 @@ func (c *call) waitsForReady() bool {
 	return c.opts != nil && c.opts.waitForReady
 }
 
-// admit asks the gate whether attempt n may go now, and carries out what
-// it says of the host's hedge budget: a first attempt earns its share, a
-// hedge spends one, and is refused if another request took the last one
-// since the facts were read.
-func (c *call) admit(n int) step {
+// admit asks the gate whether attempt n (its resend under its number,
+// when again is set) may go now, and carries out what it says of the
+// host's hold and hedge budget: an attempt that goes first after a capped
+// hold claims the probe, or looks again at once if another request did;
+// a first attempt earns its share of a hedge, a hedge spends one, and is
+// refused if another request took the last one since the facts were read.
+func (c *call) admit(n int, again bool) step {
 	now := time.Now()
 	f := c.facts(now)
-	f.host = c.host.factsFor(c.rule, now, c.st.fleet, c.pol.cfg.Hold != nil, n > 1, c.capped())
-	s := gate(&f, n, rand.Float64())
+	f.host = c.host.factsFor(c.rule, now, c.st.fleet, c.pol.cfg.Hold != nil, n > 1 && !again, c.capped())
+	s := gate(&f, n, again, rand.Float64())
 	s.at = now.Add(s.wait)
+	if s.probe {
+		if _, ok := c.host.holds.probe(c.rule, s.hold.until, now, now.Add(f.maxServerDelay)); !ok {
+			return c.admit(n, again) // another went first: wait for its answer
+		}
+	}
 	switch s.hedges {
 	case hedgeEarn:
 		c.host.hedges.earn(c.plan.hedge.MaxExtraLoad)
@@ -349,6 +358,15 @@ func (c *call) learn(r *result, out outcome, now time.Time) {
 	if c.host.learn(r, l) {
 		c.holdSet()
 	}
+}
+
+// unresent makes the outcome of the try whose transparent resend a hold
+// refused the one the caller gets, unless a later one is kept.
+func (c *call) unresent() {
+	if c.last.resp == nil && c.last.err == nil {
+		c.last = c.resent
+	}
+	c.resent = result{}
 }
 
 // holdError is why step s refused its attempt, when a hold did: the hold's

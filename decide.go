@@ -136,8 +136,13 @@ type step struct {
 	backoff int                      // the retry policy's counter once the wait is over
 	// at is when the wait ends: the time of the decision plus wait.
 	at time.Time
-	// hold is the hold that refused the attempt, for retrytrace.RefusedHeld.
-	hold hold
+	// hold is the hold that refused the attempt, for RefusedHeld, or
+	// whose end lets a stepSend go first, a probe.
+	hold  hold
+	probe bool
+	// wake, when not nil, ends a stepWait early: the answer a hold's
+	// probe waits for has come.
+	wake <-chan struct{}
 	// hedges is what a stepSend does to the host's hedge budget.
 	hedges hedgeUse
 }
@@ -186,38 +191,51 @@ func noMore(n int, why retrytrace.RefusalReason) step {
 	return step{kind: stepNoMore, attempt: n, refusal: why}
 }
 
-// gate decides whether attempt n may be sent now. A hold on the host holds
-// it back until the hold ends, spread by rnd over a tenth of the hold, at
-// most a second, or refuses it when that is past the deadline or
-// maxServerDelay; a retry or hedge needs the host's budgets and the
-// request's body to allow it, and a hedge one of the host's hedge budget,
-// which each first attempt earns.
-func gate(f *facts, n int, rnd float64) step {
-	if h := f.host; h.held {
-		wait := h.hold.resume(rnd).Sub(f.now)
-		if left := h.hold.until.Sub(f.now); left > f.maxServerDelay || !f.fits(wait) {
+// gate decides whether attempt n may be sent now, again saying whether it
+// is the resend of attempt n under its number. A hold on the host holds
+// it back until the hold ends, and then until its own point of a short
+// spread that rnd draws, before the deadline; or refuses it when the
+// hold's end is past the deadline or maxServerDelay. When a capped hold
+// has ended, the attempt goes first (a probe), or waits for the answer of
+// the one that did. A retry or hedge (not a resend) needs the host's
+// budgets and the request's body to allow it, and a hedge one of the
+// host's hedge budget, which each first attempt earns.
+func gate(f *facts, n int, again bool, rnd float64) step {
+	h := &f.host
+	switch h.holding {
+	case holdHeld:
+		if left := h.hold.until.Sub(f.now); left > f.maxServerDelay || !f.fits(left) {
 			s := noMore(n, retrytrace.RefusedHeld)
 			s.hold = h.hold
 			return s
 		}
-		return step{kind: stepWait, attempt: n, wait: wait, reason: retrytrace.WaitHold}
+		return step{kind: stepWait, attempt: n, wait: h.hold.release(rnd, f.deadline).Sub(f.now), reason: retrytrace.WaitHold}
+	case holdProbing:
+		return step{kind: stepWait, attempt: n, wait: h.hold.lapse.Sub(f.now), reason: retrytrace.WaitHold, wake: h.hold.wake}
 	}
-	if n == 1 {
-		if f.host.capped {
-			return step{kind: stepSend, attempt: n, hedges: hedgeEarn}
+	s := step{kind: stepSend, attempt: n}
+	if h.holding == holdProbe {
+		s.probe, s.hold = true, h.hold
+	}
+	switch {
+	case again:
+		return s
+	case n == 1:
+		if h.capped {
+			s.hedges = hedgeEarn
 		}
-		return step{kind: stepSend, attempt: n}
+		return s
 	}
 	if why, ok := f.allowed(); !ok {
 		return noMore(n, why)
 	}
-	if f.host.capped {
-		if !f.host.hedgeLeft {
+	if h.capped {
+		if !h.hedgeLeft {
 			return noMore(n, retrytrace.RefusedHedgeBudget)
 		}
-		return step{kind: stepSend, attempt: n, hedges: hedgeSpend}
+		s.hedges = hedgeSpend
 	}
-	return step{kind: stepSend, attempt: n}
+	return s
 }
 
 // decide is what follows the attempt f.attempt; rnd, in [0, 1), draws

@@ -193,9 +193,14 @@ func TestGate(t *testing.T) {
 	now := time.Now()
 	held := hold{rule: "r", since: now.Add(-time.Second), until: now.Add(9 * time.Second), status: 429}
 	open := hostFacts{budget: true}
+	wake := make(chan struct{})
+	capped := hold{rule: "r", since: now.Add(-time.Minute), until: now.Add(-time.Second), status: 503, capped: true}
+	probing := capped
+	probing.wake, probing.lapse = wake, now.Add(time.Minute)
 	tests := []struct {
 		name     string
 		n        int
+		again    bool // the resend of attempt n
 		host     hostFacts
 		deadline time.Duration // 0: none
 		noBody   bool          // the body can no longer be replayed
@@ -211,12 +216,12 @@ func TestGate(t *testing.T) {
 			want: step{kind: stepNoMore, attempt: 2, refusal: retrytrace.RefusedFleet}},
 		{name: "a body not replayable refuses a retry", n: 2, host: open, noBody: true,
 			want: step{kind: stepNoMore, attempt: 2, refusal: retrytrace.RefusedBuffer}},
-		{name: "a hold holds a first attempt back to its release point", n: 1, host: hostFacts{hold: held, held: true},
+		{name: "a hold holds a first attempt back to its release point", n: 1, host: hostFacts{hold: held, holding: holdHeld},
 			want: step{kind: stepWait, attempt: 1, wait: 9*time.Second + 500*time.Millisecond, reason: retrytrace.WaitHold}},
-		{name: "a hold past the deadline refuses", n: 1, host: hostFacts{hold: held, held: true}, deadline: 9 * time.Second,
+		{name: "a hold past the deadline refuses", n: 1, host: hostFacts{hold: held, holding: holdHeld}, deadline: 9 * time.Second,
 			want: step{kind: stepNoMore, attempt: 1, refusal: retrytrace.RefusedHeld, hold: held}},
 		{name: "a hold over maxServerDelay refuses", n: 2, deadline: time.Hour,
-			host: hostFacts{hold: hold{until: now.Add(2 * time.Minute), status: 503}, held: true, budget: true},
+			host: hostFacts{hold: hold{until: now.Add(2 * time.Minute), status: 503}, holding: holdHeld, budget: true},
 			want: step{kind: stepNoMore, attempt: 2, refusal: retrytrace.RefusedHeld, hold: hold{until: now.Add(2 * time.Minute), status: 503}}},
 		{name: "a capped first attempt earns", n: 1, host: hostFacts{capped: true},
 			want: step{kind: stepSend, attempt: 1, hedges: hedgeEarn}},
@@ -226,6 +231,17 @@ func TestGate(t *testing.T) {
 			want: step{kind: stepNoMore, attempt: 3, refusal: retrytrace.RefusedHedgeBudget}},
 		{name: "a spent budget refuses before the hedge budget", n: 2, host: hostFacts{capped: true, hedgeLeft: true},
 			want: step{kind: stepNoMore, attempt: 2, refusal: retrytrace.RefusedBudget}},
+		{name: "a hold that ends before the deadline is waited out, within it", n: 1, deadline: 9*time.Second + 100*time.Millisecond,
+			host: hostFacts{hold: held, holding: holdHeld},
+			want: step{kind: stepWait, attempt: 1, wait: 9*time.Second + 50*time.Millisecond - 1, reason: retrytrace.WaitHold}},
+		{name: "a resend waits out a hold", n: 1, again: true, host: hostFacts{hold: held, holding: holdHeld},
+			want: step{kind: stepWait, attempt: 1, wait: 9*time.Second + 500*time.Millisecond, reason: retrytrace.WaitHold}},
+		{name: "a resend is not gated by the budgets", n: 2, again: true, host: hostFacts{},
+			want: step{kind: stepSend, attempt: 2}},
+		{name: "after a capped hold, one goes first", n: 1, host: hostFacts{hold: capped, holding: holdProbe},
+			want: step{kind: stepSend, attempt: 1, probe: true, hold: capped}},
+		{name: "the others wait for its answer", n: 1, host: hostFacts{hold: probing, holding: holdProbing},
+			want: step{kind: stepWait, attempt: 1, wait: time.Minute, reason: retrytrace.WaitHold, wake: wake}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -233,7 +249,7 @@ func TestGate(t *testing.T) {
 			if tt.deadline > 0 {
 				f.deadline = now.Add(tt.deadline)
 			}
-			assert.Equal(t, tt.want, gate(&f, tt.n, 0.5))
+			assert.Equal(t, tt.want, gate(&f, tt.n, tt.again, 0.5))
 		})
 	}
 }

@@ -18,6 +18,7 @@ type hedger struct {
 	results chan result
 	timer   *time.Timer // when the next hedge is due, while armed
 	armed   bool
+	wake    <-chan struct{}              // ends the armed wait early; nil: only the timer
 	dueNow  bool                         // the next hedge is due at once: no timer is set for it
 	flights [maxHedgeAttempts + 1]flight // by attempt number
 	flying  int                          // attempts in flight
@@ -66,7 +67,10 @@ func (c *call) hedge() (*http.Response, error) {
 		}
 		select {
 		case <-h.timerC(c):
-			h.armed = false
+			h.armed, h.wake = false, nil
+			h.due(c)
+		case <-h.wakeC():
+			h.disarm()
 			h.due(c)
 		case <-h.outgrownC(c):
 			if resp, err, done := h.outgrown(c); done {
@@ -98,14 +102,24 @@ func (h *hedger) why() error {
 // mayLaunch reports whether another hedge may still go.
 func (h *hedger) mayLaunch(c *call) bool { return !h.closed && c.sent < c.plan.attempts }
 
-// over reports whether nothing is in flight and nothing may follow.
-func (h *hedger) over(c *call) bool { return h.flying == 0 && !h.mayLaunch(c) }
+// over reports whether nothing is in flight and nothing may follow: no
+// hedge, and no resend waiting for a hold to end.
+func (h *hedger) over(c *call) bool { return h.flying == 0 && h.resend == 0 && !h.mayLaunch(c) }
 
-// timerC is the timer's channel while a next hedge may be due, nil (never
-// ready) otherwise.
+// timerC is the timer's channel while a next hedge or a resend may be
+// due, nil (never ready) otherwise.
 func (h *hedger) timerC(c *call) <-chan time.Time {
-	if h.armed && h.mayLaunch(c) {
+	if h.armed && (h.mayLaunch(c) || h.resend > 0) {
 		return h.timer.C
+	}
+	return nil
+}
+
+// wakeC is the channel that ends the wait of an armed timer early (the
+// answer a hold's probe waits for has come), nil (never ready) otherwise.
+func (h *hedger) wakeC() <-chan struct{} {
+	if h.armed {
+		return h.wake
 	}
 	return nil
 }
@@ -132,15 +146,30 @@ func (h *hedger) start() {
 	}
 }
 
-// arm makes the next hedge due after d, or at notBefore if that is later;
-// one due now goes at the loop's next turn, with no timer.
-func (h *hedger) arm(d time.Duration) {
+// arm makes the next hedge due after d, or at notBefore if that is later,
+// or when wake (if not nil) is closed; one due now goes at the loop's next
+// turn, with no timer.
+func (h *hedger) arm(d time.Duration, wake <-chan struct{}) {
 	if d = max(d, time.Until(h.notBefore)); d <= 0 {
 		h.dueNow = true
 		return
 	}
 	h.timer.Reset(d)
-	h.armed = true
+	h.armed, h.wake = true, wake
+}
+
+// disarm stops the armed timer, whose tick, if it came already, is
+// drained so that the next arm starts clean: under the timers of
+// GODEBUG=asynctimerchan=1 a tick that came while no hedge could go waits
+// in the channel, and would send the next hedge at once.
+func (h *hedger) disarm() {
+	if !h.timer.Stop() {
+		select {
+		case <-h.timer.C:
+		default:
+		}
+	}
+	h.armed, h.wake = false, nil
 }
 
 // due sends what is due: an attempt's transparent resend, at once and
@@ -150,26 +179,36 @@ func (h *hedger) arm(d time.Duration) {
 // ready together.
 func (h *hedger) due(c *call) {
 	if n := h.resend; n > 0 {
-		h.resend = 0
-		h.launch(c, n, how{hedged: true, resend: true})
+		switch s := c.admit(n, true); s.kind { // a resend waits out a hold too
+		case stepWait:
+			c.waiting(n, s.wait, s.reason, h.flying == 0)
+			h.arm(time.Until(s.at), s.wake)
+		case stepNoMore:
+			h.resend = 0
+			c.unresent()
+			h.close(c, s)
+		default:
+			h.resend = 0
+			h.launch(c, n, how{hedged: true, resend: true})
+		}
 		return
 	}
 	if c.ctx.Err() != nil || !h.mayLaunch(c) {
 		return
 	}
 	n := c.sent + 1
-	s := c.admit(n)
+	s := c.admit(n, false)
 	switch s.kind {
 	case stepWait:
 		c.waiting(n, s.wait, s.reason, h.flying == 0)
-		h.arm(time.Until(s.at))
+		h.arm(time.Until(s.at), s.wake)
 	case stepNoMore:
 		h.close(c, s)
 	default:
 		h.launch(c, n, how{hedged: true})
 		if d := c.hedgeDelay(); h.mayLaunch(c) && d < tooLong {
 			c.waiting(n+1, d, retrytrace.WaitHedgeDelay, h.flying == 0)
-			h.arm(d)
+			h.arm(d, nil)
 		}
 	}
 }
@@ -232,7 +271,7 @@ func (h *hedger) landed(c *call, r result) (*http.Response, error, bool) {
 			c.waiting(s.attempt, s.wait, s.reason, h.flying == 0)
 			h.notBefore = later(h.notBefore, s.at)
 		}
-		h.arm(0)
+		h.arm(0, nil)
 	}
 	return nil, nil, false
 }
@@ -355,16 +394,8 @@ func reap(results <-chan result, n int) {
 // finish stops the timer and, when a panic cut the request short,
 // cancels and closes every attempt.
 func (h *hedger) finish(c *call) {
-	if !h.timer.Stop() {
-		// A tick that came while no hedge could go: under the timers of
-		// GODEBUG=asynctimerchan=1 it waits in the channel, and would
-		// send the next request's hedge at once.
-		select {
-		case <-h.timer.C:
-		default:
-		}
-	}
-	h.armed, h.dueNow = false, false
+	h.disarm()
+	h.dueNow = false
 	if h.flying > 0 {
 		h.cancelAll(c, errPanicked)
 	}

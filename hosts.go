@@ -274,14 +274,15 @@ func (ht *hostTable) each(f func(*host)) {
 // What a request meets of its host: the hold in force on it, and what each
 // attempt teaches its budgets, its holds and its latencies.
 
-// held returns the hold in force on h for rule at now, the Transport's or
-// the fleet's (v, what the fleet knows of h), whichever ends later.
-func (h *host) held(rule string, now time.Time, v FleetView) (hold, bool) {
-	hd, held := h.holds.get(rule, now)
+// held returns the hold on h for rule at now, the Transport's or the
+// fleet's (v, what the fleet knows of h), whichever ends later, and where
+// a request of the rule stands against it.
+func (h *host) held(rule string, now time.Time, v FleetView) (hold, holdState) {
+	hd, state := h.holds.get(rule, now)
 	if v.HoldUntil.After(now) && v.HoldUntil.After(hd.until) {
-		hd, held = hold{rule: rule, since: now, until: v.HoldUntil, status: v.HoldStatus}, true
+		hd, state = hold{rule: rule, since: now, until: v.HoldUntil, status: v.HoldStatus}, holdHeld
 	}
-	return hd, held
+	return hd, state
 }
 
 // hostFacts are what a decision reads of the request's host.
@@ -289,10 +290,11 @@ type hostFacts struct {
 	// budget says the Transport's retry budget allows a retry or hedge;
 	// fleetSpent that the fleet's does not.
 	budget, fleetSpent bool
-	// hold is the hold in force on the host and the request's rule, the
-	// Transport's or the fleet's, whichever ends later, when held.
-	hold hold
-	held bool
+	// hold is the hold on the host and the request's rule, the
+	// Transport's or the fleet's, whichever ends later; holding is where
+	// the request stands against it.
+	hold    hold
+	holding holdState
 	// capped says the plan caps hedges (MaxExtraLoad); hedgeLeft that the
 	// host's hedge budget holds one.
 	capped, hedgeLeft bool
@@ -310,7 +312,7 @@ func (h *host) factsFor(rule string, now time.Time, fleet Fleet, holds, budgets,
 	}
 	f := hostFacts{capped: capped}
 	if holds {
-		f.hold, f.held = h.held(rule, now, v)
+		f.hold, f.holding = h.held(rule, now, v)
 	}
 	if budgets {
 		f.budget, f.fleetSpent = h.bucket.Allow(), v.Spent
@@ -341,10 +343,12 @@ type lesson struct {
 func (h *host) learn(r *result, l lesson) (holdSet bool) {
 	report := FleetReport{Rule: l.rule, Budget: h.account(r, l.out, l.cfg.Throttle), Throttle: l.cfg.Throttle}
 	if wait, ok := holdAsked(r, l.cfg.Hold != nil); ok {
-		if hd, set := h.holds.set(l.rule, l.now, wait, r.resp.StatusCode); set {
+		if hd, set := h.holds.set(l.rule, l.now, wait, l.cfg.ServerDelayLimit(), r.resp.StatusCode); set {
 			holdSet = true
 			report.HoldUntil, report.HoldStatus = hd.until, hd.status
 		}
+	} else if l.out != outNeverSent && l.out != outCancelled && l.out != outNoBody {
+		h.holds.answered(l.rule, l.now, r.resp != nil)
 	}
 	if l.fleet != nil && (report.Budget != FleetNoChange || !report.HoldUntil.IsZero()) {
 		l.fleet.Report(h.name, report)

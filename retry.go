@@ -17,7 +17,7 @@ func (c *call) retry() (*http.Response, error) {
 	var ready attempt
 	defer ready.abandon(errCallDone)
 	for n := 1; ; n++ {
-		if s := c.await(n); s.kind != stepSend {
+		if s := c.await(n, false); s.kind != stepSend {
 			if c.ctx.Err() != nil { // the caller has gone during a wait
 				return nil, c.fail(nil)
 			}
@@ -35,7 +35,7 @@ func (c *call) retry() (*http.Response, error) {
 			return c.answer(nil)
 		case stepNoMore:
 			c.refused(s.attempt, s.refusal)
-			return c.answer(nil)
+			return c.answer(c.holdError(s))
 		}
 		c.backoff = s.backoff
 		var err error
@@ -48,13 +48,13 @@ func (c *call) retry() (*http.Response, error) {
 	}
 }
 
-// await asks the gate whether attempt n may go, waiting as long as it
-// says while it holds the attempt back. Its step is stepSend, or the
-// stepNoMore of a refusal, or, when the caller's context ended during a
-// wait, a stepNoMore with no refusal.
-func (c *call) await(n int) step {
+// await asks the gate whether attempt n (its resend, when again is set)
+// may go, waiting as long as it says while it holds the attempt back. Its
+// step is stepSend, or the stepNoMore of a refusal, or, when the caller's
+// context ended during a wait, a stepNoMore with no refusal.
+func (c *call) await(n int, again bool) step {
 	for {
-		s := c.admit(n)
+		s := c.admit(n, again)
 		if s.kind != stepWait {
 			return s
 		}
@@ -81,11 +81,16 @@ func (c *call) send(n int, ready *attempt) result {
 }
 
 // sendAgain carries out s, a resend of attempt s.attempt: at once and
-// transparently, or once its dial backoff window has ended. It returns
-// what follows the new try.
+// transparently, or once its dial backoff window has ended, and once no
+// hold keeps it back: a resend is sent no sooner than a new attempt would
+// be. It returns what follows the new try.
 func (c *call) sendAgain(s step) step {
 	if s.kind == stepReady && c.pause(s) != nil {
 		return step{kind: stepNoMore, attempt: s.attempt}
+	}
+	if g := c.await(s.attempt, true); g.kind != stepSend {
+		c.unresent()
+		return g
 	}
 	again := how{resend: true}
 	c.attemptStarted(s.attempt, again)

@@ -1,6 +1,7 @@
 package retryhttp_test
 
 import (
+	"context"
 	"net/http"
 	"sync"
 	"testing"
@@ -121,24 +122,27 @@ func TestSetPolicyKeepsBudgets(t *testing.T) {
 // is in force moves nothing, for the Transport and for a fleet's members.
 func TestReorderedRulesKeepTheirHolds(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		items := policy.Rule{Name: []policy.Name{{Path: "/v1/items"}},
-			Retry: &policy.Retry{MaxAttempts: 2, InitialBackoff: time.Millisecond, MaxBackoff: time.Millisecond, BackoffMultiplier: 1, RetryableStatusCodes: []int{503}}}
-		users := policy.Rule{Name: []policy.Name{{Path: "/v1/users"}},
-			Retry: &policy.Retry{MaxAttempts: 2, InitialBackoff: time.Millisecond, MaxBackoff: time.Millisecond, BackoffMultiplier: 1, RetryableStatusCodes: []int{503}}}
-		hold := &policy.Hold{}
+		rule := func(path string) policy.Rule {
+			return policy.Rule{Name: []policy.Name{{Path: path}}, Retry: &policy.Retry{MaxAttempts: 2,
+				InitialBackoff: time.Millisecond, MaxBackoff: time.Millisecond, BackoffMultiplier: 1, RetryableStatusCodes: []int{503}}}
+		}
+		items, users := rule("/v1/items"), rule("/v1/users")
 		srv := &rt.Server{Choose: func(i int, req *http.Request) rt.Step {
-			if i == 1 { // the first answer holds /v1/items for a minute
-				return rt.Step{Status: 429, Header: http.Header{"Retry-After": {"60"}}}
+			if i == 1 { // the first answer holds /v1/items for half a minute
+				return rt.Step{Status: 429, Header: http.Header{"Retry-After": {"30"}}}
 			}
 			return rt.Step{}
 		}}
 		fleet := newMemFleet()
-		tr := &retryhttp.Transport{Base: srv, Policy: &policy.Config{Rules: []policy.Rule{items, users}, Hold: hold, MaxServerDelay: time.Second}}
-		member := &retryhttp.Transport{Base: srv, Fleet: fleet, Policy: &policy.Config{Rules: []policy.Rule{items, users}, Hold: hold, MaxServerDelay: time.Second}}
+		tr := &retryhttp.Transport{Base: srv, Policy: &policy.Config{Rules: []policy.Rule{items, users}, Hold: &policy.Hold{}}}
+		member := &retryhttp.Transport{Base: srv, Fleet: fleet, Policy: &policy.Config{Rules: []policy.Rule{items, users}, Hold: &policy.Hold{}}}
 		tr.Fleet = fleet
 
+		// Each request gives itself a second: less than the hold lasts.
 		get := func(tr *retryhttp.Transport, path string) error {
-			req, err := http.NewRequestWithContext(t.Context(), "GET", "https://api.test"+path, nil)
+			ctx, cancel := context.WithTimeout(t.Context(), time.Second)
+			defer cancel()
+			req, err := http.NewRequestWithContext(ctx, "GET", "https://api.test"+path, nil)
 			require.NoError(t, err)
 			resp, err := tr.RoundTrip(req)
 			if err == nil {
@@ -146,10 +150,10 @@ func TestReorderedRulesKeepTheirHolds(t *testing.T) {
 			}
 			return err
 		}
-		require.NoError(t, get(tr, "/v1/items")) // the 429 comes back: its hold lasts past maxServerDelay
+		require.NoError(t, get(tr, "/v1/items")) // the 429 comes back: its hold outlasts the deadline
 		srv.WantAttempts(t, 1)
 
-		reordered := &policy.Config{Rules: []policy.Rule{users, items}, Hold: hold, MaxServerDelay: time.Second}
+		reordered := &policy.Config{Rules: []policy.Rule{users, items}, Hold: &policy.Hold{}}
 		require.NoError(t, tr.SetPolicy(reordered))
 		require.NoError(t, member.SetPolicy(reordered))
 		for _, tr := range []*retryhttp.Transport{tr, member} {
