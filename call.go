@@ -269,7 +269,8 @@ func (c *call) waitsForReady() bool {
 func (c *call) admit(n int, again bool) step {
 	now := time.Now()
 	f := c.facts(now)
-	f.host = c.host.factsFor(c.rule, now, c.st.fleet, c.pol.cfg.Hold != nil, n > 1 && !again, c.capped())
+	f.host = c.host.factsFor(c.rule, now, c.st.fleet, asks{holds: c.pol.cfg.Hold != nil, pace: c.pol.pacing,
+		budgets: n > 1 && !again, capped: c.capped()})
 	s := gate(&f, n, again, rand.Float64())
 	s.at = now.Add(s.wait)
 	if s.probe {
@@ -309,7 +310,7 @@ func (c *call) after(r *result) step {
 	if !f.sendsAgain() {
 		c.learn(r, out, now)
 		if more { // the host's budgets, now that they count this attempt
-			f.host = c.host.factsFor(c.rule, now, c.st.fleet, false, true, c.capped())
+			f.host = c.host.factsFor(c.rule, now, c.st.fleet, asks{budgets: true, capped: c.capped()})
 			if c.plan.retry != nil {
 				f.schedule = c.plan.retry.Schedule().Duration(c.backoff)
 			}

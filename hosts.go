@@ -30,6 +30,8 @@ type host struct {
 	bucket   bucket      // gRPC's retry throttle
 	hedges   hedgeBudget // maxExtraLoad's cap on hedges
 	holds    holds
+	paces    paces
+	asked    meter     // the rate its callers ask for, which a throttle cuts from
 	counters *counters // the host's statistics, shared with Stats
 	// latencies is made on the first hedged request to the host, so
 	// that hosts never hedged do not carry its kilobyte.
@@ -298,27 +300,41 @@ type hostFacts struct {
 	// capped says the plan caps hedges (MaxExtraLoad); hedgeLeft that the
 	// host's hedge budget holds one.
 	capped, hedgeLeft bool
+	// pace is the host's pace for the rule; rate 0: unpaced.
+	pace paceFacts
 }
 
-// factsFor is what a decision at now reads of h for the requests of rule:
-// the hold in force, when holds is set (the policy holds hosts), and its
-// budgets, when budgets is set (a further attempt is at stake); capped
-// says the request's plan caps its hedges, whose budget is then read too.
-// The fleet, if any, is asked once.
-func (h *host) factsFor(rule string, now time.Time, fleet Fleet, holds, budgets, capped bool) hostFacts {
+// asks says what a decision needs to read of a host: its hold, when the
+// policy holds hosts; its pace, when it paces them; its budgets, when a
+// further attempt is at stake; and, when the request's plan caps its
+// hedges, its hedge budget.
+type asks struct{ holds, pace, budgets, capped bool }
+
+// factsFor is what a decision at now reads of h for the requests of rule,
+// as a says. The fleet, if any, is asked once.
+func (h *host) factsFor(rule string, now time.Time, fleet Fleet, a asks) hostFacts {
 	var v FleetView
-	if fleet != nil && (holds || budgets) {
+	if fleet != nil && (a.holds || a.budgets) {
 		v = fleet.Look(h.name, rule)
 	}
-	f := hostFacts{capped: capped}
-	if holds {
+	f := hostFacts{capped: a.capped}
+	if a.holds {
 		f.hold, f.holding = h.held(rule, now, v)
 	}
-	if budgets {
+	if a.pace {
+		f.pace = h.paces.get(rule, now, h.askedAt(now))
+	}
+	if a.budgets {
 		f.budget, f.fleetSpent = h.bucket.Allow(), v.Spent
-		f.hedgeLeft = capped && h.hedges.has()
+		f.hedgeLeft = a.capped && h.hedges.has()
 	}
 	return f
+}
+
+// askedAt is the rate, in requests per second, that h's callers ask for
+// at now.
+func (h *host) askedAt(now time.Time) float64 {
+	return h.asked.rate(now, h.counters.requests.Load())
 }
 
 // lesson is what frames what an attempt teaches its host: its outcome,

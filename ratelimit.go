@@ -2,6 +2,7 @@ package retryhttp
 
 import (
 	"net/http"
+	"strconv"
 	"strings"
 	"time"
 
@@ -15,6 +16,82 @@ import (
 // with r, the quota units remaining, and t, the seconds until more are
 // given, as in RateLimit: "burst";r=50;t=10, "day";r=0;t=3600.
 const headerRateLimit = "Ratelimit"
+
+// headerRateLimitPolicy is the IETF RateLimit-Policy field, in canonical
+// form: the quota policies of the host, each item with q, the quota units
+// a window gives, and w, the window's length in seconds, as in
+// RateLimit-Policy: "default";q=100;w=1.
+const headerRateLimitPolicy = "Ratelimit-Policy"
+
+// quota is what a response's rate-limit fields say of its host's quota,
+// for its pace: left says at most r more requests are granted before t
+// (the tightest quota of the fields: the least r per second); limit is
+// the most requests per second a RateLimit-Policy grants, 0 when none is
+// given.
+type quota struct {
+	left  bool
+	r     int64
+	t     time.Duration
+	limit float64
+}
+
+// quotaLeft reads what h says of a quota that is not spent: the RateLimit
+// field's items with r above 0 and a t, the tightest winning, or else the
+// first entry of extra whose Remaining header reads above 0 and whose
+// delay reads; and the RateLimit-Policy's tightest q per w. A spent quota
+// is quotaSpent's. It allocates nothing on a response without these
+// fields, nor on one that has them on one line each.
+func quotaLeft(h http.Header, now time.Time, extra []policy.DelayHeader) quota {
+	var q quota
+	if l, ok := fieldList(h, headerRateLimit); ok {
+		for m := range l.Members() {
+			r, rok := m.Params.Get("r")
+			t, tok := m.Params.Get("t")
+			if m.IsInnerList() || !rok || !tok || r.Kind != sfv.Integer || t.Kind != sfv.Integer || r.Int <= 0 || t.Int < 0 {
+				continue
+			}
+			if !q.left || float64(r.Int)*q.t.Seconds() < float64(q.r)*float64(t.Int) { // r/t < q.r/q.t
+				q.left, q.r, q.t = true, r.Int, scale(t.Int, time.Second)
+			}
+		}
+	}
+	for _, d := range extra {
+		if q.left || d.Remaining == "" {
+			break
+		}
+		if r, ok := remaining(h, d.Remaining); ok && r > 0 {
+			if v, ok := firstValue(h, d.Name); ok {
+				if t, ok := parseDelayValue(trimOWS(v), d.Format, h, now); ok {
+					q.left, q.r, q.t = true, r, t
+				}
+			}
+		}
+	}
+	if l, ok := fieldList(h, headerRateLimitPolicy); ok {
+		for m := range l.Members() {
+			n, nok := m.Params.Get("q")
+			w, wok := m.Params.Get("w")
+			if m.IsInnerList() || !nok || !wok || n.Kind != sfv.Integer || w.Kind != sfv.Integer || n.Int <= 0 || w.Int <= 0 {
+				continue
+			}
+			if rate := float64(n.Int) / float64(w.Int); q.limit == 0 || rate < q.limit {
+				q.limit = rate
+			}
+		}
+	}
+	return q
+}
+
+// remaining reads the header remaining (canonical), a count of requests
+// left in a quota, as a non-negative decimal integer.
+func remaining(h http.Header, name string) (int64, bool) {
+	v, ok := firstValue(h, name)
+	if !ok {
+		return 0, false
+	}
+	n, err := strconv.ParseInt(trimOWS(v), 10, 64)
+	return n, err == nil && n >= 0
+}
 
 // quotaSpent reads the fields of a response that say its host's quota is
 // spent, on any status, a 2xx included: a hold is set from them (see
@@ -58,25 +135,8 @@ func quotaSpent(h http.Header, now time.Time, extra []policy.DelayHeader) (wait 
 // an inner list, says nothing, and the other items are still read. The
 // item's own value, the policy's name, is not looked at.
 func rateLimitSpent(h http.Header) (time.Duration, bool) {
-	vs := h[headerRateLimit]
-	if len(vs) == 0 {
-		return 0, false
-	}
-	v := trimOWS(vs[0])
-	if len(vs) > 1 {
-		// RFC 9651 reads a field sent on several lines as their values
-		// joined, even where that joins one item's halves.
-		var b strings.Builder
-		for i, line := range vs {
-			if i > 0 {
-				b.WriteString(", ")
-			}
-			b.WriteString(trimOWS(line))
-		}
-		v = b.String()
-	}
-	l, err := sfv.ParseList(v)
-	if err != nil {
+	l, ok := fieldList(h, headerRateLimit)
+	if !ok {
 		return 0, false
 	}
 	longest := int64(-1)
@@ -93,4 +153,29 @@ func rateLimitSpent(h http.Header) (time.Duration, bool) {
 		return 0, false
 	}
 	return scale(longest, time.Second), true
+}
+
+// fieldList parses h's field name (canonical) as a Structured Field List,
+// reporting false when it is absent or is not one: a malformed field is
+// ignored as a whole, as the draft asks.
+func fieldList(h http.Header, name string) (sfv.List, bool) {
+	vs := h[name]
+	if len(vs) == 0 {
+		return sfv.List{}, false
+	}
+	v := trimOWS(vs[0])
+	if len(vs) > 1 {
+		// RFC 9651 reads a field sent on several lines as their values
+		// joined, even where that joins one item's halves.
+		var b strings.Builder
+		for i, line := range vs {
+			if i > 0 {
+				b.WriteString(", ")
+			}
+			b.WriteString(trimOWS(line))
+		}
+		v = b.String()
+	}
+	l, err := sfv.ParseList(v)
+	return l, err == nil
 }

@@ -125,6 +125,7 @@ type active struct {
 	cfg *policy.Config
 	ruleStats
 	delayHeaders []policy.DelayHeader // cfg's, their names canonical
+	pacing       bool                 // cfg paces hosts
 	err          error
 }
 

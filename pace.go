@@ -1,0 +1,344 @@
+package retryhttp
+
+import (
+	"errors"
+	"math"
+	"sync"
+	"sync/atomic"
+	"time"
+)
+
+// ErrPaced is matched by the error of a request that was not sent because
+// its host is paced: the host throttled the requests of its rule, or its
+// rate-limit fields said how few it takes, and the request's send slot
+// would come past its deadline or the policy's maxServerDelay.
+var ErrPaced = errors.New("retryhttp: host paced")
+
+// The pace's constants. A throttle cuts the rate to paceBeta of the rate
+// sent; the rate then grows back along a cubic curve, as TCP CUBIC and the
+// AWS SDKs' adaptive retry mode do: concave up to the rate that was
+// throttled (reached after paceK), then convex past it, so that the pace
+// stays long near the rate the host took and probes past it slowly. A
+// pace whose rate grew past paceLift times what the key's callers ask
+// for, with no throttle for paceQuiet, is lifted.
+const (
+	paceBeta  = 0.7
+	paceC     = 0.4 // requests per second, per second cubed
+	paceLift  = 1.5
+	paceQuiet = 2 * time.Second
+	// paceFloor is the least rate a throttle cuts to, so that a host
+	// that throttled a trickle is not paced to a standstill.
+	paceFloor = 0.5
+	// maxPacedRules bounds the rules a host keeps a pace for apart.
+	maxPacedRules = 16
+)
+
+// paced is the pace of one host's rule: a send rate, and the schedule of
+// send slots at that rate.
+//
+// The slots follow the generic cell rate algorithm: next is the time the
+// next slot is due, and an attempt takes the slot at max(now, next -
+// burst), moving next on by one interval, so that at most burst of them go
+// at once and then one per interval.
+type paced struct {
+	rule string
+	next time.Time
+	// rate is the rate set by the last throttle or fields, in requests
+	// per second; since when it was set.
+	rate  float64
+	since time.Time
+	// A throttle's cut: the rate throttled (wmax), reached again after k
+	// of cubic regrowth from since. wmax 0: the rate is the fields', and
+	// does not grow.
+	wmax float64
+	k    time.Duration
+	// quota is the fields' rate, in force until quotaUntil, from quotaR
+	// requests left; limit caps the rate, from a RateLimit-Policy.
+	quota      float64
+	quotaR     float64
+	quotaUntil time.Time
+	limit      float64
+	// throttled is when the last throttle came.
+	throttled time.Time
+}
+
+// rateAt is p's rate at now: the cubic's, after a throttle, and the
+// fields', while they are in force, the lower of the two; capped by the
+// policy's limit. 0 means unpaced.
+func (p *paced) rateAt(now time.Time) float64 {
+	rate := math.Inf(1)
+	if p.wmax > 0 {
+		t := now.Sub(p.since).Seconds() - p.k.Seconds()
+		rate = max(p.wmax+paceC*t*t*t, paceFloor)
+	}
+	if p.quota > 0 && now.Before(p.quotaUntil) {
+		rate = min(rate, p.quota)
+	}
+	if p.limit > 0 {
+		rate = min(rate, p.limit)
+	}
+	if math.IsInf(rate, 1) {
+		return 0
+	}
+	return rate
+}
+
+// burst is how many attempts may go at once at rate: the fields' quota
+// may be drawn on in small runs (a tenth of what is left, at most 10), a
+// throttled rate not at all.
+func (p *paced) burst(rate float64, now time.Time) float64 {
+	if p.wmax == 0 && p.quota > 0 && now.Before(p.quotaUntil) {
+		return min(max(p.quotaR/10, 1), 10)
+	}
+	return 1
+}
+
+// lifted reports whether p is over at now: no fields' quota is in force,
+// and its rate grew past paceLift times asked, the rate the key's callers
+// ask for, with no throttle for paceQuiet (or no throttle ever).
+func (p *paced) lifted(now time.Time, asked float64) bool {
+	if p.quota > 0 && now.Before(p.quotaUntil) {
+		return false
+	}
+	rate := p.rateAt(now)
+	return rate == 0 || now.Sub(p.throttled) >= paceQuiet && rate > paceLift*max(asked, paceFloor)
+}
+
+// paces are the paces of one host, one per rule. The common case, a host
+// never paced, costs one atomic load.
+type paces struct {
+	n atomic.Int32 // rules paced
+	// mu guards list: attempts take slots and answers set rates while
+	// other requests read them.
+	mu   sync.Mutex
+	list []paced
+}
+
+// paceFacts are what a decision reads of a host's pace for a rule: the
+// rate (0: unpaced) and when the next slot is due, at most burst early.
+type paceFacts struct {
+	rate  float64
+	next  time.Time
+	burst float64
+}
+
+// slot returns when an attempt taking the next slot at now would go, for
+// the facts of a decision.
+func (f paceFacts) slot(now time.Time) time.Time {
+	if f.rate <= 0 {
+		return now
+	}
+	early := time.Duration(f.burst / f.rate * float64(time.Second))
+	return later(now, f.next.Add(-early))
+}
+
+// get returns the pace of rule at now; asked is the rate the host's
+// callers ask for, which lifts a pace that no longer holds them back.
+func (ps *paces) get(rule string, now time.Time, asked float64) paceFacts {
+	if ps.n.Load() == 0 {
+		return paceFacts{}
+	}
+	ps.mu.Lock()
+	defer ps.mu.Unlock()
+	i := ps.find(rule)
+	if i < 0 {
+		return paceFacts{}
+	}
+	p := &ps.list[i]
+	if p.lifted(now, asked) {
+		ps.drop(i)
+		return paceFacts{}
+	}
+	rate := p.rateAt(now)
+	return paceFacts{rate: rate, next: p.next, burst: p.burst(rate, now)}
+}
+
+// take takes rule's next send slot at now, if the rule is paced, and
+// returns when the attempt goes: now, or later.
+func (ps *paces) take(rule string, now time.Time) time.Time {
+	if ps.n.Load() == 0 {
+		return now
+	}
+	ps.mu.Lock()
+	defer ps.mu.Unlock()
+	i := ps.find(rule)
+	if i < 0 {
+		return now
+	}
+	p := &ps.list[i]
+	rate := p.rateAt(now)
+	if rate <= 0 {
+		return now
+	}
+	at := paceFacts{rate: rate, next: p.next, burst: p.burst(rate, now)}.slot(now)
+	p.next = later(p.next, at).Add(time.Duration(float64(time.Second) / rate))
+	return at
+}
+
+// throttle cuts rule's pace for a throttle at now of an attempt sent at
+// sent, asked being the rate the host's callers ask for: to paceBeta of
+// the rate it was sent at, the lower of its pace and asked. A throttle of
+// an attempt sent before the last cut is already answered for by it: one
+// cut per round of attempts, not one per attempt in flight.
+func (ps *paces) throttle(rule string, now, sent time.Time, asked float64) {
+	ps.mu.Lock()
+	defer ps.mu.Unlock()
+	i := ps.find(rule)
+	if i < 0 {
+		i = ps.add(rule)
+	}
+	p := &ps.list[i]
+	p.throttled = now
+	if sent.Before(p.since) && p.wmax > 0 {
+		return
+	}
+	w := asked
+	if r := p.rateAt(now); r > 0 {
+		w = min(r, w)
+	}
+	w = max(w, paceFloor)
+	p.wmax, p.rate, p.since = w, paceBeta*w, now
+	p.k = time.Duration(math.Cbrt(w*(1-paceBeta)/paceC) * float64(time.Second))
+	p.next = later(p.next, now)
+}
+
+// fields sets rule's pace from what an answer's rate-limit fields say at
+// now: at most q.r requests before q.t, spread over it, and never more
+// than the policy's limit; an answer that says nothing changes nothing.
+// The fields pace a rule only when the quota would not last at the rate
+// asked, the rate its callers ask for, or when the rule is paced already.
+func (ps *paces) fields(rule string, now time.Time, q quota, asked float64) {
+	if !q.left && q.limit == 0 {
+		return
+	}
+	left := 0.0
+	if q.left {
+		left = float64(q.r) / max(q.t.Seconds(), 1e-3)
+	}
+	ps.mu.Lock()
+	defer ps.mu.Unlock()
+	i := ps.find(rule)
+	if i < 0 {
+		if !(q.left && asked > left) && !(q.limit > 0 && asked > q.limit) {
+			return // the quota lasts at the rate asked: nothing to pace
+		}
+		i = ps.add(rule)
+		ps.list[i].next = now
+		ps.list[i].since = now
+	}
+	p := &ps.list[i]
+	if q.left {
+		p.quota, p.quotaR, p.quotaUntil = left, float64(q.r), now.Add(q.t)
+	}
+	if q.limit > 0 {
+		p.limit = q.limit
+	}
+}
+
+// clear lifts every pace: the host is back, its owner says.
+func (ps *paces) clear() {
+	ps.mu.Lock()
+	defer ps.mu.Unlock()
+	ps.list = ps.list[:0]
+	ps.n.Store(0)
+}
+
+// rates returns the rate of each rule paced at now, for Stats.
+func (ps *paces) rates(now time.Time) map[string]float64 {
+	if ps.n.Load() == 0 {
+		return nil
+	}
+	ps.mu.Lock()
+	defer ps.mu.Unlock()
+	out := make(map[string]float64, len(ps.list))
+	for i := range ps.list {
+		if r := ps.list[i].rateAt(now); r > 0 {
+			out[ps.list[i].rule] = r
+		}
+	}
+	return out
+}
+
+// find returns the index of rule's pace, or -1. ps.mu must be held.
+func (ps *paces) find(rule string) int {
+	for i := range ps.list {
+		if ps.list[i].rule == rule {
+			return i
+		}
+	}
+	return -1
+}
+
+// add makes a pace for rule, the list full dropping the one throttled
+// longest ago. ps.mu must be held.
+func (ps *paces) add(rule string) int {
+	if len(ps.list) >= maxPacedRules {
+		oldest := 0
+		for i := range ps.list {
+			if ps.list[i].throttled.Before(ps.list[oldest].throttled) {
+				oldest = i
+			}
+		}
+		ps.list[oldest] = paced{rule: rule}
+		return oldest
+	}
+	ps.list = append(ps.list, paced{rule: rule})
+	ps.n.Store(int32(len(ps.list)))
+	return len(ps.list) - 1
+}
+
+// drop lifts the pace at i. ps.mu must be held.
+func (ps *paces) drop(i int) {
+	last := len(ps.list) - 1
+	ps.list[i] = ps.list[last]
+	ps.list = ps.list[:last]
+	ps.n.Store(int32(len(ps.list)))
+}
+
+// meter measures the rate a host's callers ask for: the requests started
+// per second, from the host's request counter. It rolls a window of at
+// least a second as requests start, at the cost of one atomic load when
+// it need not, so that a throttle learns the rate that was sent, not a
+// floor (the defect of a pace that starts before it has measured).
+type meter struct {
+	w atomic.Pointer[window] // nil: no request yet
+}
+
+// window is one of a meter's windows: when it started, the count then,
+// and the rate of the window before it (0: none).
+type window struct {
+	at   time.Time
+	base uint64
+	last float64
+}
+
+// tick rolls the window at now, count being the host's requests so far.
+// A roll, once a second at most, makes a window; other ticks read one
+// pointer.
+func (m *meter) tick(now time.Time, count uint64) {
+	w := m.w.Load()
+	if w != nil && now.Sub(w.at) < time.Second {
+		return
+	}
+	next := &window{at: now, base: count}
+	if w != nil {
+		next.last = float64(count-w.base) / now.Sub(w.at).Seconds()
+	}
+	m.w.CompareAndSwap(w, next) // a request that loses the race leaves it to the winner
+}
+
+// rate is the rate asked at now, count being the host's requests so far:
+// that of the window in progress once it is a quarter of a second old,
+// else the last full window's, else (just after the first request) that
+// of what little was seen.
+func (m *meter) rate(now time.Time, count uint64) float64 {
+	w := m.w.Load()
+	if w == nil {
+		return 0
+	}
+	elapsed := now.Sub(w.at)
+	if elapsed < time.Second/4 && w.last > 0 {
+		return w.last
+	}
+	return float64(count-w.base) / max(elapsed.Seconds(), 0.01)
+}
