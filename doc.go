@@ -47,7 +47,8 @@
 // A [policy.Config], built in Go or read from gRPC's service-config JSON
 // with [policy.ParseConfig], says which requests are retried or hedged and
 // how; set it as [Transport.Policy], or swap it at run time with
-// [Transport.SetPolicy]. Errors name the field and the value.
+// [Transport.SetPolicy]. Errors name the field and the value, in Go's
+// words for a Config built in Go and in JSON's for one read from JSON.
 //
 // # The caller steers
 //

@@ -63,11 +63,11 @@ func TestSetPolicyChecksItsConfig(t *testing.T) {
 		tr, s := newScripted(bad, rt.Step{Status: 503}, rt.Step{})
 		_, err := tr.RoundTrip(newRequest(t, t.Context(), "GET", ""))
 		require.ErrorIs(t, err, policy.ErrInvalid)
-		assert.Contains(t, err.Error(), "maxAttempts")
+		assert.Contains(t, err.Error(), "MaxAttempts")
 
 		err = tr.SetPolicy(bad)
 		require.ErrorIs(t, err, policy.ErrInvalid)
-		assert.Contains(t, err.Error(), "methodConfig[0].retryPolicy.maxAttempts: 1")
+		assert.Contains(t, err.Error(), "Rules[0].Retry.MaxAttempts: 1")
 
 		require.NoError(t, tr.SetPolicy(nil)) // policy.Default: 503 is retried
 		resp, err := tr.RoundTrip(newRequest(t, t.Context(), "GET", ""))

@@ -92,8 +92,10 @@
 // matching name. Every rule must list at least one name; the empty name
 // {} matches every request. [Rule.Validate] checks a rule used on its own,
 // such as one given for a single request, which needs no names. Every
-// error they return is a *[FieldError] naming the field by its JSON path,
-// with the bad value cut to a readable length.
+// error they return is a *[FieldError] naming the field by its Go name
+// ("Rules[0].Retry.MaxAttempts"), as ParseConfig's name it by its JSON
+// path ("methodConfig[0].retryPolicy.maxAttempts"), with the bad value cut
+// to a readable length.
 //
 // [Default] is the configuration a Transport uses when it is given none;
 // it has a throttle and holds. [None] is a configuration with no rules,

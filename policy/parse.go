@@ -51,8 +51,10 @@ import (
 // key in it is an error naming it, as everywhere else.
 //
 // Every error matches [ErrInvalid] through [errors.Is]; an error about one
-// field is a *[FieldError] naming it, and a syntax error wraps the
-// *[json.SyntaxError]. On error the returned Config is nil.
+// field is a *[FieldError] naming it by its JSON path, and a syntax error
+// wraps the *[json.SyntaxError]. On error the returned Config is nil. A
+// Config that ParseConfig returns passes [Config.Validate] too, so it is
+// reported in Go's words only if its caller edits it.
 func ParseConfig(data []byte) (*Config, error) {
 	c, err := parseConfig(data)
 	if err != nil {
@@ -82,7 +84,10 @@ func parseConfig(data []byte) (*Config, error) {
 	if err != nil {
 		return nil, err
 	}
-	if err := c.validate(); err != nil {
+	// Checked in JSON's words: the author wrote JSON, and a Config that
+	// passes here passes Config.Validate too, so it never fails later in
+	// Go's words unless its caller edits it.
+	if err := c.validateAt(jsonPath("")); err != nil {
 		return nil, err
 	}
 	return c, nil
@@ -224,7 +229,7 @@ func parseRetry(path string, raw json.RawMessage) (*Retry, error) {
 	if isNull(m.Backoff) {
 		err = m.numeric(path, r)
 	} else if set := m.numericBackoff(); len(set) > 0 {
-		err = backoffConflict(path, set)
+		err = backoffConflict(jsonPath(path), set)
 	} else {
 		r.Backoff, err = parseBackoff(path+".backoff", m.Backoff)
 	}
@@ -261,7 +266,7 @@ func (m *retryJSON) numeric(path string, r *Retry) error {
 	// fields cannot say: their zero Jitter is DefaultJitter, as in JSON
 	// when it is left out. The waits become the Exponential that says
 	// it, once the fields have been checked under their own names.
-	if err := r.validateNumeric(path); err != nil {
+	if err := r.validateNumeric(jsonPath(path)); err != nil {
 		return err
 	}
 	r.Backoff = Exponential{Initial: r.InitialBackoff, Max: r.MaxBackoff, Multiplier: r.BackoffMultiplier}
