@@ -49,6 +49,8 @@
 // how; set it as [Transport.Policy], or swap it at run time with
 // [Transport.SetPolicy]. Errors name the field and the value, in Go's
 // words for a Config built in Go and in JSON's for one read from JSON.
+// The Transport takes its own copy of the Config, so that later edits to
+// it change nothing.
 //
 // # The caller steers
 //

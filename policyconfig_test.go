@@ -3,12 +3,74 @@ package retryhttp_test
 import (
 	"testing"
 	"testing/synctest"
+	"time"
 
+	"github.com/retryhttp/retryhttp"
 	"github.com/retryhttp/retryhttp/policy"
 	rt "github.com/retryhttp/retryhttp/retryhttptest"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 )
+
+// A Transport's policy is its own once taken: what the caller does to
+// the Config afterwards, at first use or at SetPolicy, changes nothing.
+func TestPolicyEditsAfterUseChangeNothing(t *testing.T) {
+	edits := []struct {
+		name string
+		edit func(cfg *policy.Config)
+	}{
+		{"maxAttempts", func(cfg *policy.Config) { cfg.Rules[0].Retry.MaxAttempts = 1 }},
+		{"the retryable statuses", func(cfg *policy.Config) { cfg.Rules[0].Retry.RetryableStatusCodes[0] = 500 }},
+		{"the rule's name", func(cfg *policy.Config) { cfg.Rules[0].Name[0].Path = "/elsewhere" }},
+		{"the retry policy itself", func(cfg *policy.Config) { cfg.Rules[0].Retry = nil }},
+		{"the rules", func(cfg *policy.Config) { cfg.Rules = nil }},
+		{"the backoff's steps", func(cfg *policy.Config) {
+			cfg.Rules[0].Retry.Backoff.(*policy.Table).Steps[0] = time.Hour
+		}},
+	}
+	// A 503 retried twice, 100 ms apart: three attempts, 200 ms.
+	cfg := func() *policy.Config {
+		return &policy.Config{
+			Rules: []policy.Rule{{
+				Name: []policy.Name{{Path: "/v1/"}},
+				Retry: &policy.Retry{MaxAttempts: 3, RetryableStatusCodes: []int{503},
+					Backoff: &policy.Table{Steps: []time.Duration{100 * time.Millisecond}}},
+			}},
+		}
+	}
+	send := func(t *testing.T, tr *retryhttp.Transport, s *rt.Server) {
+		t.Helper()
+		before := s.Count()
+		start := time.Now()
+		resp, err := tr.RoundTrip(newRequest(t, t.Context(), "GET", ""))
+		require.NoError(t, err)
+		readAll(t, resp)
+		assert.Equal(t, 3, s.Count()-before, "got %d attempts, want 3", s.Count()-before)
+		// Table jitters each step by [0.5, 1.5): two waits of 50-150 ms.
+		assert.Less(t, time.Since(start), 300*time.Millisecond, "the waits changed")
+	}
+	for _, e := range edits {
+		t.Run(e.name+" after first use", func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				c := cfg()
+				tr, s := newScripted(c, rt.Step{Status: 503})
+				send(t, tr, s)
+				e.edit(c)
+				send(t, tr, s)
+			})
+		})
+		t.Run(e.name+" after SetPolicy", func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				tr, s := newScripted(policy.None(), rt.Step{Status: 503})
+				c := cfg()
+				require.NoError(t, tr.SetPolicy(c))
+				e.edit(c)
+				send(t, tr, s)
+				send(t, tr, s)
+			})
+		})
+	}
+}
 
 // A Config built in Go is reported in Go's words: the error names the
 // field as the caller wrote it, and the way out.

@@ -10,8 +10,11 @@ import (
 //
 // Read one from JSON with [ParseConfig], or build it in Go and check it with
 // [Config.Validate]. The zero Config, like [None], has no rules: it retries
-// and hedges nothing. A Config must not be modified once a Transport uses
-// it; it is then safe for concurrent use.
+// and hedges nothing.
+//
+// A Transport takes a deep copy of the Config it is given (see
+// [Config.Clone]), at its first use and at SetPolicy: later edits to the
+// Config change nothing. A Config only read is safe for concurrent use.
 type Config struct {
 	// Rules are tried in order; the first whose Name list matches a request
 	// governs it. JSON: "methodConfig".
@@ -110,8 +113,10 @@ type Name struct {
 // otherwise from the four numeric fields InitialBackoff, MaxBackoff,
 // BackoffMultiplier and Jitter; [Retry.Schedule] returns the one in force.
 // The zero Retry is not valid: MaxAttempts must be at least 2, and
-// without a Backoff, InitialBackoff above 0. A Retry must not be modified
-// once a Transport uses it; it is then safe for concurrent use, as long as
+// without a Backoff, InitialBackoff above 0. A Transport copies the
+// Retry of a Config it takes (see [Config.Clone]); a Retry in a rule given
+// for one request is read as it is, and must not be modified while that
+// request runs. A Retry only read is safe for concurrent use, as long as
 // its Backoff is.
 type Retry struct {
 	// MaxAttempts counts the original request; at least 2.

@@ -95,7 +95,8 @@
 // error they return is a *[FieldError] naming the field by its Go name
 // ("Rules[0].Retry.MaxAttempts"), as ParseConfig's name it by its JSON
 // path ("methodConfig[0].retryPolicy.maxAttempts"), with the bad value cut
-// to a readable length.
+// to a readable length. [Config.Clone] copies a Config deeply, as a
+// Transport does with the one it is given.
 //
 // [Default] is the configuration a Transport uses when it is given none;
 // it has a throttle and holds. [None] is a configuration with no rules,

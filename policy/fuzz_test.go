@@ -4,6 +4,7 @@ import (
 	"errors"
 	"math"
 	"net/http"
+	"reflect"
 	"testing"
 )
 
@@ -156,6 +157,9 @@ func checkParse(t *testing.T, data []byte) *Config {
 	}
 	if err := c.Validate(); err != nil {
 		t.Errorf("ParseConfig accepted a config that Validate refuses: %v", err)
+	}
+	if d := c.Clone(); !reflect.DeepEqual(c, d) {
+		t.Errorf("Clone: got %+v, want %+v", d, c)
 	}
 	req, err := http.NewRequest(http.MethodGet, "https://api.example.com:443/v3/x", nil)
 	if err != nil {
