@@ -36,6 +36,7 @@ func TestPolicyEditsAfterUseChangeNothing(t *testing.T) {
 				Retry: &policy.Retry{MaxAttempts: 3, RetryableStatusCodes: []int{503},
 					Backoff: &policy.Table{Steps: []time.Duration{100 * time.Millisecond}}},
 			}},
+			Throttle: &policy.Throttle{Off: true},
 		}
 	}
 	send := func(t *testing.T, tr *retryhttp.Transport, s *rt.Server) {

@@ -18,6 +18,7 @@ import (
 func TestSetPolicyUnderLoad(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		three := retryConfig(3, 503)
+		three.Throttle = &policy.Throttle{Off: true} // every request under it retries
 		tr, _ := newScripted(three, rt.Step{Status: 503})
 		const requests = 1000
 		var wg sync.WaitGroup
@@ -108,7 +109,9 @@ func TestSetPolicyKeepsBudgets(t *testing.T) {
 		assert.Equal(t, 4, s.Count(), "still throttled under the new policy")
 		assert.Equal(t, uint64(2), tr.Stats().Total.BudgetRefusals)
 
-		require.NoError(t, tr.SetPolicy(retryConfig(3, 503))) // no throttle
+		unthrottled := retryConfig(3, 503)
+		unthrottled.Throttle = &policy.Throttle{Off: true}
+		require.NoError(t, tr.SetPolicy(unthrottled))
 		get()
 		assert.Equal(t, 7, s.Count(), "no throttle: retried")
 	})

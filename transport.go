@@ -121,7 +121,9 @@ type state struct {
 // error of an invalid one. A request reads it once, when it starts, and
 // keeps it to its end.
 type active struct {
-	cfg *policy.Config // the Transport's own copy of the policy
+	// cfg is the Transport's own copy of the policy, its switches
+	// resolved (policy.Config.InForce): a nil Throttle or Hold is off.
+	cfg *policy.Config
 	ruleStats
 	delayHeaders []policy.DelayHeader // cfg's, their names canonical
 	err          error
@@ -200,7 +202,7 @@ func (st *state) changed(t *Transport) error {
 // nil Policy does. An invalid cfg changes nothing and is returned as an
 // error naming the field. Requests in flight keep the rule they started
 // with. The per-host budgets keep their tokens and take the new
-// throttle's limits (a cfg without a throttle stops gating); statistics
+// throttle's limits (a cfg whose throttle is off stops gating); statistics
 // per rule start afresh for the new rules, while the totals and the
 // per-host figures carry on. SetPolicy is safe to call while requests
 // run. It takes a deep copy of cfg ([policy.Config.Clone]): edits to cfg
@@ -220,7 +222,7 @@ func (t *Transport) SetPolicy(cfg *policy.Config) error {
 // setPolicy validates cfg and puts a copy of it in force, with the
 // throttle's limits. The copy is taken first and is the one validated, so
 // that what is checked is what runs, whatever the caller does to cfg
-// later.
+// later; it is then resolved, a nil switch meaning the default no more.
 func (st *state) setPolicy(cfg *policy.Config) error {
 	if cfg == nil {
 		cfg = policy.Default()
@@ -229,6 +231,7 @@ func (st *state) setPolicy(cfg *policy.Config) error {
 	if err := own.Validate(); err != nil {
 		return fmt.Errorf("retryhttp: invalid policy: %w", err)
 	}
+	own = own.InForce()
 	// One policy at a time, so that the limits in force are always the
 	// policy's.
 	st.setting.Lock()

@@ -47,8 +47,11 @@ import (
 // [DelayFormat]), "remaining" optional: the header that must read 0 for
 // the entry to count (see [DelayHeader]).
 //
-// "hold": {} turns holds on ([Config.Hold]); it has no keys yet, so any
-// key in it is an error naming it, as everywhere else.
+// "retryThrottling" and "hold" are switches ([Config.Throttle],
+// [Config.Hold]): left out, or null, each is [Default]'s, so that a first
+// config keeps the protection a Transport has with none; {"off": true}
+// turns each off, and "off": true beside another key of its object is an
+// error naming both. "hold": {} turns holds on; "off" is its only key.
 //
 // Every error matches [ErrInvalid] through [errors.Is]; an error about one
 // field is a *[FieldError] naming it by its JSON path, and a syntax error
@@ -141,12 +144,18 @@ type hedgeJSON struct {
 	MaxExtraLoad         float64       `json:"maxExtraLoad"`
 }
 
-// holdJSON has no keys, so that any key in "hold" is refused by name.
-type holdJSON struct{}
+// holdJSON has only "off", so that any other key in "hold" is refused by
+// name.
+type holdJSON struct {
+	Off bool `json:"off"`
+}
 
+// throttleJSON keeps its figures as pointers, to tell a key given with
+// "off" from one left out, even when its value is 0.
 type throttleJSON struct {
-	MaxTokens  float64 `json:"maxTokens"`
-	TokenRatio float64 `json:"tokenRatio"`
+	MaxTokens  *float64 `json:"maxTokens"`
+	TokenRatio *float64 `json:"tokenRatio"`
+	Off        bool     `json:"off"`
 }
 
 // durationJSON is a duration string; its own type lets a type error say
@@ -162,14 +171,12 @@ func (m *configJSON) config() (*Config, error) {
 		}
 		c.Rules = append(c.Rules, r)
 	}
+	var err error
 	if !isNull(m.RetryThrottling) {
-		var t throttleJSON
-		if err := decodeObject("retryThrottling", m.RetryThrottling, &t); err != nil {
+		if c.Throttle, err = parseThrottle("retryThrottling", m.RetryThrottling); err != nil {
 			return nil, err
 		}
-		c.Throttle = &Throttle{MaxTokens: t.MaxTokens, TokenRatio: t.TokenRatio}
 	}
-	var err error
 	if c.MaxServerDelay, err = parseDuration("maxServerDelay", m.MaxServerDelay); err != nil {
 		return nil, err
 	}
@@ -177,12 +184,39 @@ func (m *configJSON) config() (*Config, error) {
 		return nil, err
 	}
 	if !isNull(m.Hold) {
-		if err := decodeObject("hold", m.Hold, &holdJSON{}); err != nil {
+		var h holdJSON
+		if err := decodeObject("hold", m.Hold, &h); err != nil {
 			return nil, err
 		}
-		c.Hold = &Hold{}
+		c.Hold = &Hold{Off: h.Off}
 	}
 	return c, nil
+}
+
+// parseThrottle reads "retryThrottling". With "off": true, a figure given
+// as well is an error even when it is 0, which Validate could not tell
+// from one left out.
+func parseThrottle(path string, raw json.RawMessage) (*Throttle, error) {
+	var m throttleJSON
+	if err := decodeObject(path, raw, &m); err != nil {
+		return nil, err
+	}
+	t := &Throttle{Off: m.Off}
+	var given []string
+	if m.MaxTokens != nil {
+		t.MaxTokens = *m.MaxTokens
+		given = append(given, "maxTokens")
+	}
+	if m.TokenRatio != nil {
+		t.TokenRatio = *m.TokenRatio
+		given = append(given, "tokenRatio")
+	}
+	if t.Off {
+		if err := offWith(jsonPath(path), given); err != nil {
+			return nil, err
+		}
+	}
+	return t, nil
 }
 
 func parseRule(path string, raw json.RawMessage) (Rule, error) {

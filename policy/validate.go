@@ -21,7 +21,8 @@ import (
 // hedging policy's load budget, in [0, 1]. A Rule must list at least
 // one Name (Name{} matches every request) and may not set both Retry and
 // Hedge. A Name's Method, if set, must be an HTTP token and its Path, if
-// set, must start with "/".
+// set, must start with "/". A switch that is Off, such as
+// &Throttle{Off: true}, must leave its other fields zero.
 //
 // A Retry whose Backoff is set must leave the four numeric backoff fields
 // zero, and its Backoff must not be a nil pointer or func. The package's
@@ -178,7 +179,19 @@ func (h *Hedge) validate(p path) error {
 	return nil
 }
 
+// validate checks t at p. An Off throttle must set nothing else: its
+// figures would say that it is on.
 func (t *Throttle) validate(p path) error {
+	if t.Off {
+		var set []string
+		if t.MaxTokens != 0 {
+			set = append(set, p.name("maxTokens", "MaxTokens"))
+		}
+		if t.TokenRatio != 0 {
+			set = append(set, p.name("tokenRatio", "TokenRatio"))
+		}
+		return offWith(p, set)
+	}
 	if m := t.MaxTokens; !(m > 0 && m <= 1000) {
 		return &FieldError{Field: p.key("maxTokens", "MaxTokens").String(), Value: formatFloat(m), Reason: "must be in (0, 1000]"}
 	}
