@@ -100,7 +100,7 @@ func newPlan(rule *policy.Rule, req *http.Request) plan {
 	switch {
 	case rule == nil:
 	case rule.Retry != nil:
-		return plan{kind: planRetry, attempts: rule.Retry.MaxAttempts, retry: rule.Retry,
+		return plan{kind: planRetry, attempts: rule.Retry.Attempts(), retry: rule.Retry,
 			listed: rule.Retry.RetryableStatusCodes, idem: idem || rule.Retry.RetryNonIdempotent}
 	case rule.Hedge != nil && idem:
 		return plan{kind: planHedge, attempts: min(rule.Hedge.MaxAttempts, maxHedgeAttempts), hedge: rule.Hedge,

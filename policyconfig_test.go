@@ -1,6 +1,8 @@
 package retryhttp_test
 
 import (
+	"net/http"
+	"strconv"
 	"testing"
 	"testing/synctest"
 	"time"
@@ -93,4 +95,36 @@ func TestGoConfigErrorsNameGoFields(t *testing.T) {
 		require.ErrorIs(t, err, policy.ErrInvalid)
 		assert.Contains(t, err.Error(), "Throttle.TokenRatio: 0")
 	})
+}
+
+// A retry policy's attempts are bounded whatever its figure says, as
+// gRPC's are: a maxAttempts of a million against a host that always
+// fails sends ten attempts, not as many as the deadline allows.
+func TestRetryAttemptsAreBounded(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		max  int
+		want int
+	}{
+		{"a million", 1_000_000, policy.MaxRetryAttempts},
+		{"eleven", 11, policy.MaxRetryAttempts},
+		{"ten", 10, 10},
+		{"Google's six", 6, 6},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				cfg, err := policy.ParseConfig([]byte(`{"methodConfig": [{"name": [{}],
+				  "retryPolicy": {"maxAttempts": ` + strconv.Itoa(tc.max) + `, "initialBackoff": "0.1s",
+				    "maxBackoff": "0.1s", "backoffMultiplier": 1, "retryableStatusCodes": [503]}}],
+				  "retryThrottling": {"off": true}}`))
+				require.NoError(t, err)
+				tr, s := newScripted(cfg, rt.Step{Status: 503})
+				resp, err := tr.RoundTrip(newRequest(t, t.Context(), http.MethodGet, ""))
+				require.NoError(t, err)
+				readAll(t, resp)
+				assert.Equal(t, 503, resp.StatusCode)
+				assert.Equal(t, tc.want, s.Count(), "got %d attempts, want %d", s.Count(), tc.want)
+			})
+		})
+	}
 }

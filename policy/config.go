@@ -134,7 +134,16 @@ type Name struct {
 // request runs. A Retry only read is safe for concurrent use, as long as
 // its Backoff is.
 type Retry struct {
-	// MaxAttempts counts the original request; at least 2.
+	// MaxAttempts counts the original request; at least 2. A figure
+	// above [MaxRetryAttempts], 10, is taken as 10, as gRPC takes
+	// anything above 5 as 5 (see [Retry.Attempts]): each attempt is load
+	// on a host that is failing already, and a request that ten attempts
+	// did not get through rarely gets through at the eleventh. It is a
+	// bound, not an error, so that a service config written with a
+	// larger figure, for gRPC or for another client, still loads, and
+	// means what gRPC would make of it, only with room to spare: ten is
+	// twice gRPC's bound, enough for Google's schedule of six attempts
+	// ([GoogleAPI]) and for a table of waits a little longer.
 	MaxAttempts int
 	// Backoff, when set, gives the wait before each retry: any stateless
 	// [Backoff], such as [Exponential], [FullJitter], [GoogleAPI] or

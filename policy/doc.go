@@ -70,7 +70,9 @@
 //	}
 //
 // The first rule is the schedule Google's APIs ask of their clients: five
-// retries, waiting 2^n seconds plus up to one more. A retryPolicy gives its
+// retries, waiting 2^n seconds plus up to one more; a "maxAttempts" above
+// [MaxRetryAttempts], 10, counts as 10, as gRPC counts more than 5 as 5.
+// A retryPolicy gives its
 // waits either as "backoff", in the form of one of the backoffs above
 // (see [ParseConfig]), or as the four numeric fields, never both. A
 // hedgingPolicy's "maxExtraLoad" caps the hedges a host is sent at a

@@ -53,6 +53,10 @@ import (
 // turns each off, and "off": true beside another key of its object is an
 // error naming both. "hold": {} turns holds on; "off" is its only key.
 //
+// A "maxAttempts" above [MaxRetryAttempts] is read as it is written, and
+// counts as MaxRetryAttempts (see [Retry.Attempts]), as gRPC takes a
+// figure above 5 as 5.
+//
 // Every error matches [ErrInvalid] through [errors.Is]; an error about one
 // field is a *[FieldError] naming it by its JSON path, and a syntax error
 // wraps the *[json.SyntaxError]. On error the returned Config is nil. A

@@ -21,8 +21,9 @@ import (
 // hedging policy's load budget, in [0, 1]. A Rule must list at least
 // one Name (Name{} matches every request) and may not set both Retry and
 // Hedge. A Name's Method, if set, must be an HTTP token and its Path, if
-// set, must start with "/". A switch that is Off, such as
-// &Throttle{Off: true}, must leave its other fields zero.
+// set, must start with "/". A MaxAttempts above [MaxRetryAttempts] is not
+// an error: it counts as that many (see [Retry.Attempts]). A switch that
+// is Off, such as &Throttle{Off: true}, must leave its other fields zero.
 //
 // A Retry whose Backoff is set must leave the four numeric backoff fields
 // zero, and its Backoff must not be a nil pointer or func. The package's
