@@ -44,7 +44,8 @@ type plan struct {
 // maxAttempts: a policy's larger MaxAttempts counts as this many. Every
 // attempt of a hedged request may be in flight at once, so the bound keeps
 // one request from flooding its host and its memory from growing with a
-// policy's figure. Retries, one at a time, have no such bound.
+// policy's figure. Retries, one at a time, are bounded by the policy
+// package (policy.MaxRetryAttempts).
 const maxHedgeAttempts = 5
 
 // newPlan reduces rule, matched for req, to a plan. A hedging rule hedges
@@ -54,7 +55,7 @@ func newPlan(rule *policy.Rule, req *http.Request) plan {
 	switch {
 	case rule == nil:
 	case rule.Retry != nil:
-		return plan{kind: planRetry, attempts: rule.Retry.MaxAttempts, retry: rule.Retry,
+		return plan{kind: planRetry, attempts: rule.Retry.Attempts(), retry: rule.Retry,
 			listed: rule.Retry.RetryableStatusCodes, idem: idem || rule.Retry.RetryNonIdempotent}
 	case rule.Hedge != nil && idem:
 		return plan{kind: planHedge, attempts: min(rule.Hedge.MaxAttempts, maxHedgeAttempts), hedge: rule.Hedge,

@@ -39,7 +39,8 @@
 // sent; a request waits for its end within its deadline and
 // maxServerDelay, or fails at once with an error matching [ErrHeld], its
 // [*HoldError] giving the host, the time left and the status. Holds are on
-// in policy.Default ([policy.Config.Hold]). [Transport.Fleet] shares them,
+// in policy.Default and in any Config that does not turn them off
+// ([policy.Config.Hold]). [Transport.Fleet] shares them,
 // and the retry budget, with the other processes of a fleet.
 //
 // # Configuration
@@ -47,7 +48,11 @@
 // A [policy.Config], built in Go or read from gRPC's service-config JSON
 // with [policy.ParseConfig], says which requests are retried or hedged and
 // how; set it as [Transport.Policy], or swap it at run time with
-// [Transport.SetPolicy]. Errors name the field and the value.
+// [Transport.SetPolicy]. A Config that says nothing of the retry throttle
+// or of holds has policy.Default's; each is turned off explicitly. Errors
+// name the field and the value, in Go's words for a Config built in Go and
+// in JSON's for one read from JSON. The Transport takes its own copy of
+// the Config, so that later edits to it change nothing.
 //
 // # The caller steers
 //

@@ -176,7 +176,9 @@ func TestFleetReportsWhatCounts(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		fleet := newMemFleet()
 		srv := script(rt.Step{Fault: rt.Reset}, rt.Step{Body: "ok"})
-		tr, _ := newCalls(retryConfig(2, 503), refuse, srv.RoundTrip)
+		unthrottled := retryConfig(2, 503)
+		unthrottled.Throttle = &policy.Throttle{Off: true}
+		tr, _ := newCalls(unthrottled, refuse, srv.RoundTrip)
 		tr.Fleet = fleet
 		resp, err := tr.RoundTrip(newRequest(t, t.Context(), "GET", ""))
 		require.NoError(t, err)

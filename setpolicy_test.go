@@ -21,6 +21,7 @@ import (
 func TestSetPolicyUnderLoad(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		three := retryConfig(3, 503)
+		three.Throttle = &policy.Throttle{Off: true} // every request under it retries
 		tr, _ := newScripted(three, rt.Step{Status: 503})
 		const requests = 1000
 		var wg sync.WaitGroup
@@ -66,11 +67,11 @@ func TestSetPolicyChecksItsConfig(t *testing.T) {
 		tr, s := newScripted(bad, rt.Step{Status: 503}, rt.Step{})
 		_, err := tr.RoundTrip(newRequest(t, t.Context(), "GET", ""))
 		require.ErrorIs(t, err, policy.ErrInvalid)
-		assert.Contains(t, err.Error(), "maxAttempts")
+		assert.Contains(t, err.Error(), "MaxAttempts")
 
 		err = tr.SetPolicy(bad)
 		require.ErrorIs(t, err, policy.ErrInvalid)
-		assert.Contains(t, err.Error(), "methodConfig[0].retryPolicy.maxAttempts: 1")
+		assert.Contains(t, err.Error(), "Rules[0].Retry.MaxAttempts: 1")
 
 		require.NoError(t, tr.SetPolicy(nil)) // policy.Default: 503 is retried
 		resp, err := tr.RoundTrip(newRequest(t, t.Context(), "GET", ""))
@@ -111,7 +112,9 @@ func TestSetPolicyKeepsBudgets(t *testing.T) {
 		assert.Equal(t, 4, s.Count(), "still throttled under the new policy")
 		assert.Equal(t, uint64(2), tr.Stats().Total.BudgetRefusals)
 
-		require.NoError(t, tr.SetPolicy(retryConfig(3, 503))) // no throttle
+		unthrottled := retryConfig(3, 503)
+		unthrottled.Throttle = &policy.Throttle{Off: true}
+		require.NoError(t, tr.SetPolicy(unthrottled))
 		get()
 		assert.Equal(t, 7, s.Count(), "no throttle: retried")
 	})

@@ -113,7 +113,7 @@ func TestPerCallOptions(t *testing.T) {
 		before := s.Count()
 		_, err := tr.RoundTrip(req)
 		require.ErrorIs(t, err, policy.ErrInvalid)
-		assert.Contains(t, err.Error(), "retryPolicy.maxAttempts: 1")
+		assert.Contains(t, err.Error(), "Retry.MaxAttempts: 1")
 		assert.Equal(t, int64(1), body.closes.Load(), "the body is closed")
 		assert.Equal(t, before, s.Count(), "nothing was sent")
 	})

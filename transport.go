@@ -50,8 +50,9 @@ type Transport struct {
 	Base http.RoundTripper
 
 	// Policy chooses what is done with each request. Nil means
-	// [policy.Default]. It is validated on first use; an invalid policy
-	// makes every RoundTrip return the validation error, until
+	// [policy.Default]. It is copied and validated on first use, so that
+	// later edits to the Config change nothing; an invalid policy makes
+	// every RoundTrip return the validation error, until
 	// [Transport.SetPolicy] gives a valid one.
 	Policy *policy.Config
 
@@ -122,6 +123,8 @@ type state struct {
 // error of an invalid one. A request reads it once, when it starts, and
 // keeps it to its end.
 type active struct {
+	// cfg is the Transport's own copy of the policy, its switches
+	// resolved (policy.Config.InForce): a nil Throttle or Hold is off.
 	cfg *policy.Config
 	ruleStats
 	delayHeaders []policy.DelayHeader // cfg's, their names canonical
@@ -200,11 +203,12 @@ func (st *state) changed(t *Transport) error {
 // nil Policy does. An invalid cfg changes nothing and is returned as an
 // error naming the field. Requests in flight keep the rule they started
 // with. The per-host budgets keep their tokens and take the new
-// throttle's limits (a cfg without a throttle stops gating); statistics
+// throttle's limits (a cfg whose throttle is off stops gating); statistics
 // per rule start afresh for the new rules, while the totals and the
 // per-host figures carry on. SetPolicy is safe to call while requests
-// run; cfg must not be modified afterwards. It also mends a Transport
-// whose Policy field was invalid.
+// run. It takes a deep copy of cfg ([policy.Config.Clone]): edits to cfg
+// afterwards change nothing. It also mends a Transport whose Policy field
+// was invalid.
 func (t *Transport) SetPolicy(cfg *policy.Config) error {
 	st := t.init()
 	if err := st.setPolicy(cfg); err != nil {
@@ -216,20 +220,25 @@ func (t *Transport) SetPolicy(cfg *policy.Config) error {
 	return nil
 }
 
-// setPolicy validates cfg and puts it in force, with the throttle's limits.
+// setPolicy validates cfg and puts a copy of it in force, with the
+// throttle's limits. The copy is taken first and is the one validated, so
+// that what is checked is what runs, whatever the caller does to cfg
+// later; it is then resolved, a nil switch meaning the default no more.
 func (st *state) setPolicy(cfg *policy.Config) error {
 	if cfg == nil {
 		cfg = policy.Default()
 	}
-	if err := cfg.Validate(); err != nil {
+	own := cfg.Clone()
+	if err := own.Validate(); err != nil {
 		return fmt.Errorf("retryhttp: invalid policy: %w", err)
 	}
+	own = own.InForce()
 	// One policy at a time, so that the limits in force are always the
 	// policy's.
 	st.setting.Lock()
 	defer st.setting.Unlock()
-	st.hosts.set(cfg.Throttle)
-	st.pol.Store(newActive(cfg))
+	st.hosts.set(own.Throttle)
+	st.pol.Store(newActive(own))
 	return nil
 }
 

@@ -237,7 +237,7 @@ func retryhttpRetry(budget bool) Peer {
 				Jitter:               s.Jitter,
 				RetryableStatusCodes: s.Statuses,
 			},
-		}}}
+		}}, Throttle: &policy.Throttle{Off: true}, Hold: &policy.Hold{Off: true}} // each as the peer says
 		if budget {
 			cfg.Throttle = &s.Throttle
 		}
@@ -276,7 +276,7 @@ func retryhttpHedge(delay Delay, loadBudget bool) Peer {
 		if loadBudget {
 			h.MaxExtraLoad = s.MaxExtraLoad
 		}
-		cfg := &policy.Config{Rules: []policy.Rule{{Name: []policy.Name{{}}, Hedge: h}}, Throttle: &s.Throttle}
+		cfg := &policy.Config{Rules: []policy.Rule{{Name: []policy.Name{{}}, Hedge: h}}, Throttle: &s.Throttle, Hold: &policy.Hold{Off: true}}
 		return &retryhttp.Transport{Base: base, Policy: cfg}
 	}
 	return p

@@ -103,7 +103,8 @@ func statuses(codes ...int) http.RoundTripper {
 }
 
 // retryPolicy retries 503 up to maxAttempts, waiting 100 ms, then 200 ms,
-// and so on, with no jitter.
+// and so on, with no jitter. Its throttle and holds are off, so that every
+// request retries however many fail at once.
 func retryPolicy(maxAttempts int) *policy.Config {
 	return &policy.Config{Rules: []policy.Rule{{
 		Name: []policy.Name{{}},
@@ -112,7 +113,7 @@ func retryPolicy(maxAttempts int) *policy.Config {
 			Backoff:              policy.Exponential{Initial: 100 * time.Millisecond, Max: time.Second, Multiplier: 2},
 			RetryableStatusCodes: []int{503},
 		},
-	}}}
+	}}, Throttle: &policy.Throttle{Off: true}, Hold: &policy.Hold{Off: true}}
 }
 
 // histogram is the expected cumulative histogram of values, one data

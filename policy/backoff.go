@@ -8,7 +8,9 @@ import (
 
 // Backoff computes the wait before a retry. Implementations hold no state:
 // the caller owns the attempt counter, so one value can be shared by any
-// number of goroutines and loops.
+// number of goroutines and loops. A caller's own Backoff must be
+// stateless too: [Config.Clone], and so a Transport that takes a Config,
+// copies the package's backoffs but shares a caller's own.
 type Backoff interface {
 	// Duration returns the wait before retry n; n = 0 is the wait before
 	// the first retry. A negative n is taken as 0. The result is never

@@ -61,7 +61,7 @@ func TestValidateBackoffAccepts(t *testing.T) {
 
 func TestValidateBackoffRejects(t *testing.T) {
 	t.Parallel()
-	const p = "methodConfig[0].retryPolicy.backoff"
+	const p = "Rules[0].Retry.Backoff"
 	nan := math.NaN()
 	tests := []struct {
 		name  string
@@ -72,35 +72,35 @@ func TestValidateBackoffRejects(t *testing.T) {
 		{"nil Exponential pointer", (*Exponential)(nil), p, "(*policy.Exponential)(nil)"},
 		{"nil Table pointer", (*Table)(nil), p, "(*policy.Table)(nil)"},
 		{"nil func", backoffFunc(nil), p, "(policy.backoffFunc)(nil)"},
-		{"Exponential initial 0", Exponential{Max: time.Second, Multiplier: 2}, p + ".exponential.initial", "0s"},
-		{"Exponential initial negative", Exponential{Initial: -time.Second, Multiplier: 2}, p + ".exponential.initial", "-1s"},
+		{"Exponential initial 0", Exponential{Max: time.Second, Multiplier: 2}, p + ".(policy.Exponential).Initial", "0s"},
+		{"Exponential initial negative", Exponential{Initial: -time.Second, Multiplier: 2}, p + ".(policy.Exponential).Initial", "-1s"},
 		{"Exponential max below initial", Exponential{Initial: time.Second, Max: time.Millisecond, Multiplier: 2},
-			p + ".exponential.max", "1ms"},
+			p + ".(policy.Exponential).Max", "1ms"},
 		{"Exponential max negative", Exponential{Initial: time.Second, Max: -time.Second, Multiplier: 2},
-			p + ".exponential.max", "-1s"},
-		{"Exponential multiplier 0", Exponential{Initial: time.Second}, p + ".exponential.multiplier", "0"},
-		{"Exponential multiplier below 1", Exponential{Initial: time.Second, Multiplier: 0.9}, p + ".exponential.multiplier", "0.9"},
-		{"Exponential multiplier NaN", Exponential{Initial: time.Second, Multiplier: nan}, p + ".exponential.multiplier", "NaN"},
+			p + ".(policy.Exponential).Max", "-1s"},
+		{"Exponential multiplier 0", Exponential{Initial: time.Second}, p + ".(policy.Exponential).Multiplier", "0"},
+		{"Exponential multiplier below 1", Exponential{Initial: time.Second, Multiplier: 0.9}, p + ".(policy.Exponential).Multiplier", "0.9"},
+		{"Exponential multiplier NaN", Exponential{Initial: time.Second, Multiplier: nan}, p + ".(policy.Exponential).Multiplier", "NaN"},
 		{"Exponential multiplier +Inf", Exponential{Initial: time.Second, Multiplier: math.Inf(1)},
-			p + ".exponential.multiplier", "+Inf"},
+			p + ".(policy.Exponential).Multiplier", "+Inf"},
 		{"Exponential jitter negative", Exponential{Initial: time.Second, Multiplier: 1, Jitter: -0.1},
-			p + ".exponential.jitter", "-0.1"},
+			p + ".(policy.Exponential).Jitter", "-0.1"},
 		{"Exponential jitter above 1", Exponential{Initial: time.Second, Multiplier: 1, Jitter: 1.5},
-			p + ".exponential.jitter", "1.5"},
+			p + ".(policy.Exponential).Jitter", "1.5"},
 		{"Exponential jitter NaN", Exponential{Initial: time.Second, Multiplier: 1, Jitter: nan},
-			p + ".exponential.jitter", "NaN"},
-		{"Exponential pointer checked", &Exponential{Initial: time.Second}, p + ".exponential.multiplier", "0"},
-		{"FullJitter initial 0", FullJitter{Multiplier: 2}, p + ".fullJitter.initial", "0s"},
+			p + ".(policy.Exponential).Jitter", "NaN"},
+		{"Exponential pointer checked", &Exponential{Initial: time.Second}, p + ".(*policy.Exponential).Multiplier", "0"},
+		{"FullJitter initial 0", FullJitter{Multiplier: 2}, p + ".(policy.FullJitter).Initial", "0s"},
 		{"FullJitter max below initial", FullJitter{Initial: time.Minute, Max: time.Second, Multiplier: 2},
-			p + ".fullJitter.max", "1s"},
-		{"FullJitter multiplier NaN", FullJitter{Initial: time.Second, Multiplier: nan}, p + ".fullJitter.multiplier", "NaN"},
-		{"FullJitter pointer checked", &FullJitter{Multiplier: 2}, p + ".fullJitter.initial", "0s"},
-		{"GoogleAPI max negative", GoogleAPI{Max: -time.Second}, p + ".googleApi.max", "-1s"},
-		{"GoogleAPI pointer checked", &GoogleAPI{Max: -1}, p + ".googleApi.max", "-1ns"},
-		{"Table empty", Table{}, p + ".table.steps", ""},
-		{"Table of 101 steps", Table{Steps: make([]time.Duration, 101)}, p + ".table.steps", "101 steps"},
-		{"Table negative step", Table{Steps: []time.Duration{time.Second, -time.Second}}, p + ".table.steps[1]", "-1s"},
-		{"Table pointer checked", &Table{}, p + ".table.steps", ""},
+			p + ".(policy.FullJitter).Max", "1s"},
+		{"FullJitter multiplier NaN", FullJitter{Initial: time.Second, Multiplier: nan}, p + ".(policy.FullJitter).Multiplier", "NaN"},
+		{"FullJitter pointer checked", &FullJitter{Multiplier: 2}, p + ".(*policy.FullJitter).Initial", "0s"},
+		{"GoogleAPI max negative", GoogleAPI{Max: -time.Second}, p + ".(policy.GoogleAPI).Max", "-1s"},
+		{"GoogleAPI pointer checked", &GoogleAPI{Max: -1}, p + ".(*policy.GoogleAPI).Max", "-1ns"},
+		{"Table empty", Table{}, p + ".(policy.Table).Steps", ""},
+		{"Table of 101 steps", Table{Steps: make([]time.Duration, 101)}, p + ".(policy.Table).Steps", "101 steps"},
+		{"Table negative step", Table{Steps: []time.Duration{time.Second, -time.Second}}, p + ".(policy.Table).Steps[1]", "-1s"},
+		{"Table pointer checked", &Table{}, p + ".(*policy.Table).Steps", ""},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -118,15 +118,15 @@ func TestValidateBackoffWithNumericFields(t *testing.T) {
 		mutate func(r *Retry)
 		want   string
 	}{
-		{"initialBackoff", func(r *Retry) { r.InitialBackoff = time.Second }, "leave out initialBackoff"},
-		{"maxBackoff", func(r *Retry) { r.MaxBackoff = time.Second }, "leave out maxBackoff"},
-		{"backoffMultiplier", func(r *Retry) { r.BackoffMultiplier = 2 }, "leave out backoffMultiplier"},
-		{"jitter", func(r *Retry) { r.Jitter = DefaultJitter }, "leave out jitter"},
-		{"negative jitter", func(r *Retry) { r.Jitter = -1 }, "leave out jitter"},
-		{"NaN multiplier", func(r *Retry) { r.BackoffMultiplier = math.NaN() }, "leave out backoffMultiplier"},
+		{"initialBackoff", func(r *Retry) { r.InitialBackoff = time.Second }, "leave out InitialBackoff"},
+		{"maxBackoff", func(r *Retry) { r.MaxBackoff = time.Second }, "leave out MaxBackoff"},
+		{"backoffMultiplier", func(r *Retry) { r.BackoffMultiplier = 2 }, "leave out BackoffMultiplier"},
+		{"jitter", func(r *Retry) { r.Jitter = DefaultJitter }, "leave out Jitter"},
+		{"negative jitter", func(r *Retry) { r.Jitter = -1 }, "leave out Jitter"},
+		{"NaN multiplier", func(r *Retry) { r.BackoffMultiplier = math.NaN() }, "leave out BackoffMultiplier"},
 		{"all four", func(r *Retry) {
 			r.InitialBackoff, r.MaxBackoff, r.BackoffMultiplier, r.Jitter = 1, 2, 3, 0.5
-		}, "leave out initialBackoff, maxBackoff, backoffMultiplier, jitter"},
+		}, "leave out InitialBackoff, MaxBackoff, BackoffMultiplier, Jitter"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -134,7 +134,7 @@ func TestValidateBackoffWithNumericFields(t *testing.T) {
 			c := withBackoff(GoogleAPI{})
 			tt.mutate(c.Rules[0].Retry)
 			err := c.Validate()
-			requireFieldError(t, err, "methodConfig[0].retryPolicy.backoff", "")
+			requireFieldError(t, err, "Rules[0].Retry.Backoff", "")
 			assert.ErrorContains(t, err, tt.want, "got %v, want it to say %q", err, tt.want)
 		})
 	}
@@ -146,7 +146,7 @@ func TestValidateBackoffWithNumericFields(t *testing.T) {
 // backoffs may have a max of 0 for no cap.
 func TestGrowthMessages(t *testing.T) {
 	t.Parallel()
-	const p = "policy: methodConfig[0].retryPolicy."
+	const p = "policy: Rules[0].Retry."
 	retry := func(initial, max time.Duration, mult, jitter float64) *Config {
 		c := validConfig()
 		r := c.Rules[0].Retry
@@ -159,26 +159,26 @@ func TestGrowthMessages(t *testing.T) {
 		c    *Config
 		want string
 	}{
-		{"retry initial", retry(0, s, 2, 0.2), p + "initialBackoff: 0s: must be greater than 0"},
-		{"retry max below initial", retry(s, s/2, 2, 0.2), p + "maxBackoff: 500ms: must be at least initialBackoff (1s)"},
-		{"retry max 0 is no cap only for backoffs", retry(s, 0, 2, 0.2), p + "maxBackoff: 0s: must be at least initialBackoff (1s)"},
-		{"retry multiplier", retry(s, s, 0.5, 0.2), p + "backoffMultiplier: 0.5: must be at least 1 and finite"},
-		{"retry multiplier infinite", retry(s, s, math.Inf(1), 0.2), p + "backoffMultiplier: +Inf: must be at least 1 and finite"},
-		{"retry jitter", retry(s, s, 1, 1.5), p + "jitter: 1.5: must be in [0, 1]"},
+		{"retry initial", retry(0, s, 2, 0.2), p + "InitialBackoff: 0s: must be greater than 0, or set Backoff"},
+		{"retry max below initial", retry(s, s/2, 2, 0.2), p + "MaxBackoff: 500ms: must be at least InitialBackoff (1s)"},
+		{"retry max 0 is no cap only for backoffs", retry(s, 0, 2, 0.2), p + "MaxBackoff: 0s: must be at least InitialBackoff (1s)"},
+		{"retry multiplier", retry(s, s, 0.5, 0.2), p + "BackoffMultiplier: 0.5: must be at least 1 and finite"},
+		{"retry multiplier infinite", retry(s, s, math.Inf(1), 0.2), p + "BackoffMultiplier: +Inf: must be at least 1 and finite"},
+		{"retry jitter", retry(s, s, 1, 1.5), p + "Jitter: 1.5: must be in [0, 1]"},
 		{"exponential initial", withBackoff(Exponential{Initial: -s, Multiplier: 2}),
-			p + "backoff.exponential.initial: -1s: must be greater than 0"},
+			p + "Backoff.(policy.Exponential).Initial: -1s: must be greater than 0"},
 		{"exponential max", withBackoff(Exponential{Initial: s, Max: s / 2, Multiplier: 2}),
-			p + "backoff.exponential.max: 500ms: must be 0 (no cap) or at least initial (1s)"},
+			p + "Backoff.(policy.Exponential).Max: 500ms: must be 0 (no cap) or at least Initial (1s)"},
 		{"exponential multiplier", withBackoff(&Exponential{Initial: s, Multiplier: math.NaN()}),
-			p + "backoff.exponential.multiplier: NaN: must be at least 1 and finite"},
+			p + "Backoff.(*policy.Exponential).Multiplier: NaN: must be at least 1 and finite"},
 		{"exponential jitter", withBackoff(Exponential{Initial: s, Multiplier: 1, Jitter: -0.1}),
-			p + "backoff.exponential.jitter: -0.1: must be in [0, 1]"},
+			p + "Backoff.(policy.Exponential).Jitter: -0.1: must be in [0, 1]"},
 		{"fullJitter initial", withBackoff(FullJitter{Multiplier: 2}),
-			p + "backoff.fullJitter.initial: 0s: must be greater than 0"},
+			p + "Backoff.(policy.FullJitter).Initial: 0s: must be greater than 0"},
 		{"fullJitter max", withBackoff(&FullJitter{Initial: s, Max: s / 2, Multiplier: 2}),
-			p + "backoff.fullJitter.max: 500ms: must be 0 (no cap) or at least initial (1s)"},
+			p + "Backoff.(*policy.FullJitter).Max: 500ms: must be 0 (no cap) or at least Initial (1s)"},
 		{"fullJitter multiplier", withBackoff(FullJitter{Initial: s, Multiplier: 0.5}),
-			p + "backoff.fullJitter.multiplier: 0.5: must be at least 1 and finite"},
+			p + "Backoff.(policy.FullJitter).Multiplier: 0.5: must be at least 1 and finite"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -6,18 +6,29 @@ import (
 
 // Config is a retry configuration in the shape of gRPC's service config,
 // adapted to HTTP: a list of rules, the first matching one of which governs
-// a request, and an optional retry throttle.
+// a request, and the protections that hold for every request: the retry
+// throttle and holds.
 //
 // Read one from JSON with [ParseConfig], or build it in Go and check it with
-// [Config.Validate]. The zero Config, like [None], has no rules: it retries
-// and hedges nothing. A Config must not be modified once a Transport uses
-// it; it is then safe for concurrent use.
+// [Config.Validate]. Throttle and Hold are switches: left nil, as in a
+// JSON config that says nothing of them, each is [Default]'s, so that a
+// first config written for a retry policy keeps the protection that the
+// zero Transport had; each is turned off explicitly, by a value with Off
+// set (in JSON, {"off": true}). The zero Config has no rules, so it
+// retries and hedges nothing, but has Default's throttle and holds;
+// [None] turns both off too.
+//
+// A Transport takes a deep copy of the Config it is given (see
+// [Config.Clone]), at its first use and at SetPolicy: later edits to the
+// Config change nothing. A Config only read is safe for concurrent use.
 type Config struct {
 	// Rules are tried in order; the first whose Name list matches a request
 	// governs it. JSON: "methodConfig".
 	Rules []Rule
-	// Throttle limits retries and hedges per host. Nil means no throttle.
-	// JSON: "retryThrottling".
+	// Throttle limits retries and hedges per host (see [Throttle]). Nil
+	// means Default's: 100 tokens, a token ratio of 0.25.
+	// &Throttle{Off: true} turns the throttle off. JSON:
+	// "retryThrottling", {"off": true} to turn it off.
 	Throttle *Throttle
 	// MaxServerDelay is the longest server-directed delay
 	// (X-Retry-Pushback-Ms, Retry-After-Ms, Retry-After, RateLimit,
@@ -38,14 +49,16 @@ type Config struct {
 	// At most 16, names unique regardless of case; nil means none. JSON:
 	// "serverDelayHeaders".
 	DelayHeaders []DelayHeader
-	// Hold turns holds on: while a response says that its host will
-	// refuse requests for a while, the host's other requests of the same
-	// rule wait, or fail at once, instead of each meeting the refusal
-	// (see [Hold]). Nil means no holds. JSON: "hold", as {}.
+	// Hold turns holds on or off: while a response says that its host
+	// will refuse requests for a while, the host's other requests of the
+	// same rule wait, or fail at once, instead of each meeting the
+	// refusal (see [Hold]). Nil means Default's: holds on. &Hold{Off:
+	// true} turns them off. JSON: "hold", {} for on, {"off": true} for
+	// off.
 	Hold *Hold
 }
 
-// Hold is the switch, set in [Config.Hold], that turns holds on. A rate
+// Hold is the switch, set in [Config.Hold], that turns holds on or off. A rate
 // limit or an outage belongs to the host, not to the request that met it:
 // a request that has just been refused tells the host's other requests
 // that they would be refused too.
@@ -64,9 +77,14 @@ type Config struct {
 // Requests that waited go out spread over up to a tenth of the hold, at
 // most 1s, not in one instant.
 //
-// Hold has no fields: the zero Hold, {} in JSON, is the switch, and a
-// struct leaves room for settings of holds to come without another one.
-type Hold struct{}
+// The zero Hold, {} in JSON, turns holds on, as a nil Config.Hold does;
+// Off turns them off. A struct leaves room for settings of holds to come
+// without another switch.
+type Hold struct {
+	// Off, when true, turns holds off: no response holds the requests
+	// that follow it. JSON: "off".
+	Off bool
+}
 
 // DefaultMaxServerDelay is the longest server-directed delay waited for when
 // [Config.MaxServerDelay] is zero.
@@ -110,11 +128,22 @@ type Name struct {
 // otherwise from the four numeric fields InitialBackoff, MaxBackoff,
 // BackoffMultiplier and Jitter; [Retry.Schedule] returns the one in force.
 // The zero Retry is not valid: MaxAttempts must be at least 2, and
-// without a Backoff, InitialBackoff above 0. A Retry must not be modified
-// once a Transport uses it; it is then safe for concurrent use, as long as
+// without a Backoff, InitialBackoff above 0. A Transport copies the
+// Retry of a Config it takes (see [Config.Clone]); a Retry in a rule given
+// for one request is read as it is, and must not be modified while that
+// request runs. A Retry only read is safe for concurrent use, as long as
 // its Backoff is.
 type Retry struct {
-	// MaxAttempts counts the original request; at least 2.
+	// MaxAttempts counts the original request; at least 2. A figure
+	// above [MaxRetryAttempts], 10, is taken as 10, as gRPC takes
+	// anything above 5 as 5 (see [Retry.Attempts]): each attempt is load
+	// on a host that is failing already, and a request that ten attempts
+	// did not get through rarely gets through at the eleventh. It is a
+	// bound, not an error, so that a service config written with a
+	// larger figure, for gRPC or for another client, still loads, and
+	// means what gRPC would make of it, only with room to spare: ten is
+	// twice gRPC's bound, enough for Google's schedule of six attempts
+	// ([GoogleAPI]) and for a table of waits a little longer.
 	MaxAttempts int
 	// Backoff, when set, gives the wait before each retry: any stateless
 	// [Backoff], such as [Exponential], [FullJitter], [GoogleAPI] or
@@ -195,7 +224,19 @@ type Hedge struct {
 // MaxTokens; each failed attempt takes 1 token, each success adds
 // TokenRatio; while the bucket holds MaxTokens/2 or less, no retry or hedge
 // starts. MaxTokens is in (0, 1000], TokenRatio in (0, 1].
+//
+// It is the switch set in [Config.Throttle]: &Throttle{Off: true}, or
+// {"off": true} in JSON, turns the throttle off, with MaxTokens and
+// TokenRatio left zero (setting either with Off is an error naming both).
+// The zero Throttle is not valid.
 type Throttle struct {
-	MaxTokens  float64
+	// MaxTokens is the bucket's size, and what it holds at first. JSON:
+	// "maxTokens".
+	MaxTokens float64
+	// TokenRatio is what each success adds to the bucket. JSON:
+	// "tokenRatio".
 	TokenRatio float64
+	// Off, when true, turns the throttle off: retries and hedges are
+	// not gated by a budget. JSON: "off".
+	Off bool
 }

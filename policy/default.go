@@ -28,6 +28,11 @@ import "time"
 // It turns holds on ([Hold]): a host that says it will refuse requests
 // for a while, by a 429 or 503 with a delay or by a spent quota, is not
 // sent the requests it would refuse.
+//
+// Its throttle and holds are also what any Config has where its Throttle
+// or Hold is nil, as in a JSON config that says nothing of them: a first
+// config, written for a retry policy, keeps them. Default spells them
+// out, so that a caller who reads or edits them finds them set.
 func Default() *Config {
 	return &Config{
 		Rules: []Rule{{
@@ -41,14 +46,18 @@ func Default() *Config {
 				RetryableStatusCodes: []int{429, 502, 503, 504},
 			},
 		}},
-		Throttle: &Throttle{MaxTokens: 100, TokenRatio: 0.25},
-		Hold:     &Hold{},
+		Throttle: defaultThrottle(),
+		Hold:     defaultHold(),
 	}
 }
 
-// None returns a Config with no rules, no throttle and no holds: the
-// switch, as in gRPC's retry design, that turns retries and hedging off
-// for a whole Transport, for a caller that retries on its own. No request
+// None returns a Config with no rules, and with its throttle and holds
+// turned off explicitly (&Throttle{Off: true}, &Hold{Off: true}; in JSON,
+// {"retryThrottling": {"off": true}, "hold": {"off": true}}): the switch,
+// as in gRPC's retry design, that turns retries and hedging off for a
+// whole Transport, for a caller that retries on its own. The zero Config
+// is not the same: it has no rules either, but the default throttle and
+// holds. No request
 // matches a rule, so each is sent once and its answer, whatever it is,
 // goes back to the caller; server delay headers are not waited for, and
 // no response holds the requests that follow it. Only the
@@ -59,5 +68,5 @@ func Default() *Config {
 // A nil Transport.Policy means [Default], not None. Each call returns a
 // new Config that the caller may modify.
 func None() *Config {
-	return &Config{}
+	return &Config{Throttle: &Throttle{Off: true}, Hold: &Hold{Off: true}}
 }

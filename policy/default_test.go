@@ -116,7 +116,11 @@ func TestNone(t *testing.T) {
 	t.Parallel()
 	c := None()
 	require.NotNil(t, c, "got nil, want a Config")
-	assert.Equal(t, &Config{}, c, "got %+v, want a Config with no rules and no throttle", c)
+	want := &Config{Throttle: &Throttle{Off: true}, Hold: &Hold{Off: true}}
+	assert.Equal(t, want, c, "got %+v, want a Config with no rules, its throttle and holds off", c)
+	in := c.InForce()
+	assert.Nil(t, in.Throttle, "in force: got throttle %+v, want none", in.Throttle)
+	assert.Nil(t, in.Hold, "in force: got hold %+v, want none", in.Hold)
 	err := c.Validate()
 	assert.NoError(t, err, "got %v, want nil", err)
 	for _, target := range []string{"https://api.example.com/v3/x", "http://[::1]:8080/", "http://a.example"} {
@@ -127,8 +131,9 @@ func TestNone(t *testing.T) {
 		}
 	}
 	c.Rules = append(c.Rules, Default().Rules...)
-	c.Throttle = &Throttle{MaxTokens: 1, TokenRatio: 1}
+	c.Throttle.MaxTokens, c.Throttle.TokenRatio, c.Throttle.Off = 1, 1, false
+	c.Hold.Off = false
 	again := None()
 	assert.Empty(t, again.Rules, "got %d rules after changing an earlier None, want 0", len(again.Rules))
-	assert.Nil(t, again.Throttle, "got throttle %+v after changing an earlier None, want nil", again.Throttle)
+	assert.Equal(t, want, again, "got %+v after changing an earlier None, want %+v", again, want)
 }

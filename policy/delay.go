@@ -99,30 +99,30 @@ func (c *Config) ServerDelayHeaders() []DelayHeader {
 	return hs
 }
 
-// validateDelayHeaders checks hs, found at path: the count first, so that
+// validateDelayHeaders checks hs, found at p: the count first, so that
 // the search for repeated names stays small.
-func validateDelayHeaders(path string, hs []DelayHeader) error {
+func validateDelayHeaders(p path, hs []DelayHeader) error {
 	if len(hs) > maxDelayHeaders {
-		return &FieldError{Field: path, Value: strconv.Itoa(len(hs)) + " headers",
+		return &FieldError{Field: p.String(), Value: strconv.Itoa(len(hs)) + " headers",
 			Reason: "must list at most " + strconv.Itoa(maxDelayHeaders) + " headers"}
 	}
 	for i, h := range hs {
-		at := fmt.Sprintf("%s[%d]", path, i)
+		at := p.index(i)
 		if err := h.validate(at); err != nil {
 			return err
 		}
 		for j := range i {
 			if strings.EqualFold(hs[j].Name, h.Name) {
-				return &FieldError{Field: at + ".name", Value: strconv.Quote(h.Name),
-					Reason: fmt.Sprintf("repeats %s[%d].name", path, j)}
+				return &FieldError{Field: at.key("name", "Name").String(), Value: strconv.Quote(h.Name),
+					Reason: "repeats " + p.index(j).key("name", "Name").String()}
 			}
 		}
 	}
 	return nil
 }
 
-func (h DelayHeader) validate(path string) error {
-	name := join(path, "name")
+func (h DelayHeader) validate(p path) error {
+	name := p.key("name", "Name").String()
 	switch {
 	case !isToken(h.Name):
 		return &FieldError{Field: name, Value: strconv.Quote(h.Name), Reason: "must be an HTTP header name"}
@@ -132,17 +132,17 @@ func (h DelayHeader) validate(path string) error {
 	switch h.Format {
 	case DelaySeconds, DelayMilliseconds, DelayUnixSeconds, DelayHTTPDate, DelayDuration, DelayRFC3339:
 	default:
-		return &FieldError{Field: join(path, "format"), Value: strconv.Quote(string(h.Format)),
+		return &FieldError{Field: p.key("format", "Format").String(), Value: strconv.Quote(string(h.Format)),
 			Reason: `must be one of "seconds", "milliseconds", "unixSeconds", "httpDate", "duration" and "rfc3339"`}
 	}
-	remaining := join(path, "remaining")
+	remaining := p.key("remaining", "Remaining").String()
 	switch {
 	case h.Remaining == "":
 		return nil
 	case !isToken(h.Remaining):
 		return &FieldError{Field: remaining, Value: strconv.Quote(h.Remaining), Reason: "must be an HTTP header name"}
 	case strings.EqualFold(h.Remaining, h.Name):
-		return &FieldError{Field: remaining, Value: strconv.Quote(h.Remaining), Reason: "must name another header than name"}
+		return &FieldError{Field: remaining, Value: strconv.Quote(h.Remaining), Reason: "must name another header than " + p.name("name", "Name")}
 	case strings.EqualFold(h.Remaining, "X-Retry-Pushback-Ms"), strings.EqualFold(h.Remaining, "Retry-After"):
 		return &FieldError{Field: remaining, Value: strconv.Quote(h.Remaining),
 			Reason: "is always read as a delay; it cannot count the requests left"}

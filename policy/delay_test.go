@@ -51,32 +51,32 @@ func TestValidateDelayHeadersAccepts(t *testing.T) {
 
 func TestValidateDelayHeadersRejects(t *testing.T) {
 	t.Parallel()
-	const p = "serverDelayHeaders"
+	const p = "DelayHeaders"
 	tests := []struct {
 		name  string
 		hs    []DelayHeader
 		field string
 		value string
 	}{
-		{"empty name", []DelayHeader{{Name: "", Format: DelaySeconds}}, p + "[0].name", `""`},
+		{"empty name", []DelayHeader{{Name: "", Format: DelaySeconds}}, p + "[0].Name", `""`},
 		{"name with a space", []DelayHeader{{Name: "X-RateLimit-Reset", Format: DelaySeconds}, {Name: "X Reset", Format: DelaySeconds}},
-			p + "[1].name", `"X Reset"`},
-		{"name with a colon", []DelayHeader{{Name: "X-Reset:", Format: DelaySeconds}}, p + "[0].name", `"X-Reset:"`},
-		{"name with a newline", []DelayHeader{{Name: "X-Reset\r\n", Format: DelaySeconds}}, p + "[0].name", `"X-Reset\r\n"`},
-		{"non-ASCII name", []DelayHeader{{Name: "X-Résumé", Format: DelaySeconds}}, p + "[0].name", `"X-Résumé"`},
-		{"Retry-After", []DelayHeader{{Name: "Retry-After", Format: DelaySeconds}}, p + "[0].name", `"Retry-After"`},
-		{"retry-after in lower case", []DelayHeader{{Name: "retry-after", Format: DelayHTTPDate}}, p + "[0].name", `"retry-after"`},
+			p + "[1].Name", `"X Reset"`},
+		{"name with a colon", []DelayHeader{{Name: "X-Reset:", Format: DelaySeconds}}, p + "[0].Name", `"X-Reset:"`},
+		{"name with a newline", []DelayHeader{{Name: "X-Reset\r\n", Format: DelaySeconds}}, p + "[0].Name", `"X-Reset\r\n"`},
+		{"non-ASCII name", []DelayHeader{{Name: "X-Résumé", Format: DelaySeconds}}, p + "[0].Name", `"X-Résumé"`},
+		{"Retry-After", []DelayHeader{{Name: "Retry-After", Format: DelaySeconds}}, p + "[0].Name", `"Retry-After"`},
+		{"retry-after in lower case", []DelayHeader{{Name: "retry-after", Format: DelayHTTPDate}}, p + "[0].Name", `"retry-after"`},
 		{"X-Retry-Pushback-Ms", []DelayHeader{{Name: "X-RateLimit-Reset", Format: DelaySeconds}, {Name: "x-retry-pushback-ms", Format: DelayMilliseconds}},
-			p + "[1].name", `"x-retry-pushback-ms"`},
+			p + "[1].Name", `"x-retry-pushback-ms"`},
 		{"repeated name", []DelayHeader{{Name: "A", Format: DelaySeconds}, {Name: "B", Format: DelaySeconds}, {Name: "A", Format: DelayMilliseconds}},
-			p + "[2].name", `"A"`},
+			p + "[2].Name", `"A"`},
 		{"repeated name in other case", []DelayHeader{{Name: "X-RateLimit-Reset", Format: DelaySeconds}, {Name: "x-ratelimit-reset", Format: DelaySeconds}},
-			p + "[1].name", `"x-ratelimit-reset"`},
-		{"empty format", []DelayHeader{{Name: "X-RateLimit-Reset", Format: ""}}, p + "[0].format", `""`},
-		{"unknown format", []DelayHeader{{Name: "X-RateLimit-Reset", Format: "minutes"}}, p + "[0].format", `"minutes"`},
-		{"format in other case", []DelayHeader{{Name: "X-RateLimit-Reset", Format: "Seconds"}}, p + "[0].format", `"Seconds"`},
+			p + "[1].Name", `"x-ratelimit-reset"`},
+		{"empty format", []DelayHeader{{Name: "X-RateLimit-Reset", Format: ""}}, p + "[0].Format", `""`},
+		{"unknown format", []DelayHeader{{Name: "X-RateLimit-Reset", Format: "minutes"}}, p + "[0].Format", `"minutes"`},
+		{"format in other case", []DelayHeader{{Name: "X-RateLimit-Reset", Format: "Seconds"}}, p + "[0].Format", `"Seconds"`},
 		{"17 headers", headers(17), p, "17 headers"},
-		{"name checked before format", []DelayHeader{{Name: "", Format: "minutes"}}, p + "[0].name", `""`},
+		{"name checked before format", []DelayHeader{{Name: "", Format: "minutes"}}, p + "[0].Name", `""`},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -96,12 +96,12 @@ func TestValidateDelayHeadersMessages(t *testing.T) {
 		want string
 	}{
 		{[]DelayHeader{{Name: "A", Format: DelaySeconds}, {Name: "a", Format: DelaySeconds}},
-			`policy: serverDelayHeaders[1].name: "a": repeats serverDelayHeaders[0].name`},
+			`policy: DelayHeaders[1].Name: "a": repeats DelayHeaders[0].Name`},
 		{[]DelayHeader{{Name: "Retry-After", Format: DelaySeconds}},
-			`policy: serverDelayHeaders[0].name: "Retry-After": is always read, before the listed headers; leave it out`},
+			`policy: DelayHeaders[0].Name: "Retry-After": is always read, before the listed headers; leave it out`},
 		{[]DelayHeader{{Name: "A", Format: "s"}},
-			`policy: serverDelayHeaders[0].format: "s": must be one of "seconds", "milliseconds", "unixSeconds", "httpDate", "duration" and "rfc3339"`},
-		{headers(20), "policy: serverDelayHeaders: 20 headers: must list at most 16 headers"},
+			`policy: DelayHeaders[0].Format: "s": must be one of "seconds", "milliseconds", "unixSeconds", "httpDate", "duration" and "rfc3339"`},
+		{headers(20), "policy: DelayHeaders: 20 headers: must list at most 16 headers"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.want, func(t *testing.T) {
@@ -241,14 +241,14 @@ func TestDelayFormatsDurationAndRFC3339(t *testing.T) {
 			t.Parallel()
 			c := validConfig()
 			c.DelayHeaders = []DelayHeader{{Name: "X-Reset", Format: f}}
-			requireFieldError(t, c.Validate(), "serverDelayHeaders[0].format", strconv.Quote(string(f)))
+			requireFieldError(t, c.Validate(), "DelayHeaders[0].Format", strconv.Quote(string(f)))
 		})
 	}
 }
 
 func TestDelayHeaderRemaining(t *testing.T) {
 	t.Parallel()
-	const p = "serverDelayHeaders[0].remaining"
+	const p = "DelayHeaders[0].Remaining"
 	github := DelayHeader{Name: "X-RateLimit-Reset", Format: DelayUnixSeconds, Remaining: "X-RateLimit-Remaining"}
 	tests := []struct {
 		name      string
@@ -262,7 +262,7 @@ func TestDelayHeaderRemaining(t *testing.T) {
 		{"a space", "X Remaining", `policy: ` + p + `: "X Remaining": must be an HTTP header name`},
 		{"a colon", "X-Remaining:", `policy: ` + p + `: "X-Remaining:": must be an HTTP header name`},
 		{"non-ASCII", "X-Résumé", `policy: ` + p + `: "X-Résumé": must be an HTTP header name`},
-		{"the name itself", "x-ratelimit-reset", `policy: ` + p + `: "x-ratelimit-reset": must name another header than name`},
+		{"the name itself", "x-ratelimit-reset", `policy: ` + p + `: "x-ratelimit-reset": must name another header than Name`},
 		{"Retry-After", "retry-after",
 			`policy: ` + p + `: "retry-after": is always read as a delay; it cannot count the requests left`},
 		{"X-Retry-Pushback-Ms", "X-Retry-Pushback-Ms",
@@ -286,7 +286,7 @@ func TestDelayHeaderRemaining(t *testing.T) {
 	t.Run("format checked first", func(t *testing.T) {
 		t.Parallel()
 		c := &Config{DelayHeaders: []DelayHeader{{Name: "A", Format: "s", Remaining: "A"}}}
-		requireFieldError(t, c.Validate(), "serverDelayHeaders[0].format", `"s"`)
+		requireFieldError(t, c.Validate(), "DelayHeaders[0].Format", `"s"`)
 	})
 }
 

@@ -33,8 +33,9 @@
 //
 // A [Config] is a list of [Rule] values, each covering the requests that
 // one of its [Name] patterns matches and carrying a [Retry] or a [Hedge]
-// policy, plus an optional [Throttle]. [ParseConfig] reads it from the
-// JSON shape of gRPC's service config, adapted to HTTP:
+// policy, plus the protections that hold for every request: a [Throttle]
+// and holds ([Hold]). [ParseConfig] reads it from the JSON shape of gRPC's
+// service config, adapted to HTTP:
 //
 //	{
 //	  "methodConfig": [{
@@ -69,16 +70,23 @@
 //	}
 //
 // The first rule is the schedule Google's APIs ask of their clients: five
-// retries, waiting 2^n seconds plus up to one more. A retryPolicy gives its
+// retries, waiting 2^n seconds plus up to one more; a "maxAttempts" above
+// [MaxRetryAttempts], 10, counts as 10, as gRPC counts more than 5 as 5.
+// A retryPolicy gives its
 // waits either as "backoff", in the form of one of the backoffs above
 // (see [ParseConfig]), or as the four numeric fields, never both. A
 // hedgingPolicy's "maxExtraLoad" caps the hedges a host is sent at a
 // fraction of its requests, here 2%, whatever sets the delay; see
 // [Hedge.MaxExtraLoad].
 //
-// "hold": {} turns holds on ([Hold]): while a response says its host
-// will refuse requests for a while, the requests that would meet the
-// refusal wait for its end, or fail at once, instead of being sent.
+// "retryThrottling" and "hold" are switches, and a config that says
+// nothing of one has [Default]'s, so that writing a first config, for the
+// sake of its retry policy, never turns off the protection a Transport
+// has with none. Each is turned off explicitly, by {"off": true}; in Go,
+// by &Throttle{Off: true} and &Hold{Off: true}, a nil field meaning the
+// default as a left-out key does. Holds ([Hold]): while a response says
+// its host will refuse requests for a while, the requests that would meet
+// the refusal wait for its end, or fail at once, instead of being sent.
 //
 // "serverDelayHeaders" names headers in which the server gives its own
 // delay, read after X-Retry-Pushback-Ms, Retry-After-Ms, Retry-After and
@@ -92,12 +100,16 @@
 // matching name. Every rule must list at least one name; the empty name
 // {} matches every request. [Rule.Validate] checks a rule used on its own,
 // such as one given for a single request, which needs no names. Every
-// error they return is a *[FieldError] naming the field by its JSON path,
-// with the bad value cut to a readable length.
+// error they return is a *[FieldError] naming the field by its Go name
+// ("Rules[0].Retry.MaxAttempts"), as ParseConfig's name it by its JSON
+// path ("methodConfig[0].retryPolicy.maxAttempts"), with the bad value cut
+// to a readable length. [Config.Clone] copies a Config deeply, as a
+// Transport does with the one it is given, and [Config.InForce] says
+// which protections a Config puts in force.
 //
 // [Default] is the configuration a Transport uses when it is given none;
 // it has a throttle and holds. [None] is a configuration with no rules,
-// the switch that turns retries and hedging off for a whole Transport:
-// each request is sent once, and only an attempt that provably never
-// reached the server is sent again.
+// and its throttle and holds turned off: the switch that turns retries
+// and hedging off for a whole Transport: each request is sent once, and
+// only an attempt that provably never reached the server is sent again.
 package policy

@@ -16,12 +16,16 @@ var ErrInvalid = errors.New("policy: invalid config")
 // still reads as one line of an error message.
 const maxValueLen = 64
 
-// FieldError reports one bad value in a configuration. Field is the path to
-// it in JSON spelling, such as "methodConfig[0].retryPolicy.maxAttempts";
-// Value is the offending value as written (JSON text from [ParseConfig],
-// the Go value from [Config.Validate]; empty when the problem is not one
-// value), cut to at most 64 bytes plus "..." when it is longer, never
-// inside a UTF-8 sequence; Reason says what is wrong.
+// FieldError reports one bad value in a configuration, in the words its
+// author wrote. Field is the path to it: in JSON spelling from
+// [ParseConfig], such as "methodConfig[0].retryPolicy.maxAttempts", and
+// by Go field names from [Config.Validate] and [Rule.Validate], such as
+// "Rules[0].Retry.MaxAttempts" (a package's backoff is reached by its type
+// assertion: "Rules[0].Retry.Backoff.(policy.Table).Steps[1]"). Value is
+// the offending value as written (JSON text from ParseConfig, the Go value
+// from Validate; empty when the problem is not one value), cut to at most
+// 64 bytes plus "..." when it is longer, never inside a UTF-8 sequence;
+// Reason says what is wrong, naming any other field in the same spelling.
 //
 // A *FieldError matches [ErrInvalid] through [errors.Is].
 type FieldError struct {

@@ -74,17 +74,17 @@ func TestLongValuesAreCut(t *testing.T) {
 		{"method in JSON", parse(`{"methodConfig": [{"name": [{"method": "` + long + ` "}]}]}`),
 			"methodConfig[0].name[0].method"},
 		{"method in Go", validate(func(c *Config) { c.Rules[0].Name[0].Method = long + " " }),
-			"methodConfig[0].name[0].method"},
+			"Rules[0].Name[0].Method"},
 		{"path in Go", validate(func(c *Config) { c.Rules[0].Name[0].Path = long }),
-			"methodConfig[0].name[0].path"},
+			"Rules[0].Name[0].Path"},
 		{"header name in JSON", parse(`{"serverDelayHeaders": [{"name": "` + long + ` ", "format": "seconds"}]}`),
 			"serverDelayHeaders[0].name"},
 		{"header format in Go", func() error {
 			return (&Config{DelayHeaders: []DelayHeader{{Name: "A", Format: DelayFormat(long)}}}).Validate()
-		}, "serverDelayHeaders[0].format"},
+		}, "DelayHeaders[0].Format"},
 		{"method in a rule on its own", func() error {
 			return (&Rule{Name: []Name{{Method: long + " "}}}).Validate()
-		}, "name[0].method"},
+		}, "Name[0].Method"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

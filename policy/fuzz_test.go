@@ -4,6 +4,7 @@ import (
 	"errors"
 	"math"
 	"net/http"
+	"reflect"
 	"testing"
 )
 
@@ -32,6 +33,10 @@ func FuzzParseConfig(f *testing.F) {
 		`{"methodConfig": [{"name": [{}], "hedgingPolicy": {"maxAttempts": 3, "maxExtraLoad": 0.02}}]}`,
 		`{"methodConfig": [{"name": [{}], "hedgingPolicy": {"maxAttempts": 3, "maxExtraLoad": 1.5}}]}`,
 		`{"hold": {"maxWait": "1s"}}`,
+		`{"hold": {"off": true}}`,
+		`{"retryThrottling": {"off": true}}`,
+		`{"retryThrottling": {"off": true, "maxTokens": 0}}`,
+		`{"retryThrottling": {"off": false, "maxTokens": 10, "tokenRatio": 0.5}}`,
 		`{"retryThrottling": {"maxTokens": 1001, "tokenRatio": 0}}`,
 		`{"a": 1, "a": 2}`,
 		`{} {}`,
@@ -156,6 +161,12 @@ func checkParse(t *testing.T, data []byte) *Config {
 	}
 	if err := c.Validate(); err != nil {
 		t.Errorf("ParseConfig accepted a config that Validate refuses: %v", err)
+	}
+	if d := c.Clone(); !reflect.DeepEqual(c, d) {
+		t.Errorf("Clone: got %+v, want %+v", d, c)
+	}
+	if in := c.InForce(); in.Validate() != nil || len(in.Rules) != len(c.Rules) {
+		t.Errorf("InForce: got %+v, want a valid copy of %+v", in, c)
 	}
 	req, err := http.NewRequest(http.MethodGet, "https://api.example.com:443/v3/x", nil)
 	if err != nil {

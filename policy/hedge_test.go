@@ -19,13 +19,13 @@ func TestValidateMaxExtraLoad(t *testing.T) {
 		{"2%", 0.02, ""},
 		{"smallest", math.SmallestNonzeroFloat64, ""},
 		{"all", 1, ""},
-		{"negative", -0.01, "policy: methodConfig[1].hedgingPolicy.maxExtraLoad: -0.01: must be in [0, 1] (0 for no cap)"},
+		{"negative", -0.01, "policy: Rules[1].Hedge.MaxExtraLoad: -0.01: must be in [0, 1] (0 for no cap)"},
 		{"negative zero", math.Copysign(0, -1), ""},
-		{"above 1", 1.01, "policy: methodConfig[1].hedgingPolicy.maxExtraLoad: 1.01: must be in [0, 1] (0 for no cap)"},
-		{"percent", 2, "policy: methodConfig[1].hedgingPolicy.maxExtraLoad: 2: must be in [0, 1] (0 for no cap)"},
-		{"NaN", math.NaN(), "policy: methodConfig[1].hedgingPolicy.maxExtraLoad: NaN: must be in [0, 1] (0 for no cap)"},
-		{"+Inf", math.Inf(1), "policy: methodConfig[1].hedgingPolicy.maxExtraLoad: +Inf: must be in [0, 1] (0 for no cap)"},
-		{"-Inf", math.Inf(-1), "policy: methodConfig[1].hedgingPolicy.maxExtraLoad: -Inf: must be in [0, 1] (0 for no cap)"},
+		{"above 1", 1.01, "policy: Rules[1].Hedge.MaxExtraLoad: 1.01: must be in [0, 1] (0 for no cap)"},
+		{"percent", 2, "policy: Rules[1].Hedge.MaxExtraLoad: 2: must be in [0, 1] (0 for no cap)"},
+		{"NaN", math.NaN(), "policy: Rules[1].Hedge.MaxExtraLoad: NaN: must be in [0, 1] (0 for no cap)"},
+		{"+Inf", math.Inf(1), "policy: Rules[1].Hedge.MaxExtraLoad: +Inf: must be in [0, 1] (0 for no cap)"},
+		{"-Inf", math.Inf(-1), "policy: Rules[1].Hedge.MaxExtraLoad: -Inf: must be in [0, 1] (0 for no cap)"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -44,14 +44,14 @@ func TestValidateMaxExtraLoad(t *testing.T) {
 	t.Run("a rule on its own", func(t *testing.T) {
 		t.Parallel()
 		r := &Rule{Hedge: &Hedge{MaxAttempts: 2, MaxExtraLoad: -1}}
-		requireFieldError(t, r.Validate(), "hedgingPolicy.maxExtraLoad", "-1")
+		requireFieldError(t, r.Validate(), "Hedge.MaxExtraLoad", "-1")
 	})
 	t.Run("checked after the status codes", func(t *testing.T) {
 		t.Parallel()
 		c := validConfig()
 		c.Rules[1].Hedge.MaxExtraLoad = 2
 		c.Rules[1].Hedge.NonFatalStatusCodes = []int{600}
-		requireFieldError(t, c.Validate(), "methodConfig[1].hedgingPolicy.nonFatalStatusCodes[0]", "600")
+		requireFieldError(t, c.Validate(), "Rules[1].Hedge.NonFatalStatusCodes[0]", "600")
 	})
 }
 

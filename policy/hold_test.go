@@ -16,6 +16,8 @@ func TestParseHold(t *testing.T) {
 	}{
 		{"on", `{"hold": {}}`, &Hold{}},
 		{"on, with space", `{"hold": { }}`, &Hold{}},
+		{"on, said so", `{"hold": {"off": false}}`, &Hold{}},
+		{"off", `{"hold": {"off": true}}`, &Hold{Off: true}},
 		{"null", `{"hold": null}`, nil},
 		{"absent", `{}`, nil},
 	}
@@ -40,6 +42,8 @@ func TestParseHoldRejects(t *testing.T) {
 		{"array", `{"hold": []}`, `policy: hold: []: must be an object`},
 		{"repeated", `{"hold": {}, "hold": {}}`, `policy: hold: {}: repeated field`},
 		{"in other case", `{"Hold": {}}`, `policy: Hold: {}: unknown field`},
+		{"off in other case", `{"hold": {"Off": true}}`, `policy: hold.Off: true: unknown field`},
+		{"off as a string", `{"hold": {"off": "yes"}}`, `policy: hold.off: "yes": must be true or false`},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -52,11 +56,26 @@ func TestParseHoldRejects(t *testing.T) {
 	}
 }
 
-// Holds are on in Default, off in None and in a Config built without one.
+// Holds are on in Default and in a Config that says nothing of them, off
+// in None and where a Config turns them off.
 func TestHoldSwitch(t *testing.T) {
 	t.Parallel()
 	assert.NotNil(t, Default().Hold, "Default: got no Hold, want one")
-	assert.Nil(t, None().Hold, "None: got %+v, want nil", None().Hold)
+	assert.Equal(t, &Hold{Off: true}, None().Hold, "None: got %+v, want holds off", None().Hold)
+	for _, tt := range []struct {
+		name string
+		hold *Hold
+		on   bool
+	}{
+		{"nil", nil, true},
+		{"on", &Hold{}, true},
+		{"off", &Hold{Off: true}, false},
+	} {
+		c := &Config{Hold: tt.hold}
+		require.NoError(t, c.Validate(), tt.name)
+		got := c.InForce().Hold
+		assert.Equal(t, tt.on, got != nil, "%s: got %+v in force, want on=%v", tt.name, got, tt.on)
+	}
 	c := Default()
 	c.Hold = nil
 	assert.NotNil(t, Default().Hold, "got no Hold after clearing an earlier Default's, want one")

@@ -47,12 +47,21 @@ import (
 // [DelayFormat]), "remaining" optional: the header that must read 0 for
 // the entry to count (see [DelayHeader]).
 //
-// "hold": {} turns holds on ([Config.Hold]); it has no keys yet, so any
-// key in it is an error naming it, as everywhere else.
+// "retryThrottling" and "hold" are switches ([Config.Throttle],
+// [Config.Hold]): left out, or null, each is [Default]'s, so that a first
+// config keeps the protection a Transport has with none; {"off": true}
+// turns each off, and "off": true beside another key of its object is an
+// error naming both. "hold": {} turns holds on; "off" is its only key.
+//
+// A "maxAttempts" above [MaxRetryAttempts] is read as it is written, and
+// counts as MaxRetryAttempts (see [Retry.Attempts]), as gRPC takes a
+// figure above 5 as 5.
 //
 // Every error matches [ErrInvalid] through [errors.Is]; an error about one
-// field is a *[FieldError] naming it, and a syntax error wraps the
-// *[json.SyntaxError]. On error the returned Config is nil.
+// field is a *[FieldError] naming it by its JSON path, and a syntax error
+// wraps the *[json.SyntaxError]. On error the returned Config is nil. A
+// Config that ParseConfig returns passes [Config.Validate] too, so it is
+// reported in Go's words only if its caller edits it.
 func ParseConfig(data []byte) (*Config, error) {
 	c, err := parseConfig(data)
 	if err != nil {
@@ -82,7 +91,10 @@ func parseConfig(data []byte) (*Config, error) {
 	if err != nil {
 		return nil, err
 	}
-	if err := c.validate(); err != nil {
+	// Checked in JSON's words: the author wrote JSON, and a Config that
+	// passes here passes Config.Validate too, so it never fails later in
+	// Go's words unless its caller edits it.
+	if err := c.validateAt(jsonPath("")); err != nil {
 		return nil, err
 	}
 	return c, nil
@@ -136,12 +148,18 @@ type hedgeJSON struct {
 	MaxExtraLoad         float64       `json:"maxExtraLoad"`
 }
 
-// holdJSON has no keys, so that any key in "hold" is refused by name.
-type holdJSON struct{}
+// holdJSON has only "off", so that any other key in "hold" is refused by
+// name.
+type holdJSON struct {
+	Off bool `json:"off"`
+}
 
+// throttleJSON keeps its figures as pointers, to tell a key given with
+// "off" from one left out, even when its value is 0.
 type throttleJSON struct {
-	MaxTokens  float64 `json:"maxTokens"`
-	TokenRatio float64 `json:"tokenRatio"`
+	MaxTokens  *float64 `json:"maxTokens"`
+	TokenRatio *float64 `json:"tokenRatio"`
+	Off        bool     `json:"off"`
 }
 
 // durationJSON is a duration string; its own type lets a type error say
@@ -157,14 +175,12 @@ func (m *configJSON) config() (*Config, error) {
 		}
 		c.Rules = append(c.Rules, r)
 	}
+	var err error
 	if !isNull(m.RetryThrottling) {
-		var t throttleJSON
-		if err := decodeObject("retryThrottling", m.RetryThrottling, &t); err != nil {
+		if c.Throttle, err = parseThrottle("retryThrottling", m.RetryThrottling); err != nil {
 			return nil, err
 		}
-		c.Throttle = &Throttle{MaxTokens: t.MaxTokens, TokenRatio: t.TokenRatio}
 	}
-	var err error
 	if c.MaxServerDelay, err = parseDuration("maxServerDelay", m.MaxServerDelay); err != nil {
 		return nil, err
 	}
@@ -172,12 +188,39 @@ func (m *configJSON) config() (*Config, error) {
 		return nil, err
 	}
 	if !isNull(m.Hold) {
-		if err := decodeObject("hold", m.Hold, &holdJSON{}); err != nil {
+		var h holdJSON
+		if err := decodeObject("hold", m.Hold, &h); err != nil {
 			return nil, err
 		}
-		c.Hold = &Hold{}
+		c.Hold = &Hold{Off: h.Off}
 	}
 	return c, nil
+}
+
+// parseThrottle reads "retryThrottling". With "off": true, a figure given
+// as well is an error even when it is 0, which Validate could not tell
+// from one left out.
+func parseThrottle(path string, raw json.RawMessage) (*Throttle, error) {
+	var m throttleJSON
+	if err := decodeObject(path, raw, &m); err != nil {
+		return nil, err
+	}
+	t := &Throttle{Off: m.Off}
+	var given []string
+	if m.MaxTokens != nil {
+		t.MaxTokens = *m.MaxTokens
+		given = append(given, "maxTokens")
+	}
+	if m.TokenRatio != nil {
+		t.TokenRatio = *m.TokenRatio
+		given = append(given, "tokenRatio")
+	}
+	if t.Off {
+		if err := offWith(jsonPath(path), given); err != nil {
+			return nil, err
+		}
+	}
+	return t, nil
 }
 
 func parseRule(path string, raw json.RawMessage) (Rule, error) {
@@ -224,7 +267,7 @@ func parseRetry(path string, raw json.RawMessage) (*Retry, error) {
 	if isNull(m.Backoff) {
 		err = m.numeric(path, r)
 	} else if set := m.numericBackoff(); len(set) > 0 {
-		err = backoffConflict(path, set)
+		err = backoffConflict(jsonPath(path), set)
 	} else {
 		r.Backoff, err = parseBackoff(path+".backoff", m.Backoff)
 	}
@@ -261,7 +304,7 @@ func (m *retryJSON) numeric(path string, r *Retry) error {
 	// fields cannot say: their zero Jitter is DefaultJitter, as in JSON
 	// when it is left out. The waits become the Exponential that says
 	// it, once the fields have been checked under their own names.
-	if err := r.validateNumeric(path); err != nil {
+	if err := r.validateNumeric(jsonPath(path)); err != nil {
 		return err
 	}
 	r.Backoff = Exponential{Initial: r.InitialBackoff, Max: r.MaxBackoff, Multiplier: r.BackoffMultiplier}

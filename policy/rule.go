@@ -31,6 +31,21 @@ func (r *Retry) Schedule() Backoff {
 	}
 }
 
+// MaxRetryAttempts bounds the attempts of a retried request: a
+// [Retry.MaxAttempts] above it counts as this many.
+const MaxRetryAttempts = 10
+
+// Attempts returns the most attempts r makes, the original request
+// included: its MaxAttempts, bounded by [MaxRetryAttempts]. A nil Retry
+// makes one attempt. Attempts only reads r, so it is safe for concurrent
+// use.
+func (r *Retry) Attempts() int {
+	if r == nil {
+		return 1
+	}
+	return min(r.MaxAttempts, MaxRetryAttempts)
+}
+
 // Retryable reports whether a response with the given status is retried
 // under r: whether status is one of r.RetryableStatusCodes and at least
 // 400. A listed status below 400 (a 302, say) gives false, as the

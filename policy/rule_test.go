@@ -1,6 +1,7 @@
 package policy
 
 import (
+	"math"
 	"strconv"
 	"testing"
 	"time"
@@ -157,4 +158,33 @@ func TestPredicatesIgnoreStatusesBelow400(t *testing.T) {
 		err := c.Validate()
 		assert.NoError(t, err, "got %v, want nil", err)
 	})
+}
+
+// A retry policy's attempts are bounded, as gRPC bounds them, with room
+// for Google's schedule of six.
+func TestRetryAttempts(t *testing.T) {
+	t.Parallel()
+	tests := []struct {
+		retry *Retry
+		want  int
+	}{
+		{nil, 1},
+		{&Retry{MaxAttempts: 2}, 2},
+		{&Retry{MaxAttempts: 6}, 6},
+		{&Retry{MaxAttempts: MaxRetryAttempts}, MaxRetryAttempts},
+		{&Retry{MaxAttempts: MaxRetryAttempts + 1}, MaxRetryAttempts},
+		{&Retry{MaxAttempts: 1_000_000}, MaxRetryAttempts},
+		{&Retry{MaxAttempts: math.MaxInt}, MaxRetryAttempts},
+	}
+	for _, tt := range tests {
+		got := tt.retry.Attempts()
+		assert.Equal(t, tt.want, got, "%+v: got %d attempts, want %d", tt.retry, got, tt.want)
+	}
+	c, err := ParseConfig([]byte(coreReporting))
+	require.NoError(t, err)
+	assert.Equal(t, 6, c.Rules[0].Retry.Attempts(), "Google's schedule: got %d attempts, want 6", c.Rules[0].Retry.Attempts())
+	c, err = ParseConfig([]byte(`{"methodConfig": [{"name": [{}], "retryPolicy": {"maxAttempts": 1000000,
+	  "backoff": {"googleApi": {}}, "retryableStatusCodes": [503]}}]}`))
+	require.NoError(t, err, "a large figure loads, as gRPC loads it")
+	assert.Equal(t, MaxRetryAttempts, c.Rules[0].Retry.Attempts())
 }

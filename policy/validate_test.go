@@ -86,92 +86,92 @@ func TestValidateRejects(t *testing.T) {
 		value  string
 	}{
 		{"both policies", func(c *Config) { c.Rules[0].Hedge = c.Rules[1].Hedge },
-			"methodConfig[0]", ""},
+			"Rules[0]", ""},
 		{"no names", func(c *Config) { c.Rules[1].Name = nil },
-			"methodConfig[1].name", ""},
+			"Rules[1].Name", ""},
 		{"empty name list", func(c *Config) { c.Rules[0].Name = []Name{} },
-			"methodConfig[0].name", ""},
+			"Rules[0].Name", ""},
 		{"no names, and no policies", func(c *Config) { c.Rules = append(c.Rules, Rule{}) },
-			"methodConfig[2].name", ""},
+			"Rules[2].Name", ""},
 		{"method with space", func(c *Config) { c.Rules[0].Name[0].Method = "GE T" },
-			"methodConfig[0].name[0].method", `"GE T"`},
+			"Rules[0].Name[0].Method", `"GE T"`},
 		{"method with slash", func(c *Config) { c.Rules[0].Name = append(c.Rules[0].Name, Name{Method: "GET/1"}) },
-			"methodConfig[0].name[1].method", `"GET/1"`},
+			"Rules[0].Name[1].Method", `"GET/1"`},
 		{"method in lower case, which no request sends", func(c *Config) { c.Rules[0].Name[0].Method = "get" },
-			"methodConfig[0].name[0].method", `"get"`},
+			"Rules[0].Name[0].Method", `"get"`},
 		{"relative path", func(c *Config) { c.Rules[1].Name[0].Path = "v3" },
-			"methodConfig[1].name[0].path", `"v3"`},
+			"Rules[1].Name[0].Path", `"v3"`},
 		{"retry maxAttempts 1", func(c *Config) { c.Rules[0].Retry.MaxAttempts = 1 },
-			"methodConfig[0].retryPolicy.maxAttempts", "1"},
+			"Rules[0].Retry.MaxAttempts", "1"},
 		{"retry maxAttempts negative", func(c *Config) { c.Rules[0].Retry.MaxAttempts = -3 },
-			"methodConfig[0].retryPolicy.maxAttempts", "-3"},
+			"Rules[0].Retry.MaxAttempts", "-3"},
 		{"initialBackoff 0", func(c *Config) { c.Rules[0].Retry.InitialBackoff = 0 },
-			"methodConfig[0].retryPolicy.initialBackoff", "0s"},
+			"Rules[0].Retry.InitialBackoff", "0s"},
 		{"initialBackoff negative", func(c *Config) { c.Rules[0].Retry.InitialBackoff = -time.Second },
-			"methodConfig[0].retryPolicy.initialBackoff", "-1s"},
+			"Rules[0].Retry.InitialBackoff", "-1s"},
 		{"maxBackoff below initialBackoff", func(c *Config) { c.Rules[0].Retry.MaxBackoff = 50 * time.Millisecond },
-			"methodConfig[0].retryPolicy.maxBackoff", "50ms"},
+			"Rules[0].Retry.MaxBackoff", "50ms"},
 		{"multiplier below 1", func(c *Config) { c.Rules[0].Retry.BackoffMultiplier = 0.5 },
-			"methodConfig[0].retryPolicy.backoffMultiplier", "0.5"},
+			"Rules[0].Retry.BackoffMultiplier", "0.5"},
 		{"multiplier 0", func(c *Config) { c.Rules[0].Retry.BackoffMultiplier = 0 },
-			"methodConfig[0].retryPolicy.backoffMultiplier", "0"},
+			"Rules[0].Retry.BackoffMultiplier", "0"},
 		{"multiplier NaN", func(c *Config) { c.Rules[0].Retry.BackoffMultiplier = nan },
-			"methodConfig[0].retryPolicy.backoffMultiplier", "NaN"},
+			"Rules[0].Retry.BackoffMultiplier", "NaN"},
 		{"multiplier +Inf", func(c *Config) { c.Rules[0].Retry.BackoffMultiplier = math.Inf(1) },
-			"methodConfig[0].retryPolicy.backoffMultiplier", "+Inf"},
+			"Rules[0].Retry.BackoffMultiplier", "+Inf"},
 		{"jitter negative", func(c *Config) { c.Rules[0].Retry.Jitter = -0.1 },
-			"methodConfig[0].retryPolicy.jitter", "-0.1"},
+			"Rules[0].Retry.Jitter", "-0.1"},
 		{"jitter above 1", func(c *Config) { c.Rules[0].Retry.Jitter = 1.5 },
-			"methodConfig[0].retryPolicy.jitter", "1.5"},
+			"Rules[0].Retry.Jitter", "1.5"},
 		{"jitter NaN", func(c *Config) { c.Rules[0].Retry.Jitter = nan },
-			"methodConfig[0].retryPolicy.jitter", "NaN"},
+			"Rules[0].Retry.Jitter", "NaN"},
 		{"retryable status 99", func(c *Config) { c.Rules[0].Retry.RetryableStatusCodes = []int{503, 99} },
-			"methodConfig[0].retryPolicy.retryableStatusCodes[1]", "99"},
+			"Rules[0].Retry.RetryableStatusCodes[1]", "99"},
 		{"retryable status 600", func(c *Config) { c.Rules[0].Retry.RetryableStatusCodes = []int{600} },
-			"methodConfig[0].retryPolicy.retryableStatusCodes[0]", "600"},
+			"Rules[0].Retry.RetryableStatusCodes[0]", "600"},
 		{"perAttemptTimeout negative", func(c *Config) { c.Rules[0].Retry.PerAttemptTimeout = -time.Millisecond },
-			"methodConfig[0].retryPolicy.perAttemptTimeout", "-1ms"},
+			"Rules[0].Retry.PerAttemptTimeout", "-1ms"},
 		{"hedge maxAttempts 0", func(c *Config) { c.Rules[1].Hedge.MaxAttempts = 0 },
-			"methodConfig[1].hedgingPolicy.maxAttempts", "0"},
+			"Rules[1].Hedge.MaxAttempts", "0"},
 		{"hedgingDelay negative", func(c *Config) { c.Rules[1].Hedge.HedgingDelay = -time.Second },
-			"methodConfig[1].hedgingPolicy.hedgingDelay", "-1s"},
+			"Rules[1].Hedge.HedgingDelay", "-1s"},
 		{"quantile 1", func(c *Config) { c.Rules[1].Hedge.HedgingDelayQuantile = 1 },
-			"methodConfig[1].hedgingPolicy.hedgingDelayQuantile", "1"},
+			"Rules[1].Hedge.HedgingDelayQuantile", "1"},
 		{"quantile negative", func(c *Config) { c.Rules[1].Hedge.HedgingDelayQuantile = -0.5 },
-			"methodConfig[1].hedgingPolicy.hedgingDelayQuantile", "-0.5"},
+			"Rules[1].Hedge.HedgingDelayQuantile", "-0.5"},
 		{"quantile NaN", func(c *Config) { c.Rules[1].Hedge.HedgingDelayQuantile = nan },
-			"methodConfig[1].hedgingPolicy.hedgingDelayQuantile", "NaN"},
+			"Rules[1].Hedge.HedgingDelayQuantile", "NaN"},
 		{"non-fatal status 0", func(c *Config) { c.Rules[1].Hedge.NonFatalStatusCodes = []int{0} },
-			"methodConfig[1].hedgingPolicy.nonFatalStatusCodes[0]", "0"},
+			"Rules[1].Hedge.NonFatalStatusCodes[0]", "0"},
 		{"maxTokens 0", func(c *Config) { c.Throttle.MaxTokens = 0 },
-			"retryThrottling.maxTokens", "0"},
+			"Throttle.MaxTokens", "0"},
 		{"maxTokens above 1000", func(c *Config) { c.Throttle.MaxTokens = 1000.5 },
-			"retryThrottling.maxTokens", "1000.5"},
+			"Throttle.MaxTokens", "1000.5"},
 		{"maxTokens NaN", func(c *Config) { c.Throttle.MaxTokens = nan },
-			"retryThrottling.maxTokens", "NaN"},
+			"Throttle.MaxTokens", "NaN"},
 		{"tokenRatio 0", func(c *Config) { c.Throttle.TokenRatio = 0 },
-			"retryThrottling.tokenRatio", "0"},
+			"Throttle.TokenRatio", "0"},
 		{"tokenRatio above 1", func(c *Config) { c.Throttle.TokenRatio = 1.01 },
-			"retryThrottling.tokenRatio", "1.01"},
+			"Throttle.TokenRatio", "1.01"},
 		{"tokenRatio NaN", func(c *Config) { c.Throttle.TokenRatio = nan },
-			"retryThrottling.tokenRatio", "NaN"},
+			"Throttle.TokenRatio", "NaN"},
 		{"maxServerDelay negative", func(c *Config) { c.MaxServerDelay = -time.Second },
-			"maxServerDelay", "-1s"},
+			"MaxServerDelay", "-1s"},
 		{"first error in document order", func(c *Config) {
 			c.MaxServerDelay = -time.Second
 			c.Throttle.MaxTokens = 0
 			c.Rules[1].Hedge.MaxAttempts = 1
 			c.Rules[0].Retry.Jitter = 2
 			c.Rules[0].Retry.MaxAttempts = 0
-		}, "methodConfig[0].retryPolicy.maxAttempts", "0"},
+		}, "Rules[0].Retry.MaxAttempts", "0"},
 		{"names before policies", func(c *Config) {
 			c.Rules[0].Retry.MaxAttempts = 0
 			c.Rules[0].Name[0].Path = "x"
-		}, "methodConfig[0].name[0].path", `"x"`},
+		}, "Rules[0].Name[0].Path", `"x"`},
 		{"missing names before policies", func(c *Config) {
 			c.Rules[1].Hedge.MaxAttempts = 0
 			c.Rules[1].Name = nil
-		}, "methodConfig[1].name", ""},
+		}, "Rules[1].Name", ""},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -275,23 +275,23 @@ func TestRuleValidate(t *testing.T) {
 		field string
 		value string
 	}{
-		{"bad name", func() *Rule { return &Rule{Name: []Name{{}, {Path: "v3"}}} }, "name[1].path", `"v3"`},
+		{"bad name", func() *Rule { return &Rule{Name: []Name{{}, {Path: "v3"}}} }, "Name[1].Path", `"v3"`},
 		{"both policies", func() *Rule { return &Rule{Retry: retry(), Hedge: hedge()} }, "", ""},
 		{"retry maxAttempts", func() *Rule {
 			r := &Rule{Retry: retry()}
 			r.Retry.MaxAttempts = 1
 			return r
-		}, "retryPolicy.maxAttempts", "1"},
+		}, "Retry.MaxAttempts", "1"},
 		{"retry backoff", func() *Rule {
 			return &Rule{Retry: &Retry{MaxAttempts: 2, Backoff: Table{Steps: []time.Duration{-1}}}}
-		}, "retryPolicy.backoff.table.steps[0]", "-1ns"},
+		}, "Retry.Backoff.(policy.Table).Steps[0]", "-1ns"},
 		{"retry backoff with numeric fields", func() *Rule { return &Rule{Retry: &Retry{MaxAttempts: 2, Backoff: GoogleAPI{}, Jitter: 0.5}} },
-			"retryPolicy.backoff", ""},
+			"Retry.Backoff", ""},
 		{"hedge delay", func() *Rule {
 			r := &Rule{Hedge: hedge()}
 			r.Hedge.HedgingDelay = -time.Second
 			return r
-		}, "hedgingPolicy.hedgingDelay", "-1s"},
+		}, "Hedge.HedgingDelay", "-1s"},
 	}
 	for _, tt := range rejects {
 		t.Run(tt.name, func(t *testing.T) {
@@ -320,11 +320,71 @@ func TestNameHostMustBeAHost(t *testing.T) {
 		err := c.Validate()
 		var fe *FieldError
 		require.ErrorAs(t, err, &fe, "host %q: got %v, want a *FieldError", host, err)
-		assert.Equal(t, "methodConfig[0].name[0].host", fe.Field)
+		assert.Equal(t, "Rules[0].Name[0].Host", fe.Field)
 	}
 	for _, host := range []string{"api.example.com", "API.example.com:8443", "[::1]:80", "127.0.0.1"} {
 		c := validConfig()
 		c.Rules[0].Name[0].Host = host
 		assert.NoError(t, c.Validate(), "host %q", host)
+	}
+}
+
+// One mistake reads in the words its author wrote: JSON's paths from
+// ParseConfig, the Go fields from Validate of a Config built in Go.
+func TestErrorsSpeakTheirAuthorsLanguage(t *testing.T) {
+	t.Parallel()
+	tests := []struct {
+		name        string
+		json        string
+		goConfig    *Config
+		jsonMessage string
+		goMessage   string
+	}{
+		{"a retry with no waits",
+			`{"methodConfig": [{"name": [{}], "retryPolicy": {"maxAttempts": 3, "retryableStatusCodes": [503]}}]}`,
+			&Config{Rules: []Rule{{Name: []Name{{}}, Retry: &Retry{MaxAttempts: 3, RetryableStatusCodes: []int{503}}}}},
+			"policy: methodConfig[0].retryPolicy.initialBackoff: 0s: must be greater than 0",
+			"policy: Rules[0].Retry.InitialBackoff: 0s: must be greater than 0, or set Backoff"},
+		{"a rule with no names",
+			`{"methodConfig": [{"hedgingPolicy": {"maxAttempts": 2}}]}`,
+			&Config{Rules: []Rule{{Hedge: &Hedge{MaxAttempts: 2}}}},
+			"policy: methodConfig[0].name: must list at least one pattern; [{}] matches every request",
+			"policy: Rules[0].Name: must list at least one pattern; []Name{{}} matches every request"},
+		{"both policies",
+			`{"methodConfig": [{"name": [{}], "retryPolicy": {"maxAttempts": 2, "backoff": {"googleApi": {}}}, "hedgingPolicy": {"maxAttempts": 2}}]}`,
+			&Config{Rules: []Rule{{Name: []Name{{}}, Retry: &Retry{MaxAttempts: 2, Backoff: GoogleAPI{}}, Hedge: &Hedge{MaxAttempts: 2}}}},
+			"policy: methodConfig[0]: must not have both retryPolicy and hedgingPolicy",
+			"policy: Rules[0]: must not have both Retry and Hedge"},
+		{"a backoff beside the numeric fields",
+			`{"methodConfig": [{"name": [{}], "retryPolicy": {"maxAttempts": 2, "jitter": 0.5, "backoff": {"googleApi": {}}}}]}`,
+			&Config{Rules: []Rule{{Name: []Name{{}}, Retry: &Retry{MaxAttempts: 2, Jitter: 0.5, Backoff: GoogleAPI{}}}}},
+			"policy: methodConfig[0].retryPolicy.backoff: replaces initialBackoff, maxBackoff, backoffMultiplier and jitter; leave out jitter",
+			"policy: Rules[0].Retry.Backoff: replaces InitialBackoff, MaxBackoff, BackoffMultiplier and Jitter; leave out Jitter"},
+		{"a table step",
+			`{"methodConfig": [{"name": [{}], "retryPolicy": {"maxAttempts": 2, "backoff": {"table": {"steps": []}}}}]}`,
+			&Config{Rules: []Rule{{Name: []Name{{}}, Retry: &Retry{MaxAttempts: 2, Backoff: Table{Steps: []time.Duration{}}}}}},
+			"policy: methodConfig[0].retryPolicy.backoff.table.steps: must list at least one step",
+			"policy: Rules[0].Retry.Backoff.(policy.Table).Steps: must list at least one step"},
+		{"a throttle",
+			`{"retryThrottling": {"maxTokens": 10, "tokenRatio": 2}}`,
+			&Config{Throttle: &Throttle{MaxTokens: 10, TokenRatio: 2}},
+			"policy: retryThrottling.tokenRatio: 2: must be in (0, 1]",
+			"policy: Throttle.TokenRatio: 2: must be in (0, 1]"},
+		{"a repeated header",
+			`{"serverDelayHeaders": [{"name": "A", "format": "seconds"}, {"name": "a", "format": "seconds"}]}`,
+			&Config{DelayHeaders: []DelayHeader{{Name: "A", Format: DelaySeconds}, {Name: "a", Format: DelaySeconds}}},
+			`policy: serverDelayHeaders[1].name: "a": repeats serverDelayHeaders[0].name`,
+			`policy: DelayHeaders[1].Name: "a": repeats DelayHeaders[0].Name`},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			_, err := ParseConfig([]byte(tt.json))
+			require.ErrorIs(t, err, ErrInvalid, "JSON: got %v, want ErrInvalid", err)
+			assert.Equal(t, tt.jsonMessage, err.Error(), "JSON: got %q, want %q", err, tt.jsonMessage)
+			err = tt.goConfig.Validate()
+			require.ErrorIs(t, err, ErrInvalid, "Go: got %v, want ErrInvalid", err)
+			assert.Equal(t, tt.goMessage, err.Error(), "Go: got %q, want %q", err, tt.goMessage)
+		})
 	}
 }

@@ -1,0 +1,103 @@
+package retryhttp_test
+
+import (
+	"net/http"
+	"testing"
+	"testing/synctest"
+	"time"
+
+	"github.com/retryhttp/retryhttp"
+	"github.com/retryhttp/retryhttp/policy"
+	rt "github.com/retryhttp/retryhttp/retryhttptest"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+// firstRule is the rule of a first config: four attempts at a 503.
+const firstRule = `{"name": [{}], "retryPolicy": {"maxAttempts": 4, "initialBackoff": "0.1s",
+  "maxBackoff": "1s", "backoffMultiplier": 2, "retryableStatusCodes": [503]}}`
+
+// goFirstRule is firstRule built in Go.
+func goFirstRule() []policy.Rule {
+	return []policy.Rule{{Name: []policy.Name{{}}, Retry: &policy.Retry{MaxAttempts: 4,
+		InitialBackoff: 100 * time.Millisecond, MaxBackoff: time.Second, BackoffMultiplier: 2,
+		RetryableStatusCodes: []int{503}}}}
+}
+
+func parsed(t *testing.T, js string) *policy.Config {
+	t.Helper()
+	cfg, err := policy.ParseConfig([]byte(js))
+	require.NoError(t, err)
+	return cfg
+}
+
+// A first config written for maxAttempts keeps the protection the zero
+// Transport had: a config that says nothing of the throttle or of holds
+// has policy.Default's, in JSON as in Go; turning each off is explicit.
+func TestFirstConfigKeepsTheProtection(t *testing.T) {
+	cases := []struct {
+		name string
+		cfg  func(t *testing.T) *policy.Config
+		// outage is the attempts 200 requests make against a host that
+		// always answers 503; held, whether a 429's Retry-After holds
+		// the next request.
+		outage int
+		held   bool
+	}{
+		// 100 tokens, retries stop at 50: twelve requests make four
+		// attempts each, the 13th two, every later one a single attempt.
+		{"JSON, silent", func(t *testing.T) *policy.Config {
+			return parsed(t, `{"methodConfig": [`+firstRule+`]}`)
+		}, 50 + 187, true},
+		{"Go, silent", func(*testing.T) *policy.Config {
+			return &policy.Config{Rules: goFirstRule()}
+		}, 50 + 187, true},
+		{"JSON, both off", func(t *testing.T) *policy.Config {
+			return parsed(t, `{"methodConfig": [`+firstRule+`], "retryThrottling": {"off": true}, "hold": {"off": true}}`)
+		}, 4 * 200, false},
+		{"Go, both off", func(*testing.T) *policy.Config {
+			return &policy.Config{Rules: goFirstRule(), Throttle: &policy.Throttle{Off: true}, Hold: &policy.Hold{Off: true}}
+		}, 4 * 200, false},
+		{"JSON, throttle off", func(t *testing.T) *policy.Config {
+			return parsed(t, `{"methodConfig": [`+firstRule+`], "retryThrottling": {"off": true}}`)
+		}, 4 * 200, true},
+		{"JSON, holds off", func(t *testing.T) *policy.Config {
+			return parsed(t, `{"methodConfig": [`+firstRule+`], "hold": {"off": true}}`)
+		}, 50 + 187, false},
+		{"JSON, a throttle of its own", func(t *testing.T) *policy.Config {
+			return parsed(t, `{"methodConfig": [`+firstRule+`], "retryThrottling": {"maxTokens": 10, "tokenRatio": 0.1}}`)
+		}, 5 + 198, true},
+		{"the zero Config", func(*testing.T) *policy.Config { return &policy.Config{} }, 200, true},
+		{"policy.None", func(*testing.T) *policy.Config { return policy.None() }, 200, false},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				srv := &rt.Server{Choose: func(_ int, req *http.Request) rt.Step {
+					if req.URL.Host == "limited.test" {
+						return rt.Step{Status: 429, Header: hdr("Retry-After", "5")}
+					}
+					return rt.Step{Status: 503}
+				}}
+				tr := &retryhttp.Transport{Base: srv, Policy: tc.cfg(t)}
+				assert.Equal(t, tc.outage, outage(t, tr, srv, "down.test", 200), "attempts during the outage")
+
+				// A 429 asking for 5 s, then at once the next request.
+				for range 2 {
+					req, err := http.NewRequestWithContext(retryhttp.WithoutRetries(t.Context()), "GET", "https://limited.test/", nil)
+					require.NoError(t, err)
+					resp, err := tr.RoundTrip(req)
+					require.NoError(t, err)
+					readAll(t, resp)
+				}
+				at := arrivals(srv)
+				gap := at[len(at)-1] - at[len(at)-2]
+				if tc.held {
+					assert.GreaterOrEqual(t, gap, 5*time.Second, "the second request was not held")
+				} else {
+					assert.Zero(t, gap, "the second request was held")
+				}
+			})
+		})
+	}
+}
