@@ -23,6 +23,8 @@ func (c *Config) Clone() *Config {
 	}
 	d.Throttle = clonePointer(c.Throttle)
 	d.Hold = clonePointer(c.Hold)
+	d.Pace = clonePointer(c.Pace)
+	d.Admission = clonePointer(c.Admission)
 	d.DelayHeaders = slices.Clone(c.DelayHeaders)
 	return &d
 }

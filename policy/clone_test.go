@@ -22,6 +22,8 @@ func fullConfig(b Backoff) *Config {
 	c.Rules[1].Hedge.MaxExtraLoad = 0.02
 	c.DelayHeaders = []DelayHeader{{Name: "X-RateLimit-Reset", Format: DelayUnixSeconds, Remaining: "X-RateLimit-Remaining"}}
 	c.Hold = &Hold{}
+	c.Pace = &Pace{}
+	c.Admission = &Admission{MaxConcurrency: 100, MaxWait: time.Second}
 	return c
 }
 

@@ -7,16 +7,16 @@ import (
 // Config is a retry configuration in the shape of gRPC's service config,
 // adapted to HTTP: a list of rules, the first matching one of which governs
 // a request, and the protections that hold for every request: the retry
-// throttle and holds.
+// throttle, holds, pacing and admission.
 //
 // Read one from JSON with [ParseConfig], or build it in Go and check it with
-// [Config.Validate]. Throttle and Hold are switches: left nil, as in a
+// [Config.Validate]. Throttle, Hold and Pace are switches: left nil, as in a
 // JSON config that says nothing of them, each is [Default]'s, so that a
 // first config written for a retry policy keeps the protection that the
 // zero Transport had; each is turned off explicitly, by a value with Off
 // set (in JSON, {"off": true}). The zero Config has no rules, so it
-// retries and hedges nothing, but has Default's throttle and holds;
-// [None] turns both off too.
+// retries and hedges nothing, but has Default's throttle, holds and pace;
+// [None] turns them off too. Admission is off unless set.
 //
 // A Transport takes a deep copy of the Config it is given (see
 // [Config.Clone]), at its first use and at SetPolicy: later edits to the
@@ -56,6 +56,16 @@ type Config struct {
 	// true} turns them off. JSON: "hold", {} for on, {"off": true} for
 	// off.
 	Hold *Hold
+	// Pace turns pacing on or off: a host that throttles the requests
+	// of a rule is sent them no faster than the rate it takes (see
+	// [Pace]). Nil means Default's: pacing on. &Pace{Off: true} turns it
+	// off. JSON: "pace", {} for on, {"off": true} for off.
+	Pace *Pace
+	// Admission, when set, gives each host a concurrency limit that
+	// adapts to its latency and losses (see [Admission]). Nil means none:
+	// it is off unless asked for. JSON: "admission", as
+	// {"maxConcurrency": 1000, "maxWait": "0.5s"}, both optional.
+	Admission *Admission
 }
 
 // Hold is the switch, set in [Config.Hold], that turns holds on or off. A rate

@@ -48,16 +48,18 @@ func Default() *Config {
 		}},
 		Throttle: defaultThrottle(),
 		Hold:     defaultHold(),
+		Pace:     defaultPace(),
 	}
 }
 
-// None returns a Config with no rules, and with its throttle and holds
-// turned off explicitly (&Throttle{Off: true}, &Hold{Off: true}; in JSON,
-// {"retryThrottling": {"off": true}, "hold": {"off": true}}): the switch,
+// None returns a Config with no rules, and with its throttle, holds and
+// pace turned off explicitly (&Throttle{Off: true}, &Hold{Off: true},
+// &Pace{Off: true}; in JSON, {"retryThrottling": {"off": true}, "hold":
+// {"off": true}, "pace": {"off": true}}): the switch,
 // as in gRPC's retry design, that turns retries and hedging off for a
 // whole Transport, for a caller that retries on its own. The zero Config
-// is not the same: it has no rules either, but the default throttle and
-// holds. No request
+// is not the same: it has no rules either, but the default throttle,
+// holds and pace. No request
 // matches a rule, so each is sent once and its answer, whatever it is,
 // goes back to the caller; server delay headers are not waited for, and
 // no response holds the requests that follow it. Only the
@@ -68,5 +70,5 @@ func Default() *Config {
 // A nil Transport.Policy means [Default], not None. Each call returns a
 // new Config that the caller may modify.
 func None() *Config {
-	return &Config{Throttle: &Throttle{Off: true}, Hold: &Hold{Off: true}}
+	return &Config{Throttle: &Throttle{Off: true}, Hold: &Hold{Off: true}, Pace: &Pace{Off: true}}
 }

@@ -24,6 +24,7 @@ func TestDefault(t *testing.T) {
 		}},
 		Throttle: &Throttle{MaxTokens: 100, TokenRatio: 0.25},
 		Hold:     &Hold{},
+		Pace:     &Pace{},
 	}
 	got := Default()
 	assert.Equal(t, want, got, "got %+v, want %+v", got, want)
@@ -116,11 +117,12 @@ func TestNone(t *testing.T) {
 	t.Parallel()
 	c := None()
 	require.NotNil(t, c, "got nil, want a Config")
-	want := &Config{Throttle: &Throttle{Off: true}, Hold: &Hold{Off: true}}
-	assert.Equal(t, want, c, "got %+v, want a Config with no rules, its throttle and holds off", c)
+	want := &Config{Throttle: &Throttle{Off: true}, Hold: &Hold{Off: true}, Pace: &Pace{Off: true}}
+	assert.Equal(t, want, c, "got %+v, want a Config with no rules, its throttle, holds and pace off", c)
 	in := c.InForce()
 	assert.Nil(t, in.Throttle, "in force: got throttle %+v, want none", in.Throttle)
 	assert.Nil(t, in.Hold, "in force: got hold %+v, want none", in.Hold)
+	assert.Nil(t, in.Pace, "in force: got pace %+v, want none", in.Pace)
 	err := c.Validate()
 	assert.NoError(t, err, "got %v, want nil", err)
 	for _, target := range []string{"https://api.example.com/v3/x", "http://[::1]:8080/", "http://a.example"} {

@@ -52,6 +52,10 @@ import (
 // config keeps the protection a Transport has with none; {"off": true}
 // turns each off, and "off": true beside another key of its object is an
 // error naming both. "hold": {} turns holds on; "off" is its only key.
+// "pace" is a switch too ([Config.Pace]), read as "hold" is. "admission"
+// ([Config.Admission]) is not: left out, there is none; {} turns it on,
+// with "maxConcurrency" (an integer) and "maxWait" (a duration string)
+// optional.
 //
 // A "maxAttempts" above [MaxRetryAttempts] is read as it is written, and
 // counts as MaxRetryAttempts (see [Retry.Attempts]), as gRPC takes a
@@ -111,6 +115,8 @@ type configJSON struct {
 	MaxServerDelay     *durationJSON     `json:"maxServerDelay"`
 	ServerDelayHeaders []json.RawMessage `json:"serverDelayHeaders"`
 	Hold               json.RawMessage   `json:"hold"`
+	Pace               json.RawMessage   `json:"pace"`
+	Admission          json.RawMessage   `json:"admission"`
 }
 
 type ruleJSON struct {
@@ -148,10 +154,15 @@ type hedgeJSON struct {
 	MaxExtraLoad         float64       `json:"maxExtraLoad"`
 }
 
-// holdJSON has only "off", so that any other key in "hold" is refused by
-// name.
+// holdJSON has only "off", so that any other key in "hold" (or "pace",
+// which reads the same) is refused by name.
 type holdJSON struct {
 	Off bool `json:"off"`
+}
+
+type admissionJSON struct {
+	MaxConcurrency int           `json:"maxConcurrency"`
+	MaxWait        *durationJSON `json:"maxWait"`
 }
 
 // throttleJSON keeps its figures as pointers, to tell a key given with
@@ -193,6 +204,23 @@ func (m *configJSON) config() (*Config, error) {
 			return nil, err
 		}
 		c.Hold = &Hold{Off: h.Off}
+	}
+	if !isNull(m.Pace) {
+		var h holdJSON
+		if err := decodeObject("pace", m.Pace, &h); err != nil {
+			return nil, err
+		}
+		c.Pace = &Pace{Off: h.Off}
+	}
+	if !isNull(m.Admission) {
+		var a admissionJSON
+		if err := decodeObject("admission", m.Admission, &a); err != nil {
+			return nil, err
+		}
+		c.Admission = &Admission{MaxConcurrency: a.MaxConcurrency}
+		if c.Admission.MaxWait, err = parseDuration("admission.maxWait", a.MaxWait); err != nil {
+			return nil, err
+		}
 	}
 	return c, nil
 }

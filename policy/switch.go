@@ -34,7 +34,7 @@ func defaultHold() *Hold { return &Hold{} }
 
 // InForce returns a copy of c, as deep as [Config.Clone]'s, whose switches
 // say directly what is in force, for code that carries a Config out, as a
-// Transport does: Throttle and Hold are each set when on (to [Default]'s
+// Transport does: Throttle, Hold and Pace are each set when on (to [Default]'s
 // value where c left them nil) and nil when off, so that a nil switch can
 // be read as "off". A nil c gives nil.
 //
@@ -48,6 +48,7 @@ func (c *Config) InForce() *Config {
 	}
 	in.Throttle = inForce(in.Throttle, defaultThrottle)
 	in.Hold = inForce(in.Hold, defaultHold)
+	in.Pace = inForce(in.Pace, defaultPace)
 	return in
 }
 

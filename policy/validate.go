@@ -61,6 +61,11 @@ func (c *Config) validateAt(p path) error {
 	if err := nonNegative(p.key("maxServerDelay", "MaxServerDelay"), c.MaxServerDelay); err != nil {
 		return err
 	}
+	if c.Admission != nil {
+		if err := c.Admission.validate(p.key("admission", "Admission")); err != nil {
+			return err
+		}
+	}
 	return validateDelayHeaders(p.key("serverDelayHeaders", "DelayHeaders"), c.DelayHeaders)
 }
 
