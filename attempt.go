@@ -3,7 +3,6 @@ package retryhttp
 import (
 	"context"
 	"errors"
-	"io"
 	"net/http"
 	"net/http/httptrace"
 	"sync/atomic"
@@ -129,11 +128,12 @@ type result struct {
 	cancel  context.CancelCauseFunc // nil: the attempt ran under the caller's context
 	addr    string
 	// body is the attempt's request body, when it is replayed from the
-	// buffer, which net/http may go on reading after the response came:
-	// closed once the response is kept for a retry, so that an attempt
-	// the server refused stops sending, and does not push the body past
-	// its buffer under the next attempt.
-	body io.Closer
+	// buffer, which net/http may go on reading after the response came.
+	// It is retired as soon as the attempt has its outcome, so that it
+	// never pushes the body past its buffer under a later attempt, and
+	// closed once the response kept for a retry has been read, so that
+	// an attempt the server refused stops sending.
+	body *bodyReader
 	// panicked is what the base panicked with, for an attempt sent on a
 	// goroutine of its own, to be raised again on the caller's.
 	panicked any
@@ -206,6 +206,10 @@ func (a *attempt) send() result {
 	}()
 	r.resp, r.err = a.base.RoundTrip(a.req)
 	returned = true
+	if r.body != nil {
+		// Before anyone acts on the outcome, another attempt above all.
+		r.body.retire()
+	}
 	r.latency = time.Since(start)
 	r.unwritten = a.trace.unwritten()
 	if timer != nil && !timer.Stop() && r.err == nil {

@@ -43,7 +43,8 @@ type BufferLimits struct {
 type BufferStats struct {
 	// Buffered is the number of bytes of buffer room held now. Room is
 	// taken in steps as a body grows, so it may exceed the bytes read so
-	// far by up to one step per body.
+	// far by up to one step per body; the room a body's next step needs
+	// is taken as a Read of it starts, and counted once its bytes come.
 	Buffered int64
 
 	// HighWater is the largest value Buffered has had. It never exceeds
@@ -125,9 +126,23 @@ func (p *bufferPool) stats() BufferStats {
 // is always possible, whereas waiting would delay the request behind others
 // whose room comes back only when their own RoundTrips end.
 func (p *bufferPool) tryAcquire(n int64) bool {
-	if !p.room.TryAcquire(n) {
+	if !p.setAside(n) {
 		return false
 	}
+	p.count(n)
+	return true
+}
+
+// setAside takes n bytes of room, as tryAcquire does, without counting
+// them in Buffered yet: room taken for bytes that may never come (the
+// next Read of a body may end it) is counted by count once they do, and
+// handed back by putBack if they do not, so that an empty body never
+// shows in HighWater.
+func (p *bufferPool) setAside(n int64) bool { return p.room.TryAcquire(n) }
+
+// count counts in Buffered n bytes of room set aside, which are taken
+// from then on, and given back by giveBack.
+func (p *bufferPool) count(n int64) {
 	// Counted after the room is taken, and uncounted in giveBack before it
 	// is given back, so Buffered never exceeds the room held, nor Total.
 	now := p.buffered.Add(n)
@@ -136,10 +151,17 @@ func (p *bufferPool) tryAcquire(n int64) bool {
 			break
 		}
 	}
-	return true
 }
 
-// giveBack returns n bytes of room taken by tryAcquire.
+// putBack returns n bytes of room set aside and never counted.
+func (p *bufferPool) putBack(n int64) {
+	if n > 0 {
+		p.room.Release(n)
+	}
+}
+
+// giveBack returns n bytes of room taken by tryAcquire, or set aside and
+// counted.
 func (p *bufferPool) giveBack(n int64) {
 	if n == 0 {
 		return
@@ -175,8 +197,8 @@ type replayableBody struct {
 	// the one call into the caller made under mu). It is held while room
 	// is taken from or given back to the pool, which never blocks.
 	mu sync.Mutex
-	// moved is broadcast when size, pulling, eof, srcErr, buffering or a
-	// reader's closed flag changes. Readers at the frontier wait on it
+	// moved is broadcast when size, pulling, eof, srcErr, buffering,
+	// released or a reader's closed flag changes. Readers at the frontier wait on it
 	// while another reader pulls from the caller's body.
 	moved sync.Cond
 
@@ -187,6 +209,7 @@ type replayableBody struct {
 
 	buf       chunkList // bytes [0, size) while buffering
 	reserved  int64     // bytes of room taken from pool for buf
+	aside     int64     // room set aside, not counted, for the pull under way
 	buffering bool      // buf holds every byte read so far
 	size      int64     // bytes read from the caller's body: the frontier
 	pulling   bool      // a reader is in a Read of the caller's body
@@ -195,6 +218,10 @@ type replayableBody struct {
 	srcClosed bool      // the caller's body has been closed
 	committed bool      // counted in the pool's committedForSize
 	onCommit  func()    // called when committed becomes true
+
+	// crosser is the reader whose pull, in progress, has to take the body
+	// past its buffer (see startPullLocked); nil when there is none.
+	crosser *bodyReader
 
 	// outgrew is closed when a buffered body is dropped mid-stream because it
 	// outgrew its buffer; frontier is then the attempt still sending it.
@@ -316,6 +343,12 @@ func (b *replayableBody) refusalLocked() error {
 		return fmt.Errorf("%w: %w", errBodyCommitted, b.srcErr)
 	case b.mode == streamMode && b.handed > 0 && !b.buffering:
 		return errBodyCommitted
+	case b.crosser != nil && (b.crosser.retired || b.crosser.closed):
+		// A pull in progress takes the body past its buffer for an
+		// attempt that is over: a new attempt would lose its body
+		// under it. (Should the caller's body end there instead, the
+		// body is replayable again.)
+		return errBodyCommitted
 	}
 	return nil
 }
@@ -390,6 +423,7 @@ func (b *replayableBody) release() {
 		return
 	}
 	b.released = true
+	b.moved.Broadcast() // a retired reader waiting at the limit may go on
 	var closeSrc bool
 	switch b.mode {
 	case getBodyMode:

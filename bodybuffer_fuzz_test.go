@@ -14,7 +14,7 @@ import (
 
 // FuzzReplayableBody drives one body through a random schedule of
 // attempts (new readers, reads of random sizes at different offsets, early
-// closes, release) and checks every step against a model of what the body
+// closes, attempts that have their outcome, release) and checks every step against a model of what the body
 // promises. The schedule runs on one goroutine, so a seed always replays
 // the same interleaving; TestConcurrentReadersGetSameBytes covers real
 // concurrency.
@@ -46,9 +46,10 @@ type schedule struct {
 }
 
 type scheduleReader struct {
-	rc     io.ReadCloser
-	off    int
-	closed bool
+	rc      io.ReadCloser
+	off     int
+	closed  bool
+	retired bool
 }
 
 func newSchedule(t *testing.T, seed uint64) *schedule {
@@ -108,7 +109,7 @@ func (s *schedule) step() {
 			open = append(open, r)
 		}
 	}
-	switch op := s.rng.IntN(20); {
+	switch op := s.rng.IntN(21); {
 	case op < 12 && len(open) > 0:
 		s.read(open[s.rng.IntN(len(open))])
 	case op < 15:
@@ -126,6 +127,10 @@ func (s *schedule) step() {
 	case op == 19:
 		s.b.release()
 		s.released = true
+	case op == 20 && len(open) > 0:
+		r := open[s.rng.IntN(len(open))]
+		r.rc.(*bodyReader).retire()
+		r.retired = true
 	}
 }
 
@@ -148,6 +153,10 @@ func (s *schedule) newReader() {
 
 func (s *schedule) read(r *scheduleReader) {
 	behind, committed := r.off < s.frontier, s.committed
+	held := r.retired && !s.released && !committed
+	if held && !behind && !s.sawEOF && !s.known && int64(s.frontier) >= s.limit {
+		return // it would wait for its Close or release, on this very goroutine
+	}
 	buf := make([]byte, 1+s.rng.IntN(2*firstChunk))
 	n, err := r.rc.Read(buf)
 	require.LessOrEqual(s.t, r.off+n, len(s.data), "read past the end")
@@ -155,6 +164,9 @@ func (s *schedule) read(r *scheduleReader) {
 	r.off += n
 	s.frontier = max(s.frontier, r.off)
 	s.committed = s.committed || int64(s.frontier) > s.limit
+	if held {
+		require.False(s.t, s.committed, "a retired reader took the body past its buffer")
+	}
 	switch {
 	case err == io.EOF:
 		require.Equal(s.t, len(s.data), r.off, "EOF before the end")

@@ -20,6 +20,9 @@ type bodyReader struct {
 	attempt int   // the attempt reading, for outgrewLocked
 	off     int64 // bytes this reader has returned
 	closed  bool
+	// retired says the attempt has its outcome (see retire): the reader
+	// no longer takes the body past its buffer while RoundTrip runs.
+	retired bool
 }
 
 // Read reads the body from the reader's offset. It is safe to call Close
@@ -48,14 +51,106 @@ func (r *bodyReader) Read(p []byte) (int, error) {
 			b.mu.Unlock()
 			return 0, io.EOF
 		case !b.pulling:
-			b.pulling = true
-			b.mu.Unlock()
-			return r.pull(p)
+			if q, ok := r.startPullLocked(p); ok {
+				b.mu.Unlock()
+				return r.pull(q)
+			}
 		}
-		// Another reader is reading the caller's body; its bytes will
-		// be in the buffer when it is done.
+		// Another reader is reading the caller's body, and its bytes
+		// will be in the buffer when it is done; or r may not pull now.
 		b.moved.Wait()
 	}
+}
+
+// startPullLocked makes r, at the frontier while no one pulls, the reader
+// that pulls the next bytes of the caller's body into q, a prefix of p. It
+// reports false, pulling nothing, when r must wait instead. b.mu must be
+// held.
+//
+// A pull takes no more than the buffer can keep without being dropped, so
+// that it never commits the body unless it has to. The race it closes: an
+// attempt's answer may come while its writer is in a Read of the caller's
+// body, since net/http goes on writing a body after the answer, and the
+// Read of a slow body (a pipe fed by a slow producer) may end long after,
+// once the retry is reading the buffer behind it. Closing the attempt's
+// reader (as keep does once the kept answer is read) stops its next Read,
+// not the one under way; nor does it come in time when the answer's body
+// is slow to end (net/http holds its io.EOF up to 50 ms while the write
+// goes on). Had such a Read taken the body past its buffer, the buffer
+// would have been dropped under the retry, and a request the server had
+// answered would have ended with errBodyCommitted. So:
+//   - a pull that stays within the buffer takes its room first and reads
+//     no more than fits (the end of the chunk at the frontier): it can
+//     never commit the body, however late it ends;
+//   - only a pull that has to pass the buffer (at the limit, or with no
+//     room left in the total) may commit it, and only a reader whose
+//     attempt still waits for its outcome starts one. A retired reader
+//     (see retire) waits at that point instead: until it is closed, until
+//     another reader moves the frontier, or until RoundTrip has returned
+//     and no further attempt can start;
+//   - such a pull, started before its reader was retired or closed, is
+//     the crosser: while it is under way for an attempt that is over, no
+//     new reader is handed out (see refusalLocked), as the buffer is about
+//     to be dropped, and the request ends with the outcome it holds.
+//
+// The contract stands: a body that passes its limit is sent once, by the
+// attempt that passes it, then committed.
+func (r *bodyReader) startPullLocked(p []byte) ([]byte, bool) {
+	b := r.b
+	room := b.roomLocked()
+	switch {
+	case room == 0 && r.retired && !b.released:
+		return nil, false
+	case room == 0:
+		b.crosser = r
+	case room > 0 && int64(len(p)) > room:
+		p = p[:room]
+	}
+	b.pulling = true
+	return p, true
+}
+
+// roomLocked returns how many bytes from the frontier the buffer can keep:
+// 0 when the next byte would take the body past its buffer, -1 when no
+// bound applies (the body is not buffered, or has all its declared length:
+// more bytes are the caller's error, which net/http reports). When the
+// room taken so far is full, the next chunk's is set aside for the pull
+// about to start, and counted only if bytes come (see landLocked). b.mu
+// must be held.
+func (b *replayableBody) roomLocked() int64 {
+	switch {
+	case !b.buffering, b.length >= 0 && b.size >= b.length:
+		return -1
+	case b.size >= b.buf.limit:
+		return 0
+	case b.size < b.reserved:
+		// Room is taken a chunk at a time from offset 0, so the room
+		// taken is the offset where the last chunk taken ends.
+		return b.reserved - b.size
+	}
+	_, start, size := b.buf.span(b.size)
+	need := start + size - b.reserved
+	if !b.pool.setAside(need) {
+		return 0
+	}
+	b.aside = need
+	return need
+}
+
+// landLocked ends the setting aside of room for the pull that just ended,
+// which read n bytes: the room is counted as taken if they are to be kept,
+// put back if none came. (A buffer dropped meanwhile put it back already.)
+// b.mu must be held.
+func (b *replayableBody) landLocked(n int) {
+	switch {
+	case b.aside == 0:
+	case n > 0 && b.buffering:
+		b.pool.count(b.aside)
+		b.reserved += b.aside
+	default:
+		b.pool.putBack(b.aside)
+	}
+	b.aside = 0
 }
 
 // pull reads the next bytes of the caller's body into p for r, which is at
@@ -67,7 +162,8 @@ func (r *bodyReader) pull(p []byte) (int, error) {
 	b := r.b
 	n, err := b.req.Body.Read(p)
 	b.mu.Lock()
-	b.pulling = false
+	b.pulling, b.crosser = false, nil
+	b.landLocked(n)
 	if n > 0 {
 		wasBuffering := b.buffering
 		b.teeLocked(p[:n])
@@ -155,7 +251,8 @@ func (b *replayableBody) outgrewLocked(attempt int) {
 // b.mu must be held.
 func (b *replayableBody) dropLocked() {
 	b.pool.giveBack(b.reserved)
-	b.reserved = 0
+	b.pool.putBack(b.aside)
+	b.reserved, b.aside = 0, 0
 	b.buf.chunks = nil
 	b.buffering = false
 }
@@ -175,6 +272,19 @@ func (b *replayableBody) finishLocked() bool {
 	closeSrc := !b.srcClosed
 	b.srcClosed = true
 	return closeSrc
+}
+
+// retire records that the reader's attempt has its outcome: a response or
+// an error. The reader still sends what the buffer can keep, so that a
+// server that reads on after its answer gets the body as far as that, but
+// it no longer takes the body past its buffer while RoundTrip may start
+// another attempt, which would need the bytes it dropped. Calls after the
+// first do nothing.
+func (r *bodyReader) retire() {
+	b := r.b
+	b.mu.Lock()
+	r.retired = true
+	b.mu.Unlock()
 }
 
 // Close ends the reader. The last of release and the Close of the last

@@ -3,6 +3,7 @@ package retryhttp
 import (
 	"bytes"
 	"errors"
+	"fmt"
 	"io"
 	"math/rand/v2"
 	"net/http"
@@ -415,4 +416,162 @@ func assertSent(t *testing.T, b *replayableBody, data []byte) {
 	assert.NoError(t, err)
 	assert.True(t, bytes.Equal(data, got), "got %d bytes, want %d", len(got), len(data))
 	assert.NoError(t, rc.Close())
+}
+
+// tapSource is a caller's body whose every Read waits for a go-ahead on
+// give, then gives as many of its bytes as fit in p, up to the go-ahead's
+// count; once give is closed, Reads go ahead at once. Reads are one at a
+// time, as the body's pulls are.
+type tapSource struct {
+	data []byte
+	off  int
+	give chan int
+}
+
+func (s *tapSource) Read(p []byte) (int, error) {
+	n, ok := <-s.give
+	if !ok {
+		n = len(p)
+	}
+	if s.off == len(s.data) {
+		return 0, io.EOF
+	}
+	n = copy(p[:min(n, len(p))], s.data[s.off:])
+	s.off += n
+	return n, nil
+}
+
+func (s *tapSource) Close() error { return nil }
+
+// tapBody returns a stream body of data, of unknown length, buffered up to
+// limit bytes, and its source.
+func tapBody(data []byte, limit int64) (*replayableBody, *tapSource, *bufferPool) {
+	src := &tapSource{data: data, give: make(chan int)}
+	pool := newBufferPool(BufferLimits{PerRequest: limit})
+	return newReplayableBody(&http.Request{Method: http.MethodPut, Body: src}, pool), src, pool
+}
+
+// An attempt that has its answer may be in a Read of the caller's body,
+// as net/http's writer is after an early answer, and the Read may end
+// after the retry has started: it takes no more than the buffer keeps,
+// and the retired reader then waits at the limit, so that the retry gets
+// the whole body and sends it.
+func TestRetiredReaderNeverPassesTheBuffer(t *testing.T) {
+	t.Parallel()
+	synctest.Test(t, func(t *testing.T) {
+		data := payload(40)
+		b, src, pool := tapBody(data, 16)
+		first := mustReader(t, b).(*bodyReader)
+		pending := readAsync(first)
+		src.give <- 10
+		assert.Equal(t, readResult{data: string(data[:10])}, <-pending)
+
+		pending = readAsync(first) // under way when the answer comes
+		synctest.Wait()
+		first.retire()
+		retry := mustReader(t, b)
+		src.give <- len(data) // the source would give all it has
+		assert.Equal(t, readResult{data: string(data[10:16])}, <-pending, "no more than the buffer keeps")
+		assert.True(t, b.replayable())
+
+		waiting := readAsync(first)
+		synctest.Wait()
+		select {
+		case r := <-waiting:
+			t.Fatalf("a retired reader read %+v past the buffer", r)
+		default:
+		}
+		close(src.give)
+		got, err := io.ReadAll(retry)
+		require.NoError(t, err)
+		assert.Equal(t, data, got, "the retry sends the whole body")
+		r := <-waiting
+		assert.ErrorIs(t, r.err, errBodyCommitted, "the retry took the body past its buffer")
+		assert.Equal(t, BufferStats{HighWater: 16, CommittedForSize: 1}, pool.stats())
+		require.NoError(t, first.Close())
+		require.NoError(t, retry.Close())
+		b.release()
+	})
+}
+
+// Once RoundTrip has returned, no attempt can start: a retired reader
+// waiting at the limit goes on and sends the rest.
+func TestRetiredReaderGoesOnOnceReleased(t *testing.T) {
+	t.Parallel()
+	synctest.Test(t, func(t *testing.T) {
+		data := payload(40)
+		b, src, pool := tapBody(data, 16)
+		first := mustReader(t, b).(*bodyReader)
+		pending := readAsync(first)
+		src.give <- 16
+		assert.Equal(t, readResult{data: string(data[:16])}, <-pending)
+		first.retire()
+		waiting := readAsync(first)
+		synctest.Wait()
+		close(src.give)
+		b.release()
+		r := <-waiting
+		require.NoError(t, r.err)
+		rest, err := io.ReadAll(first)
+		require.NoError(t, err)
+		assert.Equal(t, data[16:], append([]byte(r.data), rest...))
+		require.NoError(t, first.Close())
+		assert.Equal(t, BufferStats{HighWater: 16, CommittedForSize: 1}, pool.stats())
+	})
+}
+
+// A Read that takes the body past its buffer, started while its attempt
+// waited for its outcome, may end after the outcome came: while it is
+// under way for an attempt that is over, no new reader is handed out,
+// since the buffer is about to be dropped under it. If the caller's body
+// ends there instead, the body is whole and replayable.
+func TestPullPastTheBufferForAnAttemptThatIsOver(t *testing.T) {
+	t.Parallel()
+	for _, end := range []bool{false, true} {
+		for _, over := range []string{"retired", "closed"} {
+			t.Run(fmt.Sprintf("%s, body ends at the limit: %v", over, end), func(t *testing.T) {
+				synctest.Test(t, func(t *testing.T) {
+					size := 40
+					if end {
+						size = 16
+					}
+					data := payload(size)
+					b, src, pool := tapBody(data, 16)
+					first := mustReader(t, b).(*bodyReader)
+					pending := readAsync(first)
+					src.give <- 16
+					<-pending
+					pending = readAsync(first) // the Read past the buffer
+					synctest.Wait()
+					assert.True(t, b.replayable(), "the attempt still waits for its outcome")
+					if over == "retired" {
+						first.retire()
+					} else {
+						require.NoError(t, first.Close())
+					}
+					assert.False(t, b.replayable())
+					_, _, err := b.newReader(2)
+					require.ErrorIs(t, err, errBodyCommitted)
+
+					close(src.give)
+					r := <-pending
+					assert.Equal(t, end, b.replayable())
+					if !end {
+						assert.Equal(t, string(data[16:]), r.data)
+						assert.Equal(t, uint64(1), pool.stats().CommittedForSize)
+					} else {
+						assert.Equal(t, readResult{err: io.EOF}, r)
+						retry := mustReader(t, b)
+						got, err := io.ReadAll(retry)
+						require.NoError(t, err)
+						assert.Equal(t, data, got)
+						require.NoError(t, retry.Close())
+					}
+					require.NoError(t, first.Close())
+					b.release()
+					assert.Zero(t, pool.stats().Buffered)
+				})
+			})
+		}
+	}
 }

@@ -149,10 +149,11 @@ func (r *result) discard() {
 // its connection goes back to the pool while the request waits. Once the
 // body is read whole, the attempt's request body is stopped too, as the
 // server has answered it, so that an attempt the server refused does not
-// go on sending (and, for a body replayed from the buffer, push it past
-// its limit under the next attempt). A body longer than the bound is kept
-// as it is after the bytes read ahead. When the response is discarded,
-// a read-ahead still going after drainTimeout is cut off, as a drain is.
+// go on sending. (That it never pushes a body replayed from the buffer
+// past its limit under the next attempt is the buffer's own rule: see
+// startPullLocked.) A body longer than the bound is kept as it is after
+// the bytes read ahead. When the response is discarded, a read-ahead
+// still going after drainTimeout is cut off, as a drain is.
 func (r *result) keep() {
 	if r.resp == nil {
 		return
@@ -181,7 +182,7 @@ type keptBody struct {
 
 // readAhead reads the body ahead; sending, the attempt's request body
 // from the buffer, is stopped once the body is whole.
-func (k *keptBody) readAhead(sending io.Closer) {
+func (k *keptBody) readAhead(sending *bodyReader) {
 	defer close(k.done)
 	_, err := io.CopyN(&k.ahead, k.rest, drainLimit+1)
 	switch {
