@@ -163,7 +163,7 @@ func TestEarlyAnswerToASlowUploadIsNeverLost(t *testing.T) {
 				t.Run(name, func(t *testing.T) {
 					synctest.Test(t, func(t *testing.T) {
 						want := http.StatusOK
-						if answerAt >= retryhttp.DefaultBufferPerRequest {
+						if answerAt >= bufferPerRequest {
 							// The writer's next Read may start
 							// before the answer is seen, and pass
 							// the buffer: either outcome is right.
@@ -294,3 +294,6 @@ func TestEarlyAnswerToAStalledUploadOnLoopback(t *testing.T) {
 		})
 	}
 }
+
+// bufferPerRequest is what a Transport's zero Buffer.PerRequest means.
+const bufferPerRequest = 1 << 20
