@@ -99,6 +99,7 @@ type reading struct {
 	listed []int
 	delays []policy.DelayHeader
 	holds  bool
+	pace   bool
 }
 
 // result is the outcome of one attempt.
@@ -120,6 +121,9 @@ type result struct {
 	// quotaSpent says the answer, of whatever status, spent it.
 	quota      time.Duration
 	quotaSpent bool
+	// fields is what the answer's rate-limit fields say of a quota that
+	// is not spent, read when the policy paces hosts.
+	fields quota
 	// verdict is what the caller's classifier, or the server, said of it:
 	// its kind and any wait it asks for.
 	verdict Verdict
@@ -245,6 +249,9 @@ func (r *result) read(rd reading) {
 	}
 	if rd.holds {
 		r.quota, r.quotaSpent = quotaSpent(r.resp.Header, now, rd.delays)
+	}
+	if rd.pace {
+		r.fields = quotaLeft(r.resp.Header, now, rd.delays)
 	}
 }
 

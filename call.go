@@ -61,7 +61,11 @@ type call struct {
 	// others; a few are enough to remember.
 	failedAddrs [4]string
 	failedAt    int
-	hedger      hedger // the hedge loop's state, kept with the call
+	// slot is the attempt that holds a send slot of its host's pace,
+	// taken at slotAt by the gate before a wait for it; 0: none.
+	slot   int
+	slotAt time.Time
+	hedger hedger // the hedge loop's state, kept with the call
 }
 
 // newCall prepares req's call: its plan, its body, its host and its
@@ -145,7 +149,8 @@ func (c *call) end(completed bool) {
 // errBodyCommitted, when the body cannot be sent again.
 func (c *call) newAttempt(n int, w how, avoid []string) (attempt, error) {
 	a := attempt{n: n, hedge: w.hedge(n), resend: w.resend, base: c.st.base, ctx: c.ctx,
-		reading: reading{caller: c.ctx, listed: c.plan.listed, delays: c.pol.delayHeaders, holds: c.pol.cfg.Hold != nil}}
+		reading: reading{caller: c.ctx, listed: c.plan.listed, delays: c.pol.delayHeaders, holds: c.pol.cfg.Hold != nil,
+			pace: c.pol.pacing}}
 	if d := c.st.dialer; d != nil {
 		if rt, addr := d.Route(c.ctx, c.req, c.host.name, avoid); rt != nil {
 			a.base, a.addr = rt, addr
@@ -268,14 +273,28 @@ func (c *call) waitsForReady() bool {
 // refused if another request took the last one since the facts were read.
 func (c *call) admit(n int, again bool) step {
 	now := time.Now()
+	if n == 1 && !again {
+		c.host.asked.tick(now, c.host.counters.requests.Load())
+	}
 	f := c.facts(now)
 	f.host = c.host.factsFor(c.rule, now, c.st.fleet, asks{holds: c.pol.cfg.Hold != nil, pace: c.pol.pacing,
 		budgets: n > 1 && !again, capped: c.capped()})
+	f.slotTaken = c.slot == n && !c.slotAt.Before(f.host.pace.cut)
 	s := gate(&f, n, again, rand.Float64())
 	s.at = now.Add(s.wait)
+	if s.kind == stepWait && s.reason == retrytrace.WaitHold {
+		c.slot = 0 // a slot taken before the hold has passed unused: the attempt takes a new one after it
+	}
 	if s.probe {
 		if _, ok := c.host.holds.probe(c.rule, s.hold.until, now, now.Add(f.maxServerDelay)); !ok {
 			return c.admit(n, again) // another went first: wait for its answer
+		}
+	}
+	if s.pace {
+		at := c.host.paces.take(c.rule, now)
+		c.slot, c.slotAt = n, now
+		if wait := at.Sub(now); wait > 0 {
+			return step{kind: stepWait, attempt: n, wait: wait, reason: retrytrace.WaitPace, at: at}
 		}
 	}
 	switch s.hedges {
@@ -355,7 +374,11 @@ func (c *call) learn(r *result, out outcome, now time.Time) {
 	if r.n > 1 && out != outDone {
 		c.failed()
 	}
-	l := lesson{out: out, now: now, rule: c.rule, cfg: c.pol.cfg, fleet: c.st.fleet, hedged: c.plan.kind == planHedge}
+	l := lesson{out: out, now: now, rule: c.rule, cfg: c.pol.cfg, fleet: c.st.fleet, hedged: c.plan.kind == planHedge,
+		pacing: c.pol.pacing, sent: now.Add(-r.latency)}
+	if c.slot == r.n {
+		l.sent = c.slotAt // scheduled at the rate of then
+	}
 	if c.host.learn(r, l) {
 		c.holdSet()
 	}
@@ -370,13 +393,18 @@ func (c *call) unresent() {
 	c.resent = result{}
 }
 
-// holdError is why step s refused its attempt, when a hold did: the hold's
-// error, for a request that has nothing else to hand back; nil otherwise.
-func (c *call) holdError(s step) error {
-	if s.refusal != retrytrace.RefusedHeld {
-		return nil
+// refusal is why step s refused its attempt, when a limit of its host did
+// (a hold, the pace), for a request that has nothing else to hand back;
+// nil otherwise.
+func (c *call) refusal(s step) error {
+	switch s.refusal {
+	case retrytrace.RefusedHeld:
+		return &HoldError{Host: c.host.name, Remaining: s.hold.until.Sub(s.at), Status: s.hold.status}
+	case retrytrace.RefusedPaced:
+		return fmt.Errorf("host %s paced at %.3g requests/s: its next send slot is %v away (%w)",
+			c.host.name, s.rate, s.wait.Round(time.Millisecond), ErrPaced)
 	}
-	return &HoldError{Host: c.host.name, Remaining: s.hold.until.Sub(s.at), Status: s.hold.status}
+	return nil
 }
 
 // judge maps r to its outcome: the caller's classifier first, for an

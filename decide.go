@@ -93,6 +93,7 @@ type facts struct {
 	sent, backoff int
 	spare         bool
 	replayable    bool // its body can be sent again
+	slotTaken     bool // the attempt decided on holds a send slot of its host's pace
 	// schedule is the retry policy's wait at backoff, gathered after an
 	// attempt that may be retried.
 	schedule       time.Duration
@@ -144,6 +145,10 @@ type step struct {
 	// wake, when not nil, ends a stepWait early: the answer a hold's
 	// probe waits for has come.
 	wake <-chan struct{}
+	// pace says a stepSend takes a send slot of its host's pace; rate is
+	// the pace's rate, for RefusedPaced, whose wait is the slot's.
+	pace bool
+	rate float64
 	// hedges is what a stepSend does to the host's hedge budget.
 	hedges hedgeUse
 }
@@ -200,7 +205,9 @@ func noMore(n int, why retrytrace.RefusalReason) step {
 // has ended, the attempt goes first (a probe), or waits for the answer of
 // the one that did. A retry or hedge (not a resend) needs the host's
 // budgets and the request's body to allow it, and a hedge one of the
-// host's hedge budget, which each first attempt earns.
+// host's hedge budget, which each first attempt earns. On a paced host,
+// the attempt takes a send slot, unless it holds one already: the gate
+// refuses it when the next slot comes past the deadline or maxServerDelay.
 func gate(f *facts, n int, again bool, rnd float64) step {
 	h := &f.host
 	switch h.holding {
@@ -218,23 +225,30 @@ func gate(f *facts, n int, again bool, rnd float64) step {
 	if h.holding == holdProbe {
 		s.probe, s.hold = true, h.hold
 	}
-	switch {
-	case again:
-		return s
-	case n == 1:
+	if again {
+		return s // it holds the slot, and spent the budgets, of its first try
+	}
+	if n > 1 {
+		if why, ok := f.allowed(); !ok {
+			return noMore(n, why)
+		}
 		if h.capped {
-			s.hedges = hedgeEarn
+			if !h.hedgeLeft {
+				return noMore(n, retrytrace.RefusedHedgeBudget)
+			}
+			s.hedges = hedgeSpend
 		}
-		return s
+	} else if h.capped {
+		s.hedges = hedgeEarn
 	}
-	if why, ok := f.allowed(); !ok {
-		return noMore(n, why)
-	}
-	if h.capped {
-		if !h.hedgeLeft {
-			return noMore(n, retrytrace.RefusedHedgeBudget)
+	if p := h.pace; p.rate > 0 && !f.slotTaken {
+		wait := p.slot(f.now).Sub(f.now)
+		if wait > f.maxServerDelay || !f.fits(wait) {
+			r := noMore(n, retrytrace.RefusedPaced)
+			r.wait, r.rate = wait, p.rate
+			return r
 		}
-		s.hedges = hedgeSpend
+		s.pace = true
 	}
 	return s
 }
@@ -341,7 +355,7 @@ func (f *facts) resendable() bool {
 func (f *facts) repeatable() bool {
 	a := &f.attempt
 	switch {
-	case f.plan.idem || a.out == outNeverSent || a.verdict.kind() == RetryableUnprocessed:
+	case f.plan.idem || a.out == outNeverSent || a.verdict.unprocessed():
 		return true
 	case a.out == outRetryStatus:
 		return a.status == http.StatusTooManyRequests || a.delay.Kind == delayPushback

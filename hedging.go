@@ -282,7 +282,7 @@ func (h *hedger) close(c *call, s step) {
 	if h.mayLaunch(c) {
 		c.refused(c.sent+1, s.refusal)
 	}
-	if err := c.holdError(s); err != nil && c.whyUnsent == nil {
+	if err := c.refusal(s); err != nil && c.whyUnsent == nil {
 		c.whyUnsent = err
 	}
 	h.closed = true

@@ -239,6 +239,11 @@ func (h *host) read(hs *HostStats, capacity int64, now time.Time) {
 	for _, hd := range h.holds.inForce(now) {
 		hs.Holds = append(hs.Holds, Hold{Rule: hd.rule, Status: hd.status, Since: hd.since, Until: hd.until})
 	}
+	for _, rate := range h.paces.rates(now) {
+		if hs.PaceRate == 0 || rate < hs.PaceRate {
+			hs.PaceRate = rate
+		}
+	}
 	if l := h.latencies.Load(); l != nil {
 		var buf [latencySamples]int64
 		if s := l.sorted(buf[:0]); len(s) > 0 {
@@ -249,12 +254,13 @@ func (h *host) read(hs *HostStats, capacity int64, now time.Time) {
 }
 
 // reset ends what the table keeps against name (a URL host, lowercased),
-// or against every host for "": its holds. The host is back, its owner
-// says.
+// or against every host for "": its holds and its pace. The host is back,
+// its owner says.
 func (ht *hostTable) reset(name string) {
 	ht.each(func(h *host) {
 		if name == "" || h.name == name {
 			h.holds.clear()
+			h.paces.clear()
 		}
 	})
 }
@@ -349,6 +355,8 @@ type lesson struct {
 	cfg    *policy.Config
 	fleet  Fleet
 	hedged bool
+	pacing bool      // the policy paces hosts
+	sent   time.Time // when the attempt was sent, or took its send slot
 }
 
 // learn records what attempt r showed of h: its budgets, the
@@ -369,10 +377,45 @@ func (h *host) learn(r *result, l lesson) (holdSet bool) {
 	if l.fleet != nil && (report.Budget != FleetNoChange || !report.HoldUntil.IsZero()) {
 		l.fleet.Report(h.name, report)
 	}
-	if l.hedged && r.resp != nil {
-		h.latency().add(r.latency)
+	if l.hedged && r.resp != nil && !throttle(r) {
+		h.latency().add(r.latency) // a throttle is lost work, not a fast answer
+	}
+	if l.pacing {
+		h.pace(r, l)
 	}
 	return holdSet
+}
+
+// pace teaches h's pace for l's rule what attempt r showed: a throttle
+// cuts the rate, fields that announce the quota set it.
+func (h *host) pace(r *result, l lesson) {
+	thr, fields := throttle(r), r.fields.left || r.fields.limit > 0
+	if !thr && !fields {
+		return // the common case: nothing to learn, and no clock read
+	}
+	asked := h.askedAt(l.now)
+	if thr {
+		h.paces.throttle(l.rule, l.now, l.sent, asked)
+	}
+	if fields {
+		h.paces.fields(l.rule, l.now, r.fields, asked)
+	}
+}
+
+// throttle reports whether r is a throttle: the host refused it for load,
+// not for what it asked. A 429; a 503 with a server delay; an answer the
+// caller's classifier called Throttled.
+func throttle(r *result) bool {
+	switch {
+	case r.verdict.kind() == Throttled:
+		return true
+	case r.resp == nil:
+		return false
+	case r.resp.StatusCode == http.StatusTooManyRequests:
+		return true
+	}
+	return r.resp.StatusCode == http.StatusServiceUnavailable &&
+		(r.serverDelay.Kind == delayPushback || r.serverDelay.Kind == delayRetryAfter || r.serverDelay.Kind == delayHeader)
 }
 
 // account records the final outcome of attempt r, whose outcome is out,

@@ -130,10 +130,16 @@ func (o *observer) waiting(n int, d time.Duration, why retrytrace.WaitReason, id
 	if idle {
 		o.waited += d
 	}
-	if why == retrytrace.WaitHold {
+	switch why {
+	case retrytrace.WaitHold:
 		o.counters.each(func(x *counters) {
 			x.holdWaits.Add(1)
 			x.holdWaitNanos.Add(uint64(d))
+		})
+	case retrytrace.WaitPace:
+		o.counters.each(func(x *counters) {
+			x.paceWaits.Add(1)
+			x.paceWaitNanos.Add(uint64(d))
 		})
 	}
 	for _, h := range o.hooks {
@@ -157,6 +163,8 @@ func (o *observer) refused(n int, why retrytrace.RefusalReason) {
 		o.counters.each(func(x *counters) { x.holdRefusals.Add(1) })
 	case retrytrace.RefusedHedgeBudget:
 		o.counters.each(func(x *counters) { x.hedgeBudgetRefusals.Add(1) })
+	case retrytrace.RefusedPaced:
+		o.counters.each(func(x *counters) { x.paceRefusals.Add(1) })
 	}
 	for _, h := range o.hooks {
 		if h != nil && h.Refused != nil {

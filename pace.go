@@ -120,15 +120,19 @@ type paceFacts struct {
 	rate  float64
 	next  time.Time
 	burst float64
+	// cut is when a throttle last cut the rate: a slot taken before it
+	// was scheduled at the rate that was too fast, and is taken anew.
+	cut time.Time
 }
 
 // slot returns when an attempt taking the next slot at now would go, for
-// the facts of a decision.
+// the facts of a decision: when it is due, or up to burst-1 intervals
+// sooner, so that at most burst attempts go back to back.
 func (f paceFacts) slot(now time.Time) time.Time {
 	if f.rate <= 0 {
 		return now
 	}
-	early := time.Duration(f.burst / f.rate * float64(time.Second))
+	early := time.Duration(max(f.burst-1, 0) / f.rate * float64(time.Second))
 	return later(now, f.next.Add(-early))
 }
 
@@ -150,7 +154,7 @@ func (ps *paces) get(rule string, now time.Time, asked float64) paceFacts {
 		return paceFacts{}
 	}
 	rate := p.rateAt(now)
-	return paceFacts{rate: rate, next: p.next, burst: p.burst(rate, now)}
+	return paceFacts{rate: rate, next: p.next, burst: p.burst(rate, now), cut: p.since}
 }
 
 // take takes rule's next send slot at now, if the rule is paced, and
@@ -176,10 +180,12 @@ func (ps *paces) take(rule string, now time.Time) time.Time {
 }
 
 // throttle cuts rule's pace for a throttle at now of an attempt sent at
-// sent, asked being the rate the host's callers ask for: to paceBeta of
-// the rate it was sent at, the lower of its pace and asked. A throttle of
-// an attempt sent before the last cut is already answered for by it: one
-// cut per round of attempts, not one per attempt in flight.
+// sent (or that took its send slot then), asked being the rate the host's
+// callers ask for: to paceBeta of the rate it was sent at, the lower of
+// its pace and asked. A throttle of an attempt sent before the last cut
+// is already answered for by it: one cut per round of attempts, not one
+// per attempt in flight. The schedule of slots starts again from now, at
+// the new rate: slots taken before the cut are taken anew.
 func (ps *paces) throttle(rule string, now, sent time.Time, asked float64) {
 	ps.mu.Lock()
 	defer ps.mu.Unlock()
@@ -199,7 +205,7 @@ func (ps *paces) throttle(rule string, now, sent time.Time, asked float64) {
 	w = max(w, paceFloor)
 	p.wmax, p.rate, p.since = w, paceBeta*w, now
 	p.k = time.Duration(math.Cbrt(w*(1-paceBeta)/paceC) * float64(time.Second))
-	p.next = later(p.next, now)
+	p.next = now.Add(time.Duration(float64(time.Second) / p.rate)) // the throttled attempt had this slot
 }
 
 // fields sets rule's pace from what an answer's rate-limit fields say at

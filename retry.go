@@ -22,7 +22,7 @@ func (c *call) retry() (*http.Response, error) {
 				return nil, c.fail(nil)
 			}
 			c.refused(s.attempt, s.refusal)
-			return c.answer(c.holdError(s)) // when there is nothing else to hand back
+			return c.answer(c.refusal(s)) // when there is nothing else to hand back
 		}
 		c.last.discard() // the next attempt goes: the last outcome is no longer needed
 		r := c.send(n, &ready)
@@ -35,7 +35,7 @@ func (c *call) retry() (*http.Response, error) {
 			return c.answer(nil)
 		case stepNoMore:
 			c.refused(s.attempt, s.refusal)
-			return c.answer(c.holdError(s))
+			return c.answer(c.refusal(s))
 		}
 		c.backoff = s.backoff
 		var err error

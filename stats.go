@@ -53,6 +53,13 @@ type Counters struct {
 	HoldWaits    uint64
 	HoldWaitTime time.Duration
 	HoldRefusals uint64
+	// PaceWaits counts the attempts that waited for a send slot of their
+	// host's pace (see [policy.Pace]), and PaceWaitTime their total wait;
+	// PaceRefusals counts the attempts refused as their slot would come
+	// past their deadline or maxServerDelay.
+	PaceWaits    uint64
+	PaceWaitTime time.Duration
+	PaceRefusals uint64
 	// CommittedForSize counts request bodies that could not be replayed
 	// because they outgrew their buffer or got no room in the total.
 	CommittedForSize uint64
@@ -119,6 +126,9 @@ type HostStats struct {
 	HedgeTokens float64
 	// Holds are the holds in force on the host, one per rule at most.
 	Holds []Hold
+	// PaceRate is the rate, in requests per second, that the host's
+	// pace sends at, the slowest of its rules'; 0 when it is not paced.
+	PaceRate float64
 	// LatencySamples recent latencies of the host are kept, for a host
 	// whose requests were hedged, and their quantiles are given.
 	LatencySamples                     int
@@ -132,14 +142,15 @@ const maxStatsHosts = 1024
 
 // counters is the atomic form of Counters, one per rule and per host.
 type counters struct {
-	requests, failed, transparent      atomic.Uint64
-	hedges, hedgesWon, hedgesCancelled atomic.Uint64
-	budgetRefusals, fleetRefusals      atomic.Uint64
-	hedgeBudgetRefusals                atomic.Uint64
-	holdsSet, holdWaits, holdRefusals  atomic.Uint64
-	holdWaitNanos                      atomic.Uint64
-	committedForSize                   atomic.Uint64
-	histogram                          [8]atomic.Uint64
+	requests, failed, transparent          atomic.Uint64
+	hedges, hedgesWon, hedgesCancelled     atomic.Uint64
+	budgetRefusals, fleetRefusals          atomic.Uint64
+	hedgeBudgetRefusals                    atomic.Uint64
+	holdsSet, holdWaits, holdRefusals      atomic.Uint64
+	holdWaitNanos                          atomic.Uint64
+	paceWaits, paceWaitNanos, paceRefusals atomic.Uint64
+	committedForSize                       atomic.Uint64
+	histogram                              [8]atomic.Uint64
 }
 
 // snapshot reads c so that each dependent count is read before the count
@@ -163,6 +174,9 @@ func (c *counters) snapshot() Counters {
 	s.HoldWaits = c.holdWaits.Load()
 	s.HoldWaitTime = time.Duration(c.holdWaitNanos.Load())
 	s.HoldRefusals = c.holdRefusals.Load()
+	s.PaceWaits = c.paceWaits.Load()
+	s.PaceWaitTime = time.Duration(c.paceWaitNanos.Load())
+	s.PaceRefusals = c.paceRefusals.Load()
 	s.CommittedForSize = c.committedForSize.Load()
 	return s
 }
@@ -182,6 +196,9 @@ func (s *Counters) add(o Counters) {
 	s.HoldWaits += o.HoldWaits
 	s.HoldWaitTime += o.HoldWaitTime
 	s.HoldRefusals += o.HoldRefusals
+	s.PaceWaits += o.PaceWaits
+	s.PaceWaitTime += o.PaceWaitTime
+	s.PaceRefusals += o.PaceRefusals
 	s.CommittedForSize += o.CommittedForSize
 	for i := range s.Histogram {
 		s.Histogram[i] += o.Histogram[i]

@@ -133,7 +133,7 @@ type active struct {
 }
 
 func newActive(cfg *policy.Config) *active {
-	return &active{cfg: cfg, ruleStats: newRuleStats(cfg.Rules), delayHeaders: cfg.ServerDelayHeaders()}
+	return &active{cfg: cfg, ruleStats: newRuleStats(cfg.Rules), delayHeaders: cfg.ServerDelayHeaders(), pacing: cfg.Pace != nil}
 }
 
 // init builds the Transport's state on first use. The policy is checked

@@ -9,7 +9,7 @@ import (
 )
 
 // Verdict is what a [Transport.Classify] function says of one attempt's
-// outcome: one of the four verdicts below, which may carry the wait the
+// outcome: one of the five verdicts below, which may carry the wait the
 // next attempt must keep ([Verdict.After]). Verdicts are comparable with
 // ==; a verdict with a wait equals only the same verdict with the same
 // wait, to the microsecond.
@@ -35,6 +35,12 @@ const (
 	// Final hands the response (or the error) back at once, whatever the
 	// rule lists.
 	Final
+	// Throttled is RetryableUnprocessed for an answer that says the host
+	// refused for load, not for this request, as AWS's
+	// ThrottlingException in a 400 does: it is retried whatever the
+	// method, as a 429 is, and counted as a throttle, which paces the
+	// host's requests of the rule (see policy.Pace).
+	Throttled
 )
 
 // A Verdict's bits: its kind in the low eight (so that a small value that
@@ -75,7 +81,7 @@ func (v Verdict) After(d time.Duration) Verdict {
 // kind returns v without its wait, and UsePolicy for a value that is no
 // verdict.
 func (v Verdict) kind() Verdict {
-	if k := v & verdictKind; v >= 0 && k <= Final {
+	if k := v & verdictKind; v >= 0 && k <= Throttled {
 		return k
 	}
 	return UsePolicy
@@ -102,7 +108,7 @@ func (v Verdict) timed() bool { _, ok := v.wait(); return ok }
 func (v Verdict) String() string {
 	var name string
 	switch k := v & verdictKind; {
-	case v < 0 || k > Final:
+	case v < 0 || k > Throttled:
 		return "Verdict(" + strconv.FormatInt(int64(v), 10) + ")"
 	case k == UsePolicy:
 		name = "UsePolicy"
@@ -110,6 +116,8 @@ func (v Verdict) String() string {
 		name = "Retryable"
 	case k == RetryableUnprocessed:
 		name = "RetryableUnprocessed"
+	case k == Throttled:
+		name = "Throttled"
 	default:
 		name = "Final"
 	}
@@ -160,7 +168,7 @@ const headerShouldRetry = "X-Should-Retry"
 func judged(v Verdict, r *result, out outcome) outcome {
 	r.verdict = v
 	switch v.kind() {
-	case Retryable, RetryableUnprocessed:
+	case Retryable, RetryableUnprocessed, Throttled:
 		if r.err != nil {
 			return outNetwork
 		}
@@ -176,4 +184,11 @@ func judged(v Verdict, r *result, out outcome) outcome {
 
 // unprocessed reports whether the verdict on r says the server did not act
 // on it, so that it may be sent again whatever its method.
-func (r *result) unprocessed() bool { return r.verdict.kind() == RetryableUnprocessed }
+func (r *result) unprocessed() bool { return r.verdict.unprocessed() }
+
+// unprocessed reports whether v says the server did not act on the
+// attempt: RetryableUnprocessed, or Throttled.
+func (v Verdict) unprocessed() bool {
+	k := v.kind()
+	return k == RetryableUnprocessed || k == Throttled
+}

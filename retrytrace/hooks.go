@@ -92,6 +92,7 @@ const (
 	WaitClassify    WaitReason = "classify"     // the wait the caller's Classify asked for (Verdict.After)
 	WaitRateLimited WaitReason = "rate-limited" // a 429 with no delay signal: at least a second
 	WaitHold        WaitReason = "hold"         // the host is held: a rate limit or an outage it announced
+	WaitPace        WaitReason = "pace"         // the host is paced: the attempt waits for its send slot
 )
 
 // WaitInfo describes a wait before the next attempt.
@@ -117,6 +118,7 @@ const (
 	RefusedFleet        RefusalReason = "fleet"          // the fleet's retry budget for the host is spent
 	RefusedHeld         RefusalReason = "held"           // the host is held past the deadline or maxServerDelay
 	RefusedHedgeBudget  RefusalReason = "hedge-budget"   // the host's hedges have spent maxExtraLoad
+	RefusedPaced        RefusalReason = "paced"          // the host's next send slot is past the deadline or maxServerDelay
 )
 
 // RefusedInfo describes an attempt that was not made.
