@@ -273,9 +273,6 @@ func (c *call) waitsForReady() bool {
 // refused if another request took the last one since the facts were read.
 func (c *call) admit(n int, again bool) step {
 	now := time.Now()
-	if n == 1 && !again {
-		c.host.asked.tick(now, c.host.counters.requests.Load())
-	}
 	f := c.facts(now)
 	f.host = c.host.factsFor(c.rule, now, c.st.fleet, asks{holds: c.pol.cfg.Hold != nil, pace: c.pol.pacing,
 		budgets: n > 1 && !again, capped: c.capped()})
@@ -296,6 +293,9 @@ func (c *call) admit(n int, again bool) step {
 		if wait := at.Sub(now); wait > 0 {
 			return step{kind: stepWait, attempt: n, wait: wait, reason: retrytrace.WaitPace, at: at}
 		}
+	}
+	if !again {
+		c.host.sendingAt(now)
 	}
 	switch s.hedges {
 	case hedgeEarn:

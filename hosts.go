@@ -31,7 +31,7 @@ type host struct {
 	hedges   hedgeBudget // maxExtraLoad's cap on hedges
 	holds    holds
 	paces    paces
-	asked    meter     // the rate its callers ask for, which a throttle cuts from
+	sending  meter     // the rate it is sent attempts at, which a throttle cuts from
 	counters *counters // the host's statistics, shared with Stats
 	// latencies is made on the first hedged request to the host, so
 	// that hosts never hedged do not carry its kilobyte.
@@ -328,7 +328,7 @@ func (h *host) factsFor(rule string, now time.Time, fleet Fleet, a asks) hostFac
 		f.hold, f.holding = h.held(rule, now, v)
 	}
 	if a.pace {
-		f.pace = h.paces.get(rule, now, h.askedAt(now))
+		f.pace = h.paces.get(rule, now, h.sentRate(now))
 	}
 	if a.budgets {
 		f.budget, f.fleetSpent = h.bucket.Allow(), v.Spent
@@ -337,10 +337,28 @@ func (h *host) factsFor(rule string, now time.Time, fleet Fleet, a asks) hostFac
 	return f
 }
 
-// askedAt is the rate, in requests per second, that h's callers ask for
-// at now.
-func (h *host) askedAt(now time.Time) float64 {
-	return h.asked.rate(now, h.counters.requests.Load())
+// sentRate is the rate, in attempts per second, that h is sent at now.
+func (h *host) sentRate(now time.Time) float64 {
+	return h.sending.rate(now, h.sent())
+}
+
+// sending notes an attempt going to h at now: its meter rolls once a
+// second.
+func (h *host) sendingAt(now time.Time) {
+	if h.sending.due(now) {
+		h.sending.roll(now, h.sent())
+	}
+}
+
+// sent is the attempts h was sent so far, from its counters: requests
+// and extra attempts (transparent resends aside). Hosts past the bound of
+// Stats.Hosts share their counters, and so their figure.
+func (h *host) sent() uint64 {
+	n := h.counters.requests.Load()
+	for i := range h.counters.histogram {
+		n += h.counters.histogram[i].Load()
+	}
+	return n
 }
 
 // lesson is what frames what an attempt teaches its host: its outcome,
@@ -393,12 +411,12 @@ func (h *host) pace(r *result, l lesson) {
 	if !thr && !fields {
 		return // the common case: nothing to learn, and no clock read
 	}
-	asked := h.askedAt(l.now)
+	sent := h.sentRate(l.now)
 	if thr {
-		h.paces.throttle(l.rule, l.now, l.sent, asked)
+		h.paces.throttle(l.rule, l.now, l.sent, sent)
 	}
 	if fields {
-		h.paces.fields(l.rule, l.now, r.fields, asked)
+		h.paces.fields(l.rule, l.now, r.fields, sent)
 	}
 }
 

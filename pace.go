@@ -94,14 +94,19 @@ func (p *paced) burst(rate float64, now time.Time) float64 {
 }
 
 // lifted reports whether p is over at now: no fields' quota is in force,
-// and its rate grew past paceLift times asked, the rate the key's callers
-// ask for, with no throttle for paceQuiet (or no throttle ever).
-func (p *paced) lifted(now time.Time, asked float64) bool {
+// and, with no throttle for paceQuiet (or none ever), its rate grew past
+// paceLift times sent, the rate the host is sent, or (for callers that
+// always send as fast as the pace lets them) past paceLift times the
+// rate that was throttled, twice.
+func (p *paced) lifted(now time.Time, sent float64) bool {
 	if p.quota > 0 && now.Before(p.quotaUntil) {
 		return false
 	}
 	rate := p.rateAt(now)
-	return rate == 0 || now.Sub(p.throttled) >= paceQuiet && rate > paceLift*max(asked, paceFloor)
+	if rate == 0 {
+		return true
+	}
+	return now.Sub(p.throttled) >= paceQuiet && (rate > paceLift*max(sent, paceFloor) || p.wmax > 0 && rate > 2*paceLift*p.wmax)
 }
 
 // paces are the paces of one host, one per rule. The common case, a host
@@ -136,9 +141,9 @@ func (f paceFacts) slot(now time.Time) time.Time {
 	return later(now, f.next.Add(-early))
 }
 
-// get returns the pace of rule at now; asked is the rate the host's
-// callers ask for, which lifts a pace that no longer holds them back.
-func (ps *paces) get(rule string, now time.Time, asked float64) paceFacts {
+// get returns the pace of rule at now; sent is the rate the host is sent,
+// which lifts a pace that no longer holds it back.
+func (ps *paces) get(rule string, now time.Time, sent float64) paceFacts {
 	if ps.n.Load() == 0 {
 		return paceFacts{}
 	}
@@ -149,7 +154,7 @@ func (ps *paces) get(rule string, now time.Time, asked float64) paceFacts {
 		return paceFacts{}
 	}
 	p := &ps.list[i]
-	if p.lifted(now, asked) {
+	if p.lifted(now, sent) {
 		ps.drop(i)
 		return paceFacts{}
 	}
@@ -180,13 +185,13 @@ func (ps *paces) take(rule string, now time.Time) time.Time {
 }
 
 // throttle cuts rule's pace for a throttle at now of an attempt sent at
-// sent (or that took its send slot then), asked being the rate the host's
-// callers ask for: to paceBeta of the rate it was sent at, the lower of
-// its pace and asked. A throttle of an attempt sent before the last cut
+// sent (or that took its send slot then), rate being the rate the host is
+// sent: to paceBeta of the rate it was sent at, the lower of its pace and
+// rate. A throttle of an attempt sent before the last cut
 // is already answered for by it: one cut per round of attempts, not one
 // per attempt in flight. The schedule of slots starts again from now, at
 // the new rate: slots taken before the cut are taken anew.
-func (ps *paces) throttle(rule string, now, sent time.Time, asked float64) {
+func (ps *paces) throttle(rule string, now, sent time.Time, rate float64) {
 	ps.mu.Lock()
 	defer ps.mu.Unlock()
 	i := ps.find(rule)
@@ -198,22 +203,22 @@ func (ps *paces) throttle(rule string, now, sent time.Time, asked float64) {
 	if sent.Before(p.since) && p.wmax > 0 {
 		return
 	}
-	w := asked
+	w := rate
 	if r := p.rateAt(now); r > 0 {
 		w = min(r, w)
 	}
 	w = max(w, paceFloor)
 	p.wmax, p.rate, p.since = w, paceBeta*w, now
 	p.k = time.Duration(math.Cbrt(w*(1-paceBeta)/paceC) * float64(time.Second))
-	p.next = now.Add(time.Duration(float64(time.Second) / p.rate)) // the throttled attempt had this slot
+	p.next = now
 }
 
 // fields sets rule's pace from what an answer's rate-limit fields say at
 // now: at most q.r requests before q.t, spread over it, and never more
 // than the policy's limit; an answer that says nothing changes nothing.
-// The fields pace a rule only when the quota would not last at the rate
-// asked, the rate its callers ask for, or when the rule is paced already.
-func (ps *paces) fields(rule string, now time.Time, q quota, asked float64) {
+// The fields pace a rule only when the quota would not last at sent, the
+// rate the host is sent, or when the rule is paced already.
+func (ps *paces) fields(rule string, now time.Time, q quota, sent float64) {
 	if !q.left && q.limit == 0 {
 		return
 	}
@@ -225,7 +230,7 @@ func (ps *paces) fields(rule string, now time.Time, q quota, asked float64) {
 	defer ps.mu.Unlock()
 	i := ps.find(rule)
 	if i < 0 {
-		if !(q.left && asked > left) && !(q.limit > 0 && asked > q.limit) {
+		if !(q.left && sent > left) && !(q.limit > 0 && sent > q.limit) {
 			return // the quota lasts at the rate asked: nothing to pace
 		}
 		i = ps.add(rule)
@@ -301,13 +306,13 @@ func (ps *paces) drop(i int) {
 	ps.n.Store(int32(len(ps.list)))
 }
 
-// meter measures the rate a host's callers ask for: the requests started
-// per second, from the host's request counter. It rolls a window of at
-// least a second as requests start, at the cost of one atomic load when
-// it need not, so that a throttle learns the rate that was sent, not a
-// floor (the defect of a pace that starts before it has measured).
+// meter measures the rate at which a host is sent attempts, from a count
+// of them. It rolls a window of at least a second as attempts go, at the
+// cost of one atomic load when it need not, so that a throttle learns
+// the rate that was sent, not a floor (the defect of a pace that starts
+// before it has measured).
 type meter struct {
-	w atomic.Pointer[window] // nil: no request yet
+	w atomic.Pointer[window] // nil: no attempt yet
 }
 
 // window is one of a meter's windows: when it started, the count then,
@@ -318,25 +323,29 @@ type window struct {
 	last float64
 }
 
-// tick rolls the window at now, count being the host's requests so far.
-// A roll, once a second at most, makes a window; other ticks read one
-// pointer.
-func (m *meter) tick(now time.Time, count uint64) {
+// due reports whether the window is to roll at now: it is a second old,
+// or there is none.
+func (m *meter) due(now time.Time) bool {
 	w := m.w.Load()
-	if w != nil && now.Sub(w.at) < time.Second {
-		return
-	}
-	next := &window{at: now, base: count}
-	if w != nil {
-		next.last = float64(count-w.base) / now.Sub(w.at).Seconds()
-	}
-	m.w.CompareAndSwap(w, next) // a request that loses the race leaves it to the winner
+	return w == nil || now.Sub(w.at) >= time.Second
 }
 
-// rate is the rate asked at now, count being the host's requests so far:
-// that of the window in progress once it is a quarter of a second old,
-// else the last full window's, else (just after the first request) that
-// of what little was seen.
+// roll starts a window at now, count being the attempts so far, the one
+// going now included, which is the new window's. Rolls are once a second
+// at most; a roll that loses a race to another leaves it to that one.
+func (m *meter) roll(now time.Time, count uint64) {
+	w := m.w.Load()
+	next := &window{at: now, base: max(count, 1) - 1}
+	if w != nil {
+		next.last = float64(next.base-w.base) / max(now.Sub(w.at).Seconds(), 1e-3)
+	}
+	m.w.CompareAndSwap(w, next)
+}
+
+// rate is the rate sent at now, count being the attempts so far: that of
+// the window in progress once it is a quarter of a second old, else the
+// last full window's, else (just after the first attempt) that of what
+// little was seen.
 func (m *meter) rate(now time.Time, count uint64) float64 {
 	w := m.w.Load()
 	if w == nil {

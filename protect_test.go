@@ -91,6 +91,7 @@ func TestServerDelayPastTheDeadlineIsNotWaited(t *testing.T) {
 func TestPushbackRestartsBackoff(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		cfg := retryConfig(5, 503)
+		cfg.Pace = &policy.Pace{Off: true} // the pushback's 503 is a throttle: this is about the backoff alone
 		// Waits: backoff 100ms (n=0), 200ms (n=1), pushback 0ms, then
 		// backoff restarts at 100ms (n=0).
 		took, calls, _ := elapsedFor(t, cfg, "GET", t.Context(),
