@@ -31,7 +31,9 @@ type host struct {
 	hedges   hedgeBudget // maxExtraLoad's cap on hedges
 	holds    holds
 	paces    paces
-	sending  meter     // the rate it is sent attempts at, which a throttle cuts from
+	sending  meter // the rate it is sent attempts at, which a throttle cuts from
+	serving  meter // the rate it answers them without a throttle
+	served   atomic.Uint64
 	counters *counters // the host's statistics, shared with Stats
 	// latencies is made on the first hedged request to the host, so
 	// that hosts never hedged do not carry its kilobyte.
@@ -408,12 +410,18 @@ func (h *host) learn(r *result, l lesson) (holdSet bool) {
 // cuts the rate, fields that announce the quota set it.
 func (h *host) pace(r *result, l lesson) {
 	thr, fields := throttle(r), r.fields.left || r.fields.limit > 0
+	if !thr && r.resp != nil {
+		n := h.served.Add(1)
+		if h.serving.due(l.now) {
+			h.serving.roll(l.now, n)
+		}
+	}
 	if !thr && !fields {
-		return // the common case: nothing to learn, and no clock read
+		return // the common case: nothing more to learn
 	}
 	sent := h.sentRate(l.now)
 	if thr {
-		h.paces.throttle(l.rule, l.now, l.sent, sent)
+		h.paces.throttle(l.rule, l.now, l.sent, sent, h.serving.rate(l.now, h.served.Load()))
 	}
 	if fields {
 		h.paces.fields(l.rule, l.now, r.fields, sent)

@@ -16,16 +16,32 @@ var ErrPaced = errors.New("retryhttp: host paced")
 
 // The pace's constants. A throttle cuts the rate to paceBeta of the rate
 // sent; the rate then grows back along a cubic curve, as TCP CUBIC and the
-// AWS SDKs' adaptive retry mode do: concave up to the rate that was
-// throttled (reached after paceK), then convex past it, so that the pace
-// stays long near the rate the host took and probes past it slowly. A
-// pace whose rate grew past paceLift times what the key's callers ask
-// for, with no throttle for paceQuiet, is lifted.
+// AWS SDKs' adaptive retry mode do: concave up to paceTarget of the rate
+// that was throttled, then convex past it, so that the pace stays long
+// near the rate the host took and probes past it slowly. A pace whose
+// rate grew past paceLift times what the host is sent, with no throttle
+// for paceQuiet, is lifted.
 const (
-	paceBeta  = 0.7
-	paceC     = 0.4 // requests per second, per second cubed
-	paceLift  = 1.5
-	paceQuiet = 2 * time.Second
+	paceBeta = 0.7
+	// paceTarget is where a cut rate grows back to, before it probes
+	// past: a little below the rate throttled, which a host's burst let
+	// pass for a while.
+	paceTarget = 0.95
+	// paceC is how fast the rate probes past paceTarget: a fraction of
+	// the rate throttled, per second cubed. After a cut it is back at
+	// the target in cbrt((1-paceBeta/paceTarget)/paceC), about 5 s.
+	paceC = 0.002
+	// paceServed caps the rate a throttle cuts from at this many times
+	// the rate the host answered without a throttle in the last second:
+	// after a hold, the pace may be far above what the host takes, and
+	// what was sent tells nothing, as the hold kept it back.
+	paceServed = 3
+	// paceSmooth is the weight of each answer's fields in the rate they
+	// set, so that clients sharing a quota, all seeing it shrink and
+	// grow together, do not swing with it.
+	paceSmooth = 0.1
+	paceLift   = 1.5
+	paceQuiet  = 2 * time.Second
 	// paceFloor is the least rate a throttle cuts to, so that a host
 	// that throttled a trickle is not paced to a standstill.
 	paceFloor = 0.5
@@ -62,17 +78,17 @@ type paced struct {
 	throttled time.Time
 }
 
-// rateAt is p's rate at now: the cubic's, after a throttle, and the
-// fields', while they are in force, the lower of the two; capped by the
+// rateAt is p's rate at now: the fields', while they are in force, as the
+// server's own numbers; else the cubic's, after a throttle; capped by the
 // policy's limit. 0 means unpaced.
 func (p *paced) rateAt(now time.Time) float64 {
 	rate := math.Inf(1)
-	if p.wmax > 0 {
+	switch {
+	case p.quota > 0 && now.Before(p.quotaUntil):
+		rate = p.quota // the server's own numbers
+	case p.wmax > 0:
 		t := now.Sub(p.since).Seconds() - p.k.Seconds()
-		rate = max(p.wmax+paceC*t*t*t, paceFloor)
-	}
-	if p.quota > 0 && now.Before(p.quotaUntil) {
-		rate = min(rate, p.quota)
+		rate = max(p.wmax*(1+paceC*t*t*t), paceFloor)
 	}
 	if p.limit > 0 {
 		rate = min(rate, p.limit)
@@ -191,7 +207,7 @@ func (ps *paces) take(rule string, now time.Time) time.Time {
 // is already answered for by it: one cut per round of attempts, not one
 // per attempt in flight. The schedule of slots starts again from now, at
 // the new rate: slots taken before the cut are taken anew.
-func (ps *paces) throttle(rule string, now, sent time.Time, rate float64) {
+func (ps *paces) throttle(rule string, now, sent time.Time, rate, served float64) {
 	ps.mu.Lock()
 	defer ps.mu.Unlock()
 	i := ps.find(rule)
@@ -203,13 +219,16 @@ func (ps *paces) throttle(rule string, now, sent time.Time, rate float64) {
 	if sent.Before(p.since) && p.wmax > 0 {
 		return
 	}
-	w := rate
+	w := rate // unpaced, the rate it was sent at
 	if r := p.rateAt(now); r > 0 {
-		w = min(r, w)
+		w = r // paced, the pace's: what was sent may be less only because a hold kept it back
+	}
+	if served > 0 {
+		w = min(w, paceServed*served)
 	}
 	w = max(w, paceFloor)
-	p.wmax, p.rate, p.since = w, paceBeta*w, now
-	p.k = time.Duration(math.Cbrt(w*(1-paceBeta)/paceC) * float64(time.Second))
+	p.wmax, p.rate, p.since = paceTarget*w, paceBeta*w, now
+	p.k = time.Duration(math.Cbrt((1-paceBeta/paceTarget)/paceC) * float64(time.Second))
 	p.next = now
 }
 
@@ -239,6 +258,9 @@ func (ps *paces) fields(rule string, now time.Time, q quota, sent float64) {
 	}
 	p := &ps.list[i]
 	if q.left {
+		if p.quota > 0 && now.Before(p.quotaUntil) {
+			left = paceSmooth*left + (1-paceSmooth)*p.quota
+		}
 		p.quota, p.quotaR, p.quotaUntil = left, float64(q.r), now.Add(q.t)
 	}
 	if q.limit > 0 {
