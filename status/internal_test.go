@@ -1,4 +1,4 @@
-package retryhttp
+package status
 
 import (
 	"bytes"
@@ -9,62 +9,61 @@ import (
 	"testing"
 	"time"
 
-	"github.com/retryhttp/retryhttp/policy"
+	"github.com/retryhttp/retryhttp"
+	"github.com/retryhttp/retryhttp/dial"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 )
 
-// loadedState returns a used Transport's state holding n hosts, each
-// with the most the page bounds: a long name, holds on more rules than it lists, a
-// spent budget and 10 addresses in dial backoff, all their texts long
-// (texts of escaping characters, when nasty), and a full failure ring.
-func loadedState(t *testing.T, n int, nasty bool) (*Transport, time.Time) {
-	t.Helper()
-	tr := &Transport{}
-	st := tr.init()
-	st.hosts = newHostTable(&policy.Throttle{MaxTokens: 10, TokenRatio: 0.1}, n)
-	st.dialer.MaxAddrs = 20 * n
-	now := time.Now()
+// loadedStats returns the Stats of a Transport holding n hosts, each
+// with the most the page bounds: a long name, holds on more rules than
+// it lists, a spent budget and 10 addresses in dial backoff, all their
+// texts long (texts of escaping characters, when nasty); 50 addresses
+// no host claims, and a full list of failures, whose texts the
+// Transport cut to 256 bytes.
+func loadedStats(n int, nasty bool, now time.Time) retryhttp.Stats {
 	text := func(i int) string { return fmt.Sprintf("%s-%d", strings.Repeat("x", 300), i) }
 	if nasty {
 		text = func(i int) string { return fmt.Sprintf("%s-%d", strings.Repeat(`"<&>'`, 100), i) }
 	}
-	var texts [maxStatusHolds + 2]string // shared by every host, to keep the test's memory small
+	var holds [maxHolds + 2]retryhttp.Hold // shared by every host, to keep the test's memory small
+	for i := range holds {
+		holds[i] = retryhttp.Hold{Rule: text(i), Status: 429, Since: now, Until: now.Add(time.Hour)}
+	}
 	var errs [10]error
-	for i := range texts {
-		texts[i] = text(i)
-	}
 	for i := range errs {
-		errs[i] = errors.New(texts[i])
+		errs[i] = errors.New(text(i))
 	}
-	st.dialer.mu.Lock()
-	st.dialer.addrs = make(map[dialKey]*dialEntry)
+	s := retryhttp.Stats{Rules: map[string]retryhttp.Counters{"*": {}}, Hosts: make(map[string]retryhttp.HostStats, n),
+		DialBackoff: []dial.Window{}}
 	for i := range n {
 		name := longName(i)
-		h := st.hosts.get(name)
-		h.bucket.tokens.Store(0) // spent
-		for _, rule := range texts {
-			h.holds.set(rule, now, time.Hour, 429)
-		}
+		s.Hosts[name] = retryhttp.HostStats{Counters: retryhttp.Counters{Requests: 1}, Tokens: 0, MaxTokens: 10,
+			Holds: holds[:]}
 		// As many addresses as a host may have: its name's, for http and
-		// https, and those spread sent its attempts to.
+		// https, and those its attempts were routed to.
 		addrs := []string{name + ":80", name + ":443"}
-		for p := range maxAddrs {
+		for p := range maxWindows {
 			addrs = append(addrs, fmt.Sprintf("10.%d.%d.%d:443", i>>8, i&255, p))
 		}
-		st.spread.hosts[hostKey{name, "443"}] = &hostEntry{addrs: addrs[2:]}
 		for p, addr := range addrs {
-			st.dialer.addrs[dialKey{"tcp", addr}] = &dialEntry{failures: 3, until: now.Add(time.Minute), err: errs[p]}
+			w := dial.Window{Network: "tcp", Addr: addr, Failures: 3, Until: now.Add(time.Minute), Err: errs[p]}
+			if p >= 2 {
+				w.Hosts = []string{name}
+			}
+			s.DialBackoff = append(s.DialBackoff, w)
 		}
 	}
-	for i := range 50 { // addresses no host claims
-		st.dialer.addrs[dialKey{"tcp", fmt.Sprintf("proxy-%d.test:3128", i)}] = &dialEntry{failures: 1, until: now.Add(time.Second), err: errors.New(text(i))}
+	for i := range 50 {
+		s.DialBackoff = append(s.DialBackoff, dial.Window{Network: "tcp", Addr: fmt.Sprintf("proxy-%d.test:3128", i),
+			Failures: 1, Until: now.Add(time.Second), Err: errors.New(text(i))})
 	}
-	st.dialer.mu.Unlock()
-	for i := range 2 * maxFailures {
-		st.failures.add(failure{at: now, host: clip(longName(i)), method: "GET", path: clip("/" + text(i)), err: clip(text(i)), attempts: 3})
+	for i := range maxFailures {
+		s.Failures = append(s.Failures, retryhttp.Failure{Time: now, Host: clip(longName(i)), Method: "GET",
+			Path: clip("/" + text(i)), Err: clip(text(i)), Attempts: 3})
 	}
-	return tr, now
+	s.Failed = 2 * maxFailures
+	return s
 }
 
 // longName is a host name of 253 characters, distinct for each i.
@@ -76,31 +75,32 @@ func longName(i int) string {
 // counts the rest, and stays under 1 MiB; the bounds on each host keep
 // a page of 100 under it unless its texts escape to several times their
 // length, and then fewer hosts are listed.
-func TestStatusBoundedWorstCase(t *testing.T) {
+func TestBoundedWorstCase(t *testing.T) {
 	t.Parallel()
 	const hosts = 10000
+	now := time.Now()
 	for _, nasty := range []bool{false, true} {
-		tr, now := loadedState(t, hosts, nasty)
-		for name, render := range map[string]func(*bytes.Buffer, *statusPage) error{"html": renderHTML, "json": renderJSON} {
+		s := loadedStats(hosts, nasty, now)
+		for name, render := range map[string]func(*bytes.Buffer, *page) error{"html": renderHTML, "json": renderJSON} {
 			t.Run(fmt.Sprintf("%s nasty=%v", name, nasty), func(t *testing.T) {
-				p := tr.status(now)
-				require.Len(t, p.Hosts, maxStatusHosts)
-				body, err := fit(p, render)
+				p := read(s, now)
+				require.Len(t, p.Hosts, maxHosts)
+				body, err := fit(p, render, maxBody)
 				require.NoError(t, err)
-				assert.Less(t, len(body), maxStatusBody)
+				assert.Less(t, len(body), maxBody)
 				assert.Equal(t, hosts, len(p.Hosts)+p.MoreHosts, "listed and counted")
 				assert.NotEmpty(t, p.Hosts)
 				if !nasty {
-					assert.Len(t, p.Hosts, maxStatusHosts, "no host dropped to fit")
+					assert.Len(t, p.Hosts, maxHosts, "no host dropped to fit")
 				}
 				for _, h := range p.Hosts {
-					assert.Len(t, h.Holds, maxStatusHolds)
+					assert.Len(t, h.Holds, maxHolds)
 					assert.Equal(t, 2, h.MoreHolds)
-					assert.Len(t, h.Dials, maxStatusDials)
-					assert.Equal(t, 10-maxStatusDials, h.MoreDials)
+					assert.Len(t, h.DialBackoff, maxWindows)
+					assert.Equal(t, 10-maxWindows, h.MoreDialBackoff)
 				}
-				assert.Len(t, p.OtherDials, maxStatusDials)
-				assert.Equal(t, 50-maxStatusDials, p.MoreDials)
+				assert.Len(t, p.OtherDialBackoff, maxWindows)
+				assert.Equal(t, 50-maxWindows, p.MoreOtherDialBackoff)
 				assert.Len(t, p.Failures, maxFailures)
 				t.Logf("%d bytes, %d hosts listed", len(body), len(p.Hosts))
 			})
@@ -108,36 +108,21 @@ func TestStatusBoundedWorstCase(t *testing.T) {
 	}
 }
 
-// Reading the page makes no host record, no latency ring and no
-// statistics entry.
-func TestStatusMakesNoState(t *testing.T) {
-	t.Parallel()
-	tr := &Transport{}
-	st := tr.init()
-	a, b := st.hosts.get("a.test"), st.hosts.get("b.test")
-	b.latency().add(time.Millisecond)
-	a.holds.set("none", time.Now(), time.Minute, 503)
-	for range 3 {
-		tr.status(time.Now())
-	}
-	assert.Nil(t, a.latencies.Load(), "a latency ring was made")
-	assert.Len(t, st.hosts.hosts, 2)
-	assert.Len(t, st.hosts.stats.snapshot(), 2)
-	_, n := st.failures.recent()
-	assert.Zero(t, n)
-}
-
 // A host claims the addresses net/http dials for it (its own with a
-// port, else the ports of http and https) and those spread sent its
-// attempts to; every other address is left for the page's other list.
-func TestDialIndexClaims(t *testing.T) {
+// port, else the ports of http and https) and those its attempts were
+// routed to; every other address is left for the page's other list.
+func TestClaims(t *testing.T) {
 	t.Parallel()
-	ix := &dialIndex{byAddr: map[string][]dialState{}, claimed: map[string]bool{},
-		spread: map[string][]string{"multi.test": {"10.0.0.1:443", "[2001:db8::1]:443"}}}
+	var ws []dial.Window
 	for _, a := range []string{"plain.test:80", "plain.test:443", "plain.test:8080", "port.test:8443", "port.test:443",
-		"10.0.0.1:443", "[2001:db8::1]:443", "multi.test:443", "proxy.test:3128", "[::1]:80"} {
-		ix.byAddr[a] = []dialState{{dialKey: dialKey{"tcp", a}}}
+		"10.0.0.1:443", "[2001:db8::1]:443", "multi.test:443", "proxy.test:3128", "[::1]:80", "UPPER.test:443"} {
+		w := dial.Window{Network: "tcp", Addr: a}
+		if strings.HasPrefix(a, "10.") || strings.HasPrefix(a, "[2001:") {
+			w.Hosts = []string{"multi.test"}
+		}
+		ws = append(ws, w)
 	}
+	c := newClaims(ws)
 	tests := []struct {
 		host string
 		want []string
@@ -146,52 +131,72 @@ func TestDialIndexClaims(t *testing.T) {
 		{"port.test:8443", []string{"port.test:8443"}},
 		{"multi.test", []string{"multi.test:443", "10.0.0.1:443", "[2001:db8::1]:443"}},
 		{"[::1]", []string{"[::1]:80"}},
+		{"upper.test", []string{"UPPER.test:443"}},
 		{"plain.test", nil}, // claimed once only
 		{"unknown.test", nil},
 	}
 	for _, tt := range tests {
 		var got []string
-		for _, d := range ix.claim(tt.host) {
-			got = append(got, d.addr)
+		for _, w := range c.claim(tt.host) {
+			got = append(got, w.Addr)
 		}
 		assert.Equal(t, tt.want, got, "host %s", tt.host)
 	}
 	var rest []string
-	for _, d := range ix.unclaimed() {
-		rest = append(rest, d.addr)
+	for _, w := range c.unclaimed() {
+		rest = append(rest, w.Addr)
 	}
 	assert.ElementsMatch(t, []string{"plain.test:8080", "port.test:443", "proxy.test:3128"}, rest)
 }
 
 // Hosts are ranked held first, then with their budget spent, then by
-// dial windows open, recent failures, failed retries, budget used,
-// requests, and name.
-func TestHostRankOrder(t *testing.T) {
+// dial windows open, recent failures, failed extra attempts, budget
+// used, requests, and name.
+func TestRankOrder(t *testing.T) {
 	t.Parallel()
-	h := func(name string) *host { return &host{name: name} }
-	ranks := []hostRank{
-		{h: h("z-quiet")},
-		{h: h("a-quiet")},
-		{h: h("busy"), requests: 100},
-		{h: h("used"), used: 1000},
-		{h: h("failed-retries"), failed: 1, used: 100},
-		{h: h("recent"), failures: 1},
-		{h: h("dialing-more"), windows: 2},
-		{h: h("dialing"), windows: 1, failures: 5},
-		{h: h("spent"), spent: true},
-		{h: h("held"), held: true},
-		{h: h("held-spent"), held: true, spent: true},
+	ranks := []rank{
+		{name: "z-quiet"},
+		{name: "a-quiet"},
+		{name: "busy", requests: 100},
+		{name: "used", used: 1000},
+		{name: "failed-extra-attempts", failed: 1, used: 100},
+		{name: "recent", failures: 1},
+		{name: "dialing-more", windows: 2},
+		{name: "dialing", windows: 1, failures: 5},
+		{name: "spent", spent: true},
+		{name: "held", held: true},
+		{name: "held-spent", held: true, spent: true},
 	}
-	shuffled := append([]hostRank(nil), ranks...)
+	shuffled := slices.Clone(ranks)
 	for i := range shuffled {
 		j := (i * 7) % len(shuffled)
 		shuffled[i], shuffled[j] = shuffled[j], shuffled[i]
 	}
-	slices.SortFunc(shuffled, hostRank.compare)
+	slices.SortFunc(shuffled, rank.compare)
 	var got []string
 	for _, r := range shuffled {
-		got = append(got, r.h.name)
+		got = append(got, r.name)
 	}
-	assert.Equal(t, []string{"held-spent", "held", "spent", "dialing-more", "dialing", "recent", "failed-retries", "used",
-		"busy", "a-quiet", "z-quiet"}, got)
+	assert.Equal(t, []string{"held-spent", "held", "spent", "dialing-more", "dialing", "recent", "failed-extra-attempts",
+		"used", "busy", "a-quiet", "z-quiet"}, got)
+}
+
+// A budget refuses extra attempts unless it holds more than half its
+// capacity, as the Transport's does; no throttle refuses none.
+func TestSpent(t *testing.T) {
+	t.Parallel()
+	tests := []struct {
+		tokens, maxTokens float64
+		want              bool
+	}{
+		{0, 0, false},
+		{10, 10, false},
+		{5.001, 10, false},
+		{5, 10, true},
+		{4, 10, true},
+		{0, 10, true},
+	}
+	for _, tt := range tests {
+		assert.Equal(t, tt.want, spent(tt.tokens, tt.maxTokens), "%v of %v", tt.tokens, tt.maxTokens)
+	}
 }
