@@ -3,6 +3,7 @@ package status
 import (
 	"bytes"
 	"encoding/json"
+	"fmt"
 	"net/http"
 	"strconv"
 	"time"
@@ -38,7 +39,8 @@ import (
 // most 8 holds and 8 dial windows per host, and 8 other addresses; every
 // text (a host, a method, a path, a rule, an address, a network, an
 // error) is cut to 256 bytes. An answer stays under 1 MiB whatever tr
-// holds, listing fewer hosts if it must.
+// holds, listing fewer hosts if it must, and then fewer failures and
+// other addresses.
 //
 // Serving it is read-only: it answers GET and HEAD only (405 Method Not
 // Allowed otherwise, with Allow: GET, HEAD), at any path, and 400 for a
@@ -159,10 +161,12 @@ func (h handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	w.Write(body)
 }
 
-// fit renders p, listing fewer hosts while the answer would reach limit.
-// The bounds on what a host shows keep a page of 100 hosts far below
-// 1 MiB; only texts that escape to several times their length (quotes,
-// angle brackets) could reach it.
+// fit renders p, listing less while the answer would reach limit (see
+// page.shrink). Its texts clipped and its lists bounded, a page of 100
+// hosts stays well below 1 MiB; only texts that escape to several times
+// their length (quotes, angle brackets, bytes that are no UTF-8) make it
+// list fewer hosts. Without its lists, a page is a few kilobytes: fit
+// fails only for a limit below that.
 func fit(p *page, render func(*bytes.Buffer, *page) error, limit int) ([]byte, error) {
 	var buf bytes.Buffer
 	for {
@@ -170,13 +174,35 @@ func fit(p *page, render func(*bytes.Buffer, *page) error, limit int) ([]byte, e
 		if err := render(&buf, p); err != nil {
 			return nil, err
 		}
-		if buf.Len() < limit || len(p.Hosts) == 0 {
+		if buf.Len() < limit {
 			return buf.Bytes(), nil
 		}
+		if !p.shrink() {
+			return nil, fmt.Errorf("a page of %d bytes, listing nothing, does not fit in %d", buf.Len(), limit)
+		}
+	}
+}
+
+// shrink lists a quarter less of one of p's lists, the least telling
+// first: the hosts ranked last, then, once no host is left, the oldest
+// failures (failed still counts them), then the addresses no host
+// claims. It reports false when p lists none of them.
+func (p *page) shrink() bool {
+	switch {
+	case len(p.Hosts) > 0:
 		keep := len(p.Hosts) * 3 / 4
 		p.MoreHosts += len(p.Hosts) - keep
 		p.Hosts = p.Hosts[:keep]
+	case len(p.Failures) > 0:
+		p.Failures = p.Failures[:len(p.Failures)*3/4]
+	case len(p.OtherDialBackoff) > 0:
+		keep := len(p.OtherDialBackoff) * 3 / 4
+		p.MoreOtherDialBackoff += len(p.OtherDialBackoff) - keep
+		p.OtherDialBackoff = p.OtherDialBackoff[:keep]
+	default:
+		return false
 	}
+	return true
 }
 
 func renderJSON(buf *bytes.Buffer, p *page) error {

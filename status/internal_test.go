@@ -4,6 +4,8 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
+	"net/http"
+	"net/http/httptest"
 	"slices"
 	"strings"
 	"testing"
@@ -199,4 +201,104 @@ func TestSpent(t *testing.T) {
 	for _, tt := range tests {
 		assert.Equal(t, tt.want, spent(tt.tokens, tt.maxTokens), "%v of %v", tt.tokens, tt.maxTokens)
 	}
+}
+
+// hostileStats returns Stats whose every text is 100 KB of kind and
+// whose every list is as long as the page lists, or longer: more hosts
+// than it lists, each with more holds and dial windows than it lists,
+// more addresses that no host claims, and the failures Stats keeps.
+func hostileStats(kind string, now time.Time) retryhttp.Stats {
+	big := strings.Repeat(kind, (100<<10)/len(kind))
+	err := errors.New(big)
+	holds := make([]retryhttp.Hold, maxHolds+2)
+	for i := range holds {
+		holds[i] = retryhttp.Hold{Rule: big, Status: 429, Since: now, Until: now.Add(time.Hour)}
+	}
+	s := retryhttp.Stats{Rules: map[string]retryhttp.Counters{big: {}}, Hosts: map[string]retryhttp.HostStats{},
+		DialBackoff: []dial.Window{}, PolicyErr: err, Failed: 1 << 40}
+	for i := range maxHosts + 1 {
+		name := fmt.Sprintf("%d%s", i, big)
+		s.Hosts[name] = retryhttp.HostStats{Counters: retryhttp.Counters{Requests: 1}, MaxTokens: 10, Holds: holds}
+		// One window claimed by its address, the rest routed from it.
+		s.DialBackoff = append(s.DialBackoff, dial.Window{Network: big, Addr: name + ":443", Failures: 3,
+			Until: now.Add(time.Minute), Err: err})
+		for range maxWindows + 1 {
+			s.DialBackoff = append(s.DialBackoff, dial.Window{Network: big, Addr: big, Failures: 3,
+				Until: now.Add(time.Minute), Err: err, Hosts: []string{name}})
+		}
+	}
+	for range 2 * maxWindows {
+		s.DialBackoff = append(s.DialBackoff, dial.Window{Network: big, Addr: big, Failures: 1,
+			Until: now.Add(time.Second), Err: err})
+	}
+	for range maxFailures {
+		s.Failures = append(s.Failures, retryhttp.Failure{Time: now, Host: big, Method: big, Path: big, Err: big,
+			Attempts: 3})
+	}
+	return s
+}
+
+// Every answer stays under 1 MiB whatever the Transport holds: with
+// every text 100 KB long, of characters that escape to several times
+// their length in HTML or JSON, of bytes that are no UTF-8, or of a
+// pattern that is slow to redact, and every list as long as it gets.
+func TestBoundedHostile(t *testing.T) {
+	t.Parallel()
+	now := time.Now()
+	for name, kind := range map[string]string{"plain": "x", "escaping": `"<&>'`, "invalid UTF-8": "\xff",
+		"slow to redact": "a:"} {
+		s := hostileStats(kind, now)
+		for format, render := range map[string]func(*bytes.Buffer, *page) error{"html": renderHTML, "json": renderJSON} {
+			t.Run(name+" "+format, func(t *testing.T) {
+				t.Parallel()
+				w := httptest.NewRecorder()
+				handler{stats: func() retryhttp.Stats { return s }}.ServeHTTP(w,
+					httptest.NewRequest(http.MethodGet, "/?format="+format, nil))
+				require.Equal(t, http.StatusOK, w.Code, "%.300s", w.Body.String())
+				assert.Less(t, w.Body.Len(), maxBody)
+
+				p := read(s, now)
+				body, err := fit(p, render, maxBody)
+				require.NoError(t, err)
+				assert.Less(t, len(body), maxBody)
+				assert.NotEmpty(t, p.Hosts, "every host dropped to fit")
+				assert.Len(t, p.Failures, maxFailures, "a failure dropped to fit")
+				t.Logf("%d bytes, %d hosts listed", len(body), len(p.Hosts))
+			})
+		}
+	}
+}
+
+// When a page of no host is still too long, fit lists fewer failures,
+// then fewer addresses that no host claims, never dropping one list
+// before the one it goes after; a limit that no page meets is an error.
+func TestFitOrder(t *testing.T) {
+	t.Parallel()
+	now := time.Now()
+	s := loadedStats(3, true, now)
+	size := func(p *page) int {
+		var buf bytes.Buffer
+		require.NoError(t, renderJSON(&buf, p))
+		return buf.Len()
+	}
+	bare := read(s, now)
+	for bare.shrink() {
+	}
+	least, most := size(bare), size(read(s, now))
+	for limit := least + 1; limit <= most; limit += (most - least) / 50 {
+		p := read(s, now)
+		body, err := fit(p, renderJSON, limit)
+		require.NoError(t, err, "limit %d", limit)
+		assert.Less(t, len(body), limit)
+		if len(p.Failures) < maxFailures {
+			assert.Empty(t, p.Hosts, "limit %d: a failure dropped before every host", limit)
+		}
+		if len(p.OtherDialBackoff) < maxWindows {
+			assert.Empty(t, p.Failures, "limit %d: an address dropped before every failure", limit)
+		}
+		assert.Equal(t, 3, len(p.Hosts)+p.MoreHosts, "limit %d: hosts listed and counted", limit)
+		assert.Equal(t, 50, len(p.OtherDialBackoff)+p.MoreOtherDialBackoff, "limit %d: addresses listed and counted", limit)
+	}
+	_, err := fit(read(s, now), renderJSON, least)
+	assert.ErrorContains(t, err, "does not fit")
 }

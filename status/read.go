@@ -19,7 +19,7 @@ const (
 	maxWindows  = 8   // dial windows listed per host, and apart from hosts
 	maxFailures = 20  // failures listed: as many as Stats keeps
 	// maxBody is what an answer stays under: past it, fewer hosts are
-	// listed (see fit).
+	// listed, and then fewer failures and other addresses (see fit).
 	maxBody = 1 << 20
 )
 
@@ -138,8 +138,8 @@ func read(s retryhttp.Stats, now time.Time) *page {
 	}
 	failures := s.Failures[:min(len(s.Failures), maxFailures)]
 	for _, f := range failures {
-		p.Failures = append(p.Failures, failure{Time: f.Time.UTC(), Host: f.Host, Method: f.Method,
-			Path: f.Path, Status: f.Status, Err: f.Err, Attempts: f.Attempts})
+		p.Failures = append(p.Failures, failure{Time: f.Time.UTC(), Host: clip(f.Host), Method: clip(f.Method),
+			Path: clip(f.Path), Status: f.Status, Err: clip(f.Err), Attempts: f.Attempts})
 	}
 	c := newClaims(s.DialBackoff)
 	ranked := rankHosts(s.Hosts, failures, c, now)
@@ -272,13 +272,33 @@ type claims struct {
 func newClaims(ws []dial.Window) *claims {
 	c := &claims{windows: ws, byAddr: map[string][]int{}, byHost: map[string][]int{}, claimed: make([]bool, len(ws))}
 	for i, w := range ws {
-		a := strings.ToLower(w.Addr)
+		a := lowerASCII(w.Addr)
 		c.byAddr[a] = append(c.byAddr[a], i)
 		for _, h := range w.Hosts {
 			c.byHost[h] = append(c.byHost[h], i)
 		}
 	}
 	return c
+}
+
+// lowerASCII returns s with its ASCII letters in lower case. The
+// addresses net/http dials are ASCII, an IDN host's in punycode, so that
+// this is what lowercasing them means; unlike strings.ToLower, it takes
+// one pass over a text that is not UTF-8.
+func lowerASCII(s string) string {
+	var b []byte // a copy of s, from its first upper-case letter on
+	for i := 0; i < len(s); i++ {
+		if c := s[i]; 'A' <= c && c <= 'Z' {
+			if b == nil {
+				b = []byte(s)
+			}
+			b[i] = c + 'a' - 'A'
+		}
+	}
+	if b == nil {
+		return s
+	}
+	return string(b)
 }
 
 // claim returns the windows of host not claimed yet: host itself when
@@ -327,7 +347,7 @@ func windowsOf(ws []dial.Window, now time.Time) ([]window, int) {
 	})
 	out := []window{}
 	for _, w := range ws[:min(len(ws), maxWindows)] {
-		d := window{Network: w.Network, Addr: clip(w.Addr), Failures: w.Failures, Until: w.Until.UTC(),
+		d := window{Network: clip(w.Network), Addr: clip(w.Addr), Failures: w.Failures, Until: w.Until.UTC(),
 			Remaining: remaining(w.Until, now)}
 		if w.Err != nil {
 			d.Err = errText(w.Err.Error())

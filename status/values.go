@@ -2,6 +2,7 @@ package status
 
 import (
 	"strconv"
+	"strings"
 	"time"
 	"unicode/utf8"
 
@@ -13,24 +14,55 @@ import (
 // texts of its failures.
 const maxText = 256
 
+// maxRedact is the most of an error's text that is redacted: redact.Text
+// takes time that grows faster than its text (with the square of it for
+// some texts), and the page shows maxText bytes of it at most.
+const maxRedact = 2 * maxText
+
+// mark ends a text that was cut.
+const mark = "…"
+
 // clip cuts s to at most maxText bytes, at a character boundary, marking
-// the cut with an ellipsis.
+// the cut with an ellipsis. Every text the page shows goes through it,
+// so that texts, at most 256 bytes each, and lists, each bounded, keep an
+// answer within reach of maxBody whatever the Transport holds.
 func clip(s string) string {
 	if len(s) <= maxText {
 		return s
 	}
-	const mark = "…"
-	cut := maxText - len(mark)
-	for cut > 0 && !utf8.RuneStart(s[cut]) {
-		cut--
+	return prefix(s, maxText-len(mark)) + mark
+}
+
+// prefix returns the longest prefix of s of at most n bytes that ends at
+// a character boundary.
+func prefix(s string, n int) string {
+	if len(s) <= n {
+		return s
 	}
-	return s[:cut] + mark
+	for n > 0 && !utf8.RuneStart(s[n]) {
+		n--
+	}
+	return s[:n]
 }
 
 // errText is an error's text as the page shows it: every URL in it cut
 // down to its scheme, host and path, as the logs show them, then clipped.
+//
+// A text longer than maxRedact is cut before it is redacted, and then
+// back to the last space or control character before the cut: a URL
+// that the cut would split is left out whole. Split, its start may read
+// as a URL of its own with nothing to hide ("https://alice:" is a host
+// and an empty port, where "https://alice:pw@host" has a userinfo). A
+// bare URL holds no space or control character, so the words kept are
+// whole, and a URL among them is read as in the whole text; one in a
+// quoted string whose quote closes past the cut is read as a bare URL,
+// which keeps less of it.
 func errText(s string) string {
-	return clip(redact.Text(s))
+	if len(s) <= maxRedact {
+		return clip(redact.Text(s))
+	}
+	words := s[:max(strings.LastIndexFunc(s[:maxRedact+1], func(r rune) bool { return r <= ' ' || r == 0x7f }), 0)]
+	return clip(redact.Text(words) + mark)
 }
 
 // millis is a duration the page shows: in the JSON, a number of
