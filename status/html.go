@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"fmt"
 	"html/template"
-	"math"
 	"net/http"
 	"slices"
 	"strconv"
@@ -57,8 +56,6 @@ var pageTemplate *template.Template
 func init() {
 	pageTemplate = template.Must(template.New("page").Funcs(template.FuncMap{
 		"cell":   cell,
-		"num":    humanNum,
-		"half":   func(v float64) float64 { return v / 2 },
 		"inc":    func(n int) int { return n + 1 },
 		"count":  count,
 		"when":   func(t time.Time) string { return t.Format("2006-01-02 15:04:05Z07:00") },
@@ -84,11 +81,6 @@ func count(n any, one, many string) string {
 		return s + " " + many
 	}
 	return "1 " + one
-}
-
-// humanNum writes v with at most two decimals, and none when it is whole.
-func humanNum(v float64) string {
-	return strconv.FormatFloat(math.Round(v*100)/100, 'f', -1, 64)
 }
 
 const pageHTML = `<!DOCTYPE html>
@@ -190,10 +182,10 @@ dd small { font-size: 12px; font-weight: 400; color: var(--muted); }
 {{- end}}
 </body>
 </html>
-{{- define "tokens"}}{{if .MaxTokens}}<div class="nw"><meter min="0" max="{{.MaxTokens}}" low="{{half .MaxTokens}}" optimum="{{.MaxTokens}}" value="{{.Tokens}}"></meter> {{num .Tokens}} / {{num .MaxTokens}}</div>
+{{- define "tokens"}}{{if .MaxTokens}}<div class="nw"><meter min="0" max="{{.MaxTokens}}" low="{{.MaxTokens.Half}}" optimum="{{.MaxTokens}}" value="{{.Tokens}}"></meter> {{.Tokens}} / {{.MaxTokens}}</div>
 {{- if .Spent}}<div><span class="tag bad">spent</span> extra attempts refused</div>{{end}}
 {{- else}}<span class="muted">no throttle</span>{{end}}
-{{- if .HedgeTokens}}<div class="muted">{{num .HedgeTokens}} hedge tokens</div>{{end}}{{end}}
+{{- if .HedgeTokens}}<div class="muted">{{.HedgeTokens}} hedge tokens</div>{{end}}{{end}}
 {{- define "holds"}}{{range .Holds}}<div class="nw"><span class="tag bad">held</span> <b>{{.Remaining}}</b> left</div><div class="muted">after a {{status .Status}}</div><div class="muted">rule <span class="mono">{{.Rule}}</span></div>{{else}}<span class="muted">none</span>{{end}}
 {{- if .MoreHolds}}<div class="muted">and {{.MoreHolds}} more</div>{{end}}
 {{- with .HoldsSet}}<div class="muted">{{count . "hold set" "holds set"}}</div>{{end}}

@@ -2,8 +2,10 @@ package status
 
 import (
 	"bytes"
+	"encoding/json"
 	"errors"
 	"fmt"
+	"math"
 	"net/http"
 	"net/http/httptest"
 	"slices"
@@ -197,9 +199,11 @@ func TestSpent(t *testing.T) {
 		{5, 10, true},
 		{4, 10, true},
 		{0, 10, true},
+		{0.501, 1, false},
+		{0.5, 1, true},
 	}
 	for _, tt := range tests {
-		assert.Equal(t, tt.want, spent(tt.tokens, tt.maxTokens), "%v of %v", tt.tokens, tt.maxTokens)
+		assert.Equal(t, tt.want, spent(fixedOf(tt.tokens), fixedOf(tt.maxTokens)), "%v of %v", tt.tokens, tt.maxTokens)
 	}
 }
 
@@ -301,4 +305,45 @@ func TestFitOrder(t *testing.T) {
 	}
 	_, err := fit(read(s, now), renderJSON, least)
 	assert.ErrorContains(t, err, "does not fit")
+}
+
+// A budget's figures are floats, which a Transport reading them while
+// its policy changed, or a Stats made by hand, may leave NaN or
+// infinite; encoding/json refuses those, which would fail the whole
+// answer. The page shows finite numbers for them, in JSON and in HTML.
+func TestNumbersAlwaysEncode(t *testing.T) {
+	t.Parallel()
+	inf, nan := math.Inf(1), math.NaN()
+	tests := []struct {
+		name                           string
+		tokens, maxTokens, hedgeTokens float64
+		want                           [3]float64
+	}{
+		{"no throttle, removed while read", inf, 0, 0, [3]float64{1e12, 0, 0}},
+		{"all infinite", inf, inf, -inf, [3]float64{1e12, 1e12, -1e12}},
+		{"not numbers", nan, nan, nan, [3]float64{0, 0, 0}},
+		{"beyond the range", 1e300, -1e300, 5e-324, [3]float64{1e12, -1e12, 0}},
+		{"rounded to a thousandth", 4.5, 10.0004, 0.0006, [3]float64{4.5, 10, 0.001}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			s := retryhttp.Stats{Rules: map[string]retryhttp.Counters{"*": {}}, Hosts: map[string]retryhttp.HostStats{
+				"api.test": {Tokens: tt.tokens, MaxTokens: tt.maxTokens, HedgeTokens: tt.hedgeTokens}}}
+			h := handler{stats: func() retryhttp.Stats { return s }}
+			for _, format := range []string{"html", "json"} {
+				w := httptest.NewRecorder()
+				h.ServeHTTP(w, httptest.NewRequest(http.MethodGet, "/?format="+format, nil))
+				require.Equal(t, http.StatusOK, w.Code, "%s: %s", format, w.Body.String())
+				if format == "json" {
+					var p struct {
+						Hosts []struct{ Tokens, MaxTokens, HedgeTokens float64 }
+					}
+					require.NoError(t, json.Unmarshal(w.Body.Bytes(), &p))
+					require.Len(t, p.Hosts, 1)
+					got := p.Hosts[0]
+					assert.Equal(t, tt.want, [3]float64{got.Tokens, got.MaxTokens, got.HedgeTokens})
+				}
+			}
+		})
+	}
 }

@@ -75,9 +75,9 @@ type buffer struct {
 type host struct {
 	Host string `json:"host"`
 	counters
-	Tokens          float64  `json:"tokens"`
-	MaxTokens       float64  `json:"maxTokens"`
-	HedgeTokens     float64  `json:"hedgeTokens"`
+	Tokens          fixed    `json:"tokens"`
+	MaxTokens       fixed    `json:"maxTokens"`
+	HedgeTokens     fixed    `json:"hedgeTokens"`
 	Holds           []hold   `json:"holds"`
 	MoreHolds       int      `json:"moreHolds"`
 	LatencySamples  int      `json:"latencySamples"`
@@ -160,7 +160,7 @@ type rank struct {
 	windows  int  // dial windows open
 	failures int  // among the recent failures
 	failed   uint64
-	used     float64 // tokens of its retry budget used
+	used     fixed // tokens of its retry budget used
 	requests uint64
 	dials    []dial.Window
 }
@@ -202,8 +202,9 @@ func rankHosts(hosts map[string]retryhttp.HostStats, failures []retryhttp.Failur
 	ranked := make([]rank, 0, len(names))
 	for _, name := range names {
 		hs := hosts[name]
-		r := rank{name: name, stats: hs, spent: spent(hs.Tokens, hs.MaxTokens), failures: recent[name],
-			failed: hs.ExtraAttemptsFailed, used: max(hs.MaxTokens-hs.Tokens, 0), requests: hs.Requests,
+		tokens, maxTokens := fixedOf(hs.Tokens), fixedOf(hs.MaxTokens)
+		r := rank{name: name, stats: hs, spent: spent(tokens, maxTokens), failures: recent[name],
+			failed: hs.ExtraAttemptsFailed, used: max(maxTokens-tokens, 0), requests: hs.Requests,
 			dials: c.claim(name)}
 		for _, h := range hs.Holds {
 			r.held = r.held || h.Until.After(now)
@@ -222,15 +223,15 @@ func rankHosts(hosts map[string]retryhttp.HostStats, failures []retryhttp.Failur
 // spent reports whether a retry budget of tokens out of maxTokens
 // refuses extra attempts: they start only while it holds more than half
 // its capacity. A maxTokens of 0 is no throttle, which refuses none.
-func spent(tokens, maxTokens float64) bool {
+func spent(tokens, maxTokens fixed) bool {
 	return maxTokens > 0 && !(2*tokens > maxTokens)
 }
 
 // hostOf makes the row of a ranked host.
 func hostOf(r rank, now time.Time) host {
 	hs := r.stats
-	h := host{Host: clip(r.name), counters: countersOf(hs.Counters), Tokens: hs.Tokens, MaxTokens: hs.MaxTokens,
-		HedgeTokens: hs.HedgeTokens, Holds: []hold{}, DialBackoff: []window{}, RecentFailures: r.failures, Spent: r.spent,
+	h := host{Host: clip(r.name), counters: countersOf(hs.Counters), Tokens: fixedOf(hs.Tokens),
+		MaxTokens: fixedOf(hs.MaxTokens), HedgeTokens: fixedOf(hs.HedgeTokens), Holds: []hold{}, DialBackoff: []window{}, RecentFailures: r.failures, Spent: r.spent,
 		LatencySamples: hs.LatencySamples, LatencyP50: millis(hs.LatencyP50), LatencyP90: millis(hs.LatencyP90),
 		LatencyP99: millis(hs.LatencyP99)}
 	holds := slices.Clone(hs.Holds)

@@ -1,6 +1,7 @@
 package status
 
 import (
+	"math"
 	"strconv"
 	"strings"
 	"time"
@@ -64,6 +65,42 @@ func errText(s string) string {
 	words := s[:max(strings.LastIndexFunc(s[:maxRedact+1], func(r rune) bool { return r <= ' ' || r == 0x7f }), 0)]
 	return clip(redact.Text(words) + mark)
 }
+
+// fixed is a number the page shows with up to three decimals, kept as a
+// count of thousandths. The figures that come as floats (a budget's
+// tokens) are held as fixed, made by fixedOf alone, so that the page
+// holds no NaN or infinity by construction: encoding/json refuses them,
+// failing the whole answer, and a budget read while SetPolicy removed
+// the throttle once gave +Inf. Every other number of the page is an
+// integer, a duration included (see millis).
+type fixed int64
+
+// fixedBound is the largest magnitude a fixed takes, in units: a
+// trillion tokens, far beyond any budget.
+const fixedBound = 1e12
+
+// fixedOf returns v to the nearest thousandth: 0 for NaN, and ±1e12 for
+// a value beyond that, infinities included.
+func fixedOf(v float64) fixed {
+	switch {
+	case v != v:
+		return 0
+	case v >= fixedBound:
+		return fixedBound * 1000
+	case v <= -fixedBound:
+		return -fixedBound * 1000
+	}
+	return fixed(math.Round(v * 1000))
+}
+
+// MarshalJSON writes v as a number with up to three decimals.
+func (v fixed) MarshalJSON() ([]byte, error) { return appendThousandths(nil, int64(v)), nil }
+
+// String writes v as MarshalJSON does: "4.5", "10".
+func (v fixed) String() string { return string(appendThousandths(nil, int64(v))) }
+
+// Half is v/2, to the thousandth below.
+func (v fixed) Half() fixed { return v / 2 }
 
 // millis is a duration the page shows: in the JSON, a number of
 // milliseconds to the microsecond; in the HTML, as a person reads it.

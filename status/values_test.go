@@ -1,11 +1,15 @@
 package status
 
 import (
+	"encoding/json"
+	"math"
 	"strings"
 	"testing"
+	"time"
 	"unicode/utf8"
 
 	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
 )
 
 // clip keeps a text of up to 256 bytes, and cuts a longer one at a
@@ -72,5 +76,50 @@ func TestErrText(t *testing.T) {
 				assert.True(t, strings.HasSuffix(got, mark) || len(got) < len(tt.in), "got %q", got)
 			}
 		})
+	}
+}
+
+// Thousandths are written as JSON numbers with up to three decimals and
+// no trailing zeros, whatever their sign and size.
+func TestThousandths(t *testing.T) {
+	t.Parallel()
+	tests := []struct {
+		n    int64
+		want string
+	}{
+		{0, "0"}, {1, "0.001"}, {10, "0.01"}, {100, "0.1"}, {1050, "1.05"}, {4500, "4.5"}, {10000, "10"},
+		{-1, "-0.001"}, {-4500, "-4.5"}, {1e15, "1000000000000"},
+		{math.MaxInt64, "9223372036854775.807"}, {math.MinInt64, "-9223372036854775.808"},
+	}
+	for _, tt := range tests {
+		got := appendThousandths(nil, tt.n)
+		assert.Equal(t, tt.want, string(got), "%d", tt.n)
+		var v float64
+		assert.NoError(t, json.Unmarshal(got, &v), "%s is no JSON number", got)
+	}
+}
+
+// A duration is milliseconds to the microsecond in JSON, and reads as a
+// person reads it in HTML.
+func TestMillis(t *testing.T) {
+	t.Parallel()
+	tests := []struct {
+		d          time.Duration
+		json, html string
+	}{
+		{0, "0", "0s"},
+		{1500 * time.Nanosecond, "0.002", "2µs"},
+		{850 * time.Microsecond, "0.85", "850µs"},
+		{12345 * time.Microsecond, "12.345", "12.3ms"},
+		{29501 * time.Millisecond, "29501", "29.5s"},
+		{125 * time.Second, "125000", "2m5s"},
+		{-time.Second, "-1000", "-1s"},
+		{math.MaxInt64, "9223372036854.775", "2562047h47m16.854775807s"}, // Round saturates
+	}
+	for _, tt := range tests {
+		got, err := millis(tt.d).MarshalJSON()
+		require.NoError(t, err)
+		assert.Equal(t, tt.json, string(got), "%v", tt.d)
+		assert.Equal(t, tt.html, millis(tt.d).String(), "%v", tt.d)
 	}
 }
