@@ -347,3 +347,38 @@ func TestNumbersAlwaysEncode(t *testing.T) {
 		})
 	}
 }
+
+// Every error text the page shows goes through the redaction the logs
+// use, whoever made it: the policy's error, a failure's (which the
+// Transport redacts too) and a dial window's.
+func TestRedactsEveryError(t *testing.T) {
+	t.Parallel()
+	const secret = "hunter2"
+	quoted := func(what string) error {
+		return fmt.Errorf(`%s "https://alice:%s@api.test/v1?api_key=%s#%s": connection reset by peer`, what, secret, secret, secret)
+	}
+	now := time.Now()
+	s := retryhttp.Stats{
+		Rules:     map[string]retryhttp.Counters{"*": {}},
+		Hosts:     map[string]retryhttp.HostStats{"api.test": {}},
+		PolicyErr: quoted("retryhttp: invalid policy: a rule names"),
+		Failures: []retryhttp.Failure{{Time: now, Host: "api.test", Method: "GET", Path: "/v1",
+			Err: quoted("Get").Error(), Attempts: 1}},
+		Failed:      1,
+		DialBackoff: []dial.Window{{Network: "tcp", Addr: "api.test:443", Failures: 1, Until: now.Add(time.Second), Err: quoted("dial")}},
+	}
+	h := handler{stats: func() retryhttp.Stats { return s }}
+	for _, format := range []string{"html", "json"} {
+		w := httptest.NewRecorder()
+		h.ServeHTTP(w, httptest.NewRequest(http.MethodGet, "/?format="+format, nil))
+		require.Equal(t, http.StatusOK, w.Code)
+		body := w.Body.String()
+		for _, leak := range []string{secret, "alice", "api_key"} {
+			assert.False(t, strings.Contains(body, leak), "the %s page shows %q", format, leak)
+		}
+	}
+	p := read(s, now)
+	want := `"https://REDACTED:REDACTED@api.test/v1": connection reset by peer`
+	assert.Equal(t, []string{"retryhttp: invalid policy: a rule names " + want, "Get " + want, "dial " + want},
+		[]string{p.PolicyErr, p.Failures[0].Err, p.Hosts[0].DialBackoff[0].Err})
+}

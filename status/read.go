@@ -134,12 +134,12 @@ func read(s retryhttp.Stats, now time.Time) *page {
 		Buffer: buffer{Buffered: s.Buffer.Buffered, HighWater: s.Buffer.HighWater, CommittedForSize: s.Buffer.CommittedForSize},
 		Failed: s.Failed}
 	if s.PolicyErr != nil {
-		p.PolicyErr = clip(s.PolicyErr.Error())
+		p.PolicyErr = errText(s.PolicyErr.Error())
 	}
 	failures := s.Failures[:min(len(s.Failures), maxFailures)]
 	for _, f := range failures {
 		p.Failures = append(p.Failures, failure{Time: f.Time.UTC(), Host: clip(f.Host), Method: clip(f.Method),
-			Path: clip(f.Path), Status: f.Status, Err: clip(f.Err), Attempts: f.Attempts})
+			Path: clip(f.Path), Status: f.Status, Err: errText(f.Err), Attempts: f.Attempts})
 	}
 	c := newClaims(s.DialBackoff)
 	ranked := rankHosts(s.Hosts, failures, c, now)
