@@ -382,3 +382,33 @@ func TestRedactsEveryError(t *testing.T) {
 	assert.Equal(t, []string{"retryhttp: invalid policy: a rule names " + want, "Get " + want, "dial " + want},
 		[]string{p.PolicyErr, p.Failures[0].Err, p.Hosts[0].DialBackoff[0].Err})
 }
+
+// A time outside the years RFC 3339 writes, which encoding/json
+// refuses, is shown as the nearest it writes: no Transport makes one (a
+// hold lasts a century at most), but the page holds nothing the encoder
+// refuses, whatever Stats holds.
+func TestTimesAlwaysEncode(t *testing.T) {
+	t.Parallel()
+	far, early := time.Date(12000, 1, 1, 0, 0, 0, 0, time.UTC), time.Date(-5, 1, 1, 0, 0, 0, 0, time.UTC)
+	s := retryhttp.Stats{Rules: map[string]retryhttp.Counters{"*": {}},
+		Hosts: map[string]retryhttp.HostStats{"api.test": {Holds: []retryhttp.Hold{{Rule: "*", Status: 429,
+			Since: early, Until: far}}}},
+		Failures:    []retryhttp.Failure{{Time: early, Host: "api.test", Method: "GET", Path: "/", Status: 503}},
+		DialBackoff: []dial.Window{{Network: "tcp", Addr: "api.test:443", Until: far}},
+	}
+	w := httptest.NewRecorder()
+	handler{stats: func() retryhttp.Stats { return s }}.ServeHTTP(w, httptest.NewRequest(http.MethodGet, "/?format=json", nil))
+	require.Equal(t, http.StatusOK, w.Code, w.Body.String())
+	var p struct {
+		Hosts []struct {
+			Holds       []struct{ Since, Until time.Time }
+			DialBackoff []struct{ Until time.Time }
+		}
+		Failures []struct{ Time time.Time }
+	}
+	require.NoError(t, json.Unmarshal(w.Body.Bytes(), &p))
+	last, first := time.Date(9999, 12, 31, 23, 59, 59, 999999999, time.UTC), time.Date(0, 1, 1, 0, 0, 0, 0, time.UTC)
+	h := p.Hosts[0]
+	assert.Equal(t, []time.Time{first, last, last, first},
+		[]time.Time{h.Holds[0].Since, h.Holds[0].Until, h.DialBackoff[0].Until, p.Failures[0].Time})
+}

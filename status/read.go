@@ -126,7 +126,7 @@ type failure struct {
 // read makes the page of s at now. It is a function of its arguments
 // alone: the Transport was read once, by Stats.
 func read(s retryhttp.Stats, now time.Time) *page {
-	p := &page{Version: 1, Time: now.UTC(), Hosts: []host{}, OtherDialBackoff: []window{}, Failures: []failure{},
+	p := &page{Version: 1, Time: utc(now), Hosts: []host{}, OtherDialBackoff: []window{}, Failures: []failure{},
 		// A used Transport has a rule table, if only "(none)", or the
 		// error of the policy it could not take.
 		Used: len(s.Rules) > 0 || s.PolicyErr != nil, Dialer: s.DialBackoff != nil,
@@ -138,7 +138,7 @@ func read(s retryhttp.Stats, now time.Time) *page {
 	}
 	failures := s.Failures[:min(len(s.Failures), maxFailures)]
 	for _, f := range failures {
-		p.Failures = append(p.Failures, failure{Time: f.Time.UTC(), Host: clip(f.Host), Method: clip(f.Method),
+		p.Failures = append(p.Failures, failure{Time: utc(f.Time), Host: clip(f.Host), Method: clip(f.Method),
 			Path: clip(f.Path), Status: f.Status, Err: errText(f.Err), Attempts: f.Attempts})
 	}
 	c := newClaims(s.DialBackoff)
@@ -239,8 +239,8 @@ func hostOf(r rank, now time.Time) host {
 		return cmp.Or(b.Until.Compare(a.Until), strings.Compare(a.Rule, b.Rule))
 	})
 	for _, hd := range holds[:min(len(holds), maxHolds)] {
-		h.Holds = append(h.Holds, hold{Rule: clip(hd.Rule), Status: hd.Status, Since: hd.Since.UTC(),
-			Until: hd.Until.UTC(), Remaining: remaining(hd.Until, now)})
+		h.Holds = append(h.Holds, hold{Rule: clip(hd.Rule), Status: hd.Status, Since: utc(hd.Since),
+			Until: utc(hd.Until), Remaining: remaining(hd.Until, now)})
 	}
 	h.MoreHolds = max(len(holds)-maxHolds, 0)
 	h.DialBackoff, h.MoreDialBackoff = windowsOf(r.dials, now)
@@ -348,7 +348,7 @@ func windowsOf(ws []dial.Window, now time.Time) ([]window, int) {
 	})
 	out := []window{}
 	for _, w := range ws[:min(len(ws), maxWindows)] {
-		d := window{Network: clip(w.Network), Addr: clip(w.Addr), Failures: w.Failures, Until: w.Until.UTC(),
+		d := window{Network: clip(w.Network), Addr: clip(w.Addr), Failures: w.Failures, Until: utc(w.Until),
 			Remaining: remaining(w.Until, now)}
 		if w.Err != nil {
 			d.Err = errText(w.Err.Error())

@@ -102,6 +102,27 @@ func (v fixed) String() string { return string(appendThousandths(nil, int64(v)))
 // Half is v/2, to the thousandth below.
 func (v fixed) Half() fixed { return v / 2 }
 
+// The first and last times RFC 3339 writes, which encoding/json
+// refuses to go beyond.
+var (
+	firstTime = time.Date(0, 1, 1, 0, 0, 0, 0, time.UTC)
+	lastTime  = time.Date(9999, 12, 31, 23, 59, 59, 999999999, time.UTC)
+)
+
+// utc returns t in UTC, as the page shows every time, and within the
+// years 0 to 9999, which encoding/json refuses to go beyond, failing the
+// whole answer, as it refuses a NaN (see fixed). No Transport gives such
+// a time; a Stats made by hand may.
+func utc(t time.Time) time.Time {
+	switch {
+	case t.Before(firstTime):
+		return firstTime
+	case t.After(lastTime):
+		return lastTime
+	}
+	return t.UTC()
+}
+
 // millis is a duration the page shows: in the JSON, a number of
 // milliseconds to the microsecond; in the HTML, as a person reads it.
 type millis time.Duration
