@@ -37,10 +37,11 @@ var screenshot = flag.String("retryhttp.screenshot", "",
 //
 // It skips when neither chromium nor chromium-browser is in PATH, unless
 // RETRYHTTP_REQUIRE_CHROMIUM=1 (as CI sets it), when it fails. To make
-// the README's screenshot anew, from the module's root (the path is the
-// test's, which runs in status/):
+// the README's screenshot anew, from the module's root:
 //
-//	go test -run TestInChromium ./status -retryhttp.screenshot=../docs/status.png
+//	go test -run TestInChromium ./status -retryhttp.screenshot=$PWD/docs/status.png
+//
+// (a relative path is the test's, which runs in status/).
 //
 // Chromium's --blink-settings=scriptEnabled=false makes headless
 // Chromium 148 print no DOM at all (its --dump-dom reads the DOM through
