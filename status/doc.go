@@ -22,8 +22,9 @@
 // Counters.ExtraAttemptsFailed); a duration is a number of milliseconds,
 // to the microsecond, under its field's name followed by "Ms"
 // ("holdWaitTimeMs" is Counters.HoldWaitTime); a time is an RFC 3339
-// string in UTC; a list is never null; an error is its text, "" for
-// none. Keys that no Go field has are derived: remainingMs is the time
+// string in UTC; a number is finite, and one that Go holds as a float
+// (tokens) has up to three decimals; a list is never null; an error is
+// its text, "" for none. Keys that no Go field has are derived: remainingMs is the time
 // left until a hold or a dial window ends, and moreX counts the entries
 // of the list X that are not listed. In full, with counters written once:
 //

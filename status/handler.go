@@ -58,8 +58,9 @@ import (
 // never change one. Its keys are the names of the Go fields they show,
 // in lowerCamel case; a duration is a number of milliseconds, to the
 // microsecond, under its field's name followed by "Ms"; a time is an RFC
-// 3339 string in UTC; a list is never null; an error is its text, ""
-// for none. In full, with counters written once:
+// 3339 string in UTC; a number is finite, and one that Go holds as a
+// float (tokens) has up to three decimals; a list is never null; an
+// error is its text, "" for none. In full, with counters written once:
 //
 //	{"version": 1, "time": "2025-03-01T12:00:05Z", "used": true, "dialer": true, "policyErr": "",
 //	 "total": {counters},

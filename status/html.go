@@ -73,9 +73,8 @@ func cell(name string, h host) (template.HTML, error) {
 	return template.HTML(buf.String()), err
 }
 
-// count writes n and the word for one thing or for several: "1 hold
-// set", "3 holds set".
-// n is a counter (uint64) or a count (int).
+// count writes n, a counter (uint64) or a count (int), and the word
+// for one thing or for several: "1 hold set", "3 holds set".
 func count(n any, one, many string) string {
 	if s := fmt.Sprint(n); s != "1" {
 		return s + " " + many

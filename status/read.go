@@ -229,8 +229,9 @@ func spent(tokens, maxTokens fixed) bool {
 // hostOf makes the row of a ranked host.
 func hostOf(r rank, now time.Time) host {
 	hs := r.stats
-	h := host{Host: clip(r.name), counters: countersOf(hs.Counters), Tokens: fixedOf(hs.Tokens),
-		MaxTokens: fixedOf(hs.MaxTokens), HedgeTokens: fixedOf(hs.HedgeTokens), Holds: []hold{}, DialBackoff: []window{}, RecentFailures: r.failures, Spent: r.spent,
+	h := host{Host: clip(r.name), counters: countersOf(hs.Counters),
+		Tokens: fixedOf(hs.Tokens), MaxTokens: fixedOf(hs.MaxTokens), HedgeTokens: fixedOf(hs.HedgeTokens),
+		Holds: []hold{}, DialBackoff: []window{}, RecentFailures: r.failures, Spent: r.spent,
 		LatencySamples: hs.LatencySamples, LatencyP50: millis(hs.LatencyP50), LatencyP90: millis(hs.LatencyP90),
 		LatencyP99: millis(hs.LatencyP99)}
 	holds := slices.Clone(hs.Holds)

@@ -62,8 +62,10 @@ func errText(s string) string {
 	if len(s) <= maxRedact {
 		return clip(redact.Text(s))
 	}
-	words := s[:max(strings.LastIndexFunc(s[:maxRedact+1], func(r rune) bool { return r <= ' ' || r == 0x7f }), 0)]
-	return clip(redact.Text(words) + mark)
+	// The last space or control character at or before the cut, where a
+	// bare URL ends; none leaves nothing to redact.
+	end := strings.LastIndexFunc(s[:maxRedact+1], func(r rune) bool { return r <= ' ' || r == 0x7f })
+	return clip(redact.Text(s[:max(end, 0)]) + mark)
 }
 
 // fixed is a number the page shows with up to three decimals, kept as a
