@@ -1,4 +1,4 @@
-package retryhttp_test
+package status_test
 
 import (
 	"fmt"
@@ -11,6 +11,7 @@ import (
 	"github.com/retryhttp/retryhttp"
 	"github.com/retryhttp/retryhttp/policy"
 	rt "github.com/retryhttp/retryhttp/retryhttptest"
+	"github.com/retryhttp/retryhttp/status"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	"go.uber.org/goleak"
@@ -25,27 +26,27 @@ func longHost(i int) string {
 
 // However many hosts the Transport met, each held, the page lists 100
 // of them and counts the rest, and each answer stays under 1 MiB.
-func TestStatusBounded(t *testing.T) {
+func TestBounded(t *testing.T) {
 	t.Parallel()
 	const hosts = 10000
 	cfg := policy.Default()
 	cfg.MaxServerDelay = time.Second // the holds are not waited for
-	tr, _ := newScripted(cfg, rt.Step{Status: 429, Header: http.Header{"Retry-After": {"3600"}}})
+	tr := newScripted(cfg, rt.Step{Status: 429, Header: http.Header{"Retry-After": {"3600"}}})
 	client := &http.Client{Transport: tr}
 	for i := range hosts {
 		get(t, client, "https://"+longHost(i)+"/v1/"+strings.Repeat("p", 300))
 	}
 
-	s := statusOf(t, tr)
-	assert.Len(t, s.Hosts, 100)
-	assert.Greater(t, s.MoreHosts, 0)
-	assert.LessOrEqual(t, len(s.Hosts)+s.MoreHosts, hosts)
-	for _, h := range s.Hosts {
+	p := pageOf(t, tr)
+	assert.Len(t, p.Hosts, 100)
+	assert.Greater(t, p.MoreHosts, 0)
+	assert.LessOrEqual(t, len(p.Hosts)+p.MoreHosts, hosts+1, "every host, and (other)")
+	for _, h := range p.Hosts {
 		assert.Len(t, h.Holds, 1, h.Host)
 	}
-	assert.Len(t, s.Failures, 0, "a 429 at the first attempt is no failure of the Transport's")
+	assert.Len(t, p.Failures, 0, "a 429 at the first attempt is no failure of the Transport's")
 	for _, format := range []string{"", "?format=json"} {
-		w := serveStatus(retryhttp.StatusHandler(tr), http.MethodGet, "/"+format)
+		w := serve(status.Handler(tr), http.MethodGet, "/"+format)
 		require.Equal(t, http.StatusOK, w.Code)
 		assert.Less(t, w.Body.Len(), 1<<20, "format %q: got %d bytes", format, w.Body.Len())
 		t.Logf("format %q: %d bytes", format, w.Body.Len())
@@ -55,7 +56,7 @@ func TestStatusBounded(t *testing.T) {
 // Serving the page changes nothing the page, or Stats, can see, and
 // leaves no goroutine behind: inside the bubble, one left blocked would
 // fail the test when the bubble ends.
-func TestStatusChangesNothing(t *testing.T) {
+func TestChangesNothing(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		cfg := policy.Default()
 		cfg.MaxServerDelay = time.Second
@@ -71,18 +72,18 @@ func TestStatusChangesNothing(t *testing.T) {
 			get(t, client, u)
 		}
 		statsBefore := tr.Stats()
-		h := retryhttp.StatusHandler(tr)
+		h := status.Handler(tr)
 		pages := func() []string {
 			var out []string
 			for _, target := range []string{"/", "/?format=json"} {
-				out = append(out, serveStatus(h, http.MethodGet, target).Body.String())
+				out = append(out, serve(h, http.MethodGet, target).Body.String())
 			}
 			return out
 		}
 		before := pages()
 		for _, method := range []string{"GET", "HEAD", "POST", "DELETE"} {
 			for _, target := range []string{"/", "/?format=json", "/?format=nope"} {
-				serveStatus(h, method, target)
+				serve(h, method, target)
 			}
 		}
 		assert.Equal(t, before, pages(), "the page changed by being served")
@@ -90,9 +91,37 @@ func TestStatusChangesNothing(t *testing.T) {
 	})
 }
 
+// Reading the page makes no host record, no latency ring and no
+// statistics entry: a host never hedged still keeps no latencies, and
+// no host or failure appears.
+func TestMakesNoState(t *testing.T) {
+	t.Parallel()
+	synctest.Test(t, func(t *testing.T) {
+		cfg := policy.None()
+		cfg.Hold = &policy.Hold{}
+		tr := &retryhttp.Transport{Policy: cfg, Base: byHost(map[string]rt.Step{
+			"a.test": {Status: 503, Header: http.Header{"Retry-After": {"60"}}},
+		})}
+		get(t, &http.Client{Transport: tr}, "https://a.test/")
+		before := tr.Stats()
+		require.Len(t, before.Hosts["a.test"].Holds, 1, "a held host, whose page reads its holds")
+		assert.Equal(t, "(none)", before.Hosts["a.test"].Holds[0].Rule, "the key of requests no rule matched")
+		h := status.Handler(tr)
+		for range 3 {
+			serve(h, http.MethodGet, "/")
+			serve(h, http.MethodGet, "/?format=json")
+		}
+		after := tr.Stats()
+		assert.Len(t, after.Hosts, len(before.Hosts))
+		assert.Zero(t, after.Hosts["a.test"].LatencySamples, "a latency ring was made")
+		assert.Zero(t, after.Failed)
+		assert.Equal(t, before, after)
+	})
+}
+
 // Serving the page starts no goroutine that outlives it, on a Transport
 // that built its own base.
-func TestStatusLeavesNoGoroutine(t *testing.T) {
+func TestLeavesNoGoroutine(t *testing.T) {
 	srv := &rt.Server{Script: []rt.Step{{Status: 503}, {}}}
 	ts := srv.Start(t)
 	tr := &retryhttp.Transport{}
@@ -100,9 +129,9 @@ func TestStatusLeavesNoGoroutine(t *testing.T) {
 	get(t, &http.Client{Transport: tr}, ts.URL+"/v1/items")
 	tr.CloseIdleConnections()
 	ignore := goleak.IgnoreCurrent()
-	h := retryhttp.StatusHandler(tr)
+	h := status.Handler(tr)
 	for _, target := range []string{"/", "/?format=json"} {
-		require.Equal(t, http.StatusOK, serveStatus(h, http.MethodGet, target).Code)
+		require.Equal(t, http.StatusOK, serve(h, http.MethodGet, target).Code)
 	}
 	goleak.VerifyNone(t, ignore)
 }

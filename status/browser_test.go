@@ -1,6 +1,6 @@
 //go:build unix
 
-package retryhttp
+package status
 
 import (
 	"bytes"
@@ -10,7 +10,6 @@ import (
 	"net"
 	"net/http"
 	"net/http/httptest"
-	"net/netip"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -20,6 +19,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/retryhttp/retryhttp"
+	"github.com/retryhttp/retryhttp/dial"
 	"github.com/retryhttp/retryhttp/policy"
 	rt "github.com/retryhttp/retryhttp/retryhttptest"
 	"github.com/stretchr/testify/assert"
@@ -27,29 +28,30 @@ import (
 )
 
 var screenshot = flag.String("retryhttp.screenshot", "",
-	"write a screenshot of the status page, as the README shows it, to this PNG file (with TestStatusInChromium)")
+	"write a screenshot of the status page, as the README shows it, to this PNG file (with TestInChromium)")
 
-// TestStatusInChromium renders the status page in a real headless
-// Chromium, with JavaScript on and off, and checks what a person sees
-// of a realistic Transport: a held host, a spent retry budget, a host
-// in dial backoff, a hedged host's latencies and a few failures.
+// TestInChromium renders the status page in a real headless Chromium,
+// with JavaScript on and off, and checks what a person sees of a
+// realistic Transport: a held host, a spent retry budget, a host in dial
+// backoff, a hedged host's latencies and a few failures.
 //
 // It skips when neither chromium nor chromium-browser is in PATH, unless
 // RETRYHTTP_REQUIRE_CHROMIUM=1 (as CI sets it), when it fails. To make
 // the README's screenshot anew, from the module's root:
 //
-//	go test -run TestStatusInChromium -retryhttp.screenshot=docs/status.png .
+//	go test -run TestInChromium ./status -retryhttp.screenshot=$PWD/docs/status.png
+//
+// (a relative path is the test's, which runs in status/).
 //
 // Chromium's --blink-settings=scriptEnabled=false makes headless
 // Chromium 148 print no DOM at all (its --dump-dom reads the DOM through
 // script), so JavaScript is turned off as a person turns it off: by the
 // profile's content setting, which the test shows to work on a page with
 // a script of its own.
-func TestStatusInChromium(t *testing.T) {
+func TestInChromium(t *testing.T) {
 	bin := chromium(t)
-	tr := busyTransport(t)
 	pages := http.NewServeMux()
-	pages.Handle("/debug/retryhttp", StatusHandler(tr))
+	pages.Handle("/debug/retryhttp", busyHandler(t))
 	pages.HandleFunc("/probe", func(w http.ResponseWriter, r *http.Request) {
 		fmt.Fprint(w, `<!DOCTYPE html><p id="p">script off</p><script>document.getElementById("p").textContent = "script on"</script>`)
 	})
@@ -63,8 +65,8 @@ func TestStatusInChromium(t *testing.T) {
 		t.Run(fmt.Sprintf("javascript=%v", js), func(t *testing.T) {
 			dom := runChromium(t, bin, js, "--dump-dom", srv.URL+"/debug/retryhttp")
 			for _, want := range []string{
-				"api.example.com", "held", "429 Too Many Requests", "methodConfig[1]", // the hold
-				"billing.example.com", "retries refused", "/ 10", // the spent budget
+				"api.example.com", "held", "429 Too Many Requests", `rule <span class="mono">*</span>`, // the hold
+				"billing.example.com", "extra attempts refused", "/ 10", // the spent budget
 				"cdn.example.com:80", "connect: connection refused", // the dial backoff
 				"search.example.com", "p99", // the latencies
 				"GET /v1/invoices", "503 Service Unavailable", // a failure
@@ -137,14 +139,14 @@ func runChromium(t *testing.T, bin string, js bool, args ...string) string {
 
 func tail(s string, n int) string { return s[max(len(s)-n, 0):] }
 
-// busyTransport returns a Transport with its own base, after a morning's
-// work: api.example.com held by a 429, billing.example.com failing until
-// its retry budget is spent, cdn.example.com refusing connections,
+// busyHandler returns the page of a Transport after a morning's work:
+// api.example.com held by a 429, billing.example.com failing until its
+// retry budget is spent, cdn.example.com refusing connections,
 // search.example.com hedged, and metrics.example.com retried now and
-// then. Every request goes
-// through the Transport's own base and Dialer to a kit Server on
-// loopback; only the lookup of the example names is the test's.
-func busyTransport(t *testing.T) *Transport {
+// then. A kit Server answers in memory; cdn.example.com's attempts dial
+// through a dial.Dialer whose dials are refused, and the page shows that
+// Dialer's windows as it shows those of a Transport's own.
+func busyHandler(t *testing.T) http.Handler {
 	var apiN atomic.Int64
 	srv := &rt.Server{Choose: func(n int, req *http.Request) rt.Step {
 		switch req.Host {
@@ -166,22 +168,24 @@ func busyTransport(t *testing.T) *Transport {
 		}
 		return rt.Step{Body: "ok"}
 	}}
-	up := srv.Start(t).Listener.Addr().String()
-
-	tr := &Transport{Policy: busyPolicy()}
-	st := tr.init()
-	t.Cleanup(tr.CloseIdleConnections)
-	st.spread.resolve = func(context.Context, string) ([]netip.Addr, error) {
-		return []netip.Addr{netip.MustParseAddr("127.0.0.1")}, nil // one address: the base dials the name
-	}
-	st.dialer.Backoff = policy.Exponential{Initial: 40 * time.Second, Max: 2 * time.Minute, Multiplier: 1.6}
-	st.dialer.Dial = func(ctx context.Context, network, addr string) (net.Conn, error) {
-		if strings.HasPrefix(addr, "cdn.example.com:") {
+	dialer := &dial.Dialer{
+		Backoff: policy.Exponential{Initial: 40 * time.Second, Max: 2 * time.Minute, Multiplier: 1.6},
+		Dial: func(_ context.Context, network, addr string) (net.Conn, error) {
 			return nil, &net.OpError{Op: "dial", Net: network, Addr: exampleAddr(addr), Err: os.NewSyscallError("connect", syscall.ECONNREFUSED)}
-		}
-		var d net.Dialer
-		return d.DialContext(ctx, network, up)
+		},
 	}
+	base := roundTripFunc(func(req *http.Request) (*http.Response, error) {
+		if req.URL.Host != "cdn.example.com" {
+			return srv.RoundTrip(req)
+		}
+		conn, err := dialer.DialContext(req.Context(), "tcp", "cdn.example.com:80")
+		if err == nil {
+			conn.Close()
+			err = fmt.Errorf("the test's dialer connected")
+		}
+		return nil, err
+	})
+	tr := &retryhttp.Transport{Policy: busyPolicy(), Base: base}
 
 	client := &http.Client{Transport: tr, Timeout: 10 * time.Second}
 	send := func(host, path string, n int) {
@@ -196,11 +200,16 @@ func busyTransport(t *testing.T) *Transport {
 	send("cdn.example.com", "/assets/app.css", 1)
 	send("billing.example.com", "/v1/invoices", 4)
 	send("api.example.com", "/v1/orders", 5) // the 4th is a 429: held for 2 minutes, and the 5th refused
-	return tr
+	require.NotEmpty(t, dialer.Windows(), "cdn.example.com's dial failed into no window")
+	return handler{stats: func() retryhttp.Stats {
+		s := tr.Stats()
+		s.DialBackoff = dialer.Windows()
+		return s
+	}}
 }
 
 // busyPolicy hedges search.example.com and retries every other request,
-// with short waits and a small budget, so that busyTransport is quick.
+// with short waits and a small budget, so that busyHandler is quick.
 func busyPolicy() *policy.Config {
 	cfg := policy.Default()
 	cfg.MaxServerDelay = 2 * time.Second // the 429's 2 minutes are not waited for
@@ -210,6 +219,11 @@ func busyPolicy() *policy.Config {
 		Hedge: &policy.Hedge{MaxAttempts: 2, HedgingDelay: 60 * time.Millisecond}}}, cfg.Rules...)
 	return cfg
 }
+
+// roundTripFunc is a base made of a function.
+type roundTripFunc func(*http.Request) (*http.Response, error)
+
+func (f roundTripFunc) RoundTrip(req *http.Request) (*http.Response, error) { return f(req) }
 
 // exampleAddr is an address named as the dial named it.
 type exampleAddr string

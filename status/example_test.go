@@ -1,4 +1,4 @@
-package retryhttp_test
+package status_test
 
 import (
 	"encoding/json"
@@ -9,13 +9,15 @@ import (
 
 	"github.com/retryhttp/retryhttp"
 	"github.com/retryhttp/retryhttp/retryhttptest"
+	"github.com/retryhttp/retryhttp/status"
 )
 
 // Mount the status page beside the application's other admin pages, and
 // read it as a person (HTML) or a tool (?format=json) would. Here a 429
 // asking for an hour holds its host: longer than the policy waits, so
-// the 429 comes back at once, and the page shows the hold.
-func ExampleStatusHandler() {
+// the 429 comes back at once, and the page shows the hold, under the key
+// of the default policy's one rule, "*".
+func ExampleHandler() {
 	tr := &retryhttp.Transport{Base: &retryhttptest.Server{Script: []retryhttptest.Step{
 		{Status: http.StatusTooManyRequests, Header: http.Header{"Retry-After": {"3600"}}},
 	}}}
@@ -26,7 +28,7 @@ func ExampleStatusHandler() {
 	resp.Body.Close()
 
 	admin := http.NewServeMux()
-	admin.Handle("/debug/retryhttp", retryhttp.StatusHandler(tr))
+	admin.Handle("/debug/retryhttp", status.Handler(tr))
 	// In a program: http.ListenAndServe("127.0.0.1:6060", admin), behind
 	// whatever guards the admin pages.
 
@@ -49,5 +51,5 @@ func ExampleStatusHandler() {
 	left := time.Duration(h.Holds[0].RemainingMs * float64(time.Millisecond)).Round(time.Minute)
 	fmt.Printf("%s: held after a %d, rule %s, %v left\n", h.Host, h.Holds[0].Status, h.Holds[0].Rule, left)
 	// Output:
-	// api.example.com: held after a 429, rule methodConfig[0], 1h0m0s left
+	// api.example.com: held after a 429, rule *, 1h0m0s left
 }

@@ -1,113 +1,137 @@
-package retryhttp
+package status
 
 import (
 	"bytes"
 	"encoding/json"
+	"fmt"
 	"net/http"
 	"strconv"
 	"time"
+
+	"github.com/retryhttp/retryhttp"
 )
 
-// StatusHandler returns an [http.Handler] that shows tr's live state to
-// an operator, as gRPC's channelz and Envoy's admin page show theirs: an
-// HTML page for a person, and the same data as JSON, with ?format=json,
-// for tools. Mount it where you choose, as net/http/pprof is mounted,
-// behind whatever guards your other admin pages:
+// Handler returns an [http.Handler] that shows tr's live state to an
+// operator: an HTML page, or with ?format=json the same data as JSON.
+// Mount it where you choose, as net/http/pprof is mounted:
 //
-//	mux.Handle("/debug/retryhttp", retryhttp.StatusHandler(tr))
+//	mux.Handle("/debug/retryhttp", status.Handler(tr))
 //
-// For each host it shows its retry budget (tokens and capacity, and
-// whether retries are allowed), the holds in force on it (the rule held,
-// the status that set the hold, its end and the time left), the dial
-// backoff of each of its addresses that failed (only when tr built its
-// own Base, and so dials through a [Dialer]), the p50, p90 and p99 of its
-// recent latencies (kept for hosts whose requests were hedged), the
-// hedges its hedge budget holds, and its [Counters]. For the Transport,
-// it shows the totals, addresses in dial backoff that belong to no host
-// it knows (a proxy's, say), and its last 20 failed requests: those that
-// ended in an error, or in a 429 or 5xx after more than one attempt.
+// The page is read from [retryhttp.Transport.Stats], and shows it in its
+// words. For each host: its [retryhttp.Counters]; its retry budget
+// (tokens of maxTokens; retries and hedges start only while tokens >
+// maxTokens/2); the hedges its hedge budget holds (hedgeTokens); the
+// holds in force on it (the rule held, the status that set the hold, its
+// start, its end and the time left); the p50, p90 and p99 of its recent
+// latencies (kept for hosts whose requests were hedged); and the dial
+// backoff of each of its addresses that failed (only when tr dials
+// through a Dialer of its own, see [retryhttp.Stats.DialBackoff]). A host
+// claims an address whose host is its own, with its port or, when it has
+// none, with port 80 or 443, and an address its attempts were routed to
+// ([dial.Window.Hosts]). For the Transport: its total, its request-body
+// buffer, the addresses in dial backoff that no host claims (a proxy's,
+// say), and its last 20 failed requests, newest first.
 //
 // Each answer is bounded: at most 100 hosts are listed and the rest are
 // counted, the most troubled first (held, then with its retry budget
-// spent, most dial windows open, most recent failures, most failed
-// retries, most of its budget used, most requests); at most 8 holds and
-// 8 addresses per host;
-// every text (a host, a path, an error) is cut to 256 bytes. An answer
-// stays under 1 MiB whatever tr holds, listing fewer hosts if it must.
+// spent, most dial windows open, most recent failures, most failed extra
+// attempts, most of its budget used, most requests, then by name); at
+// most 8 holds and 8 dial windows per host, and 8 other addresses; every
+// text (a host, a method, a path, a rule, an address, a network, an
+// error) is cut to 256 bytes. An answer stays under 1 MiB whatever tr
+// holds, listing fewer hosts if it must, and then fewer failures and
+// other addresses.
 //
 // Serving it is read-only: it answers GET and HEAD only (405 Method Not
-// Allowed otherwise, with Allow: GET, HEAD), at any path; it starts no
-// goroutine and sends nothing; it holds a lock that requests share only
-// to copy what it shows; it makes no host record and is not tr's first
-// use (a Transport never used shows an empty page); [Transport.Stats]
-// reads the same before and after. It shows no header value, query
-// string, fragment or userinfo: paths are escaped as [RedactURL] writes
-// them, and error texts go through [RedactURLs]. Answers are marked
-// Cache-Control: no-store. The HTML page is one document, every figure
-// in its markup and its style inline; it runs no script and loads
-// nothing (its Content-Security-Policy forbids both), so it reads the
-// same with JavaScript off.
+// Allowed otherwise, with Allow: GET, HEAD), at any path, and 400 for a
+// format other than html or json; it starts no goroutine and sends
+// nothing; it costs what [retryhttp.Transport.Stats] costs, which is no
+// first use of tr (a Transport never used shows an empty page) and
+// changes nothing. It shows no header value, query string, fragment or
+// userinfo: paths are escaped, and error texts go through the redaction
+// the logs use. Answers are marked Cache-Control: no-store. The HTML page
+// is one document, every figure in its markup and its style inline; it
+// runs no script and loads nothing (its Content-Security-Policy forbids
+// both), so it reads the same with JavaScript off.
 //
 // The JSON is an object of version 1: a later version may add fields,
-// never change one. Times are RFC 3339 strings in UTC; durations are
-// milliseconds, as numbers with up to three decimals, in fields whose
-// names end in "Ms"; lists are never null. Shortened:
+// never change one. Its keys are the names of the Go fields they show,
+// in lowerCamel case; a duration is a number of milliseconds, to the
+// microsecond, under its field's name followed by "Ms"; a time is an RFC
+// 3339 string in UTC; a number is finite, and one that Go holds as a
+// float (tokens) has up to three decimals; a list is never null; an
+// error is its text, "" for none. In full, with counters written once:
 //
-//	{"version": 1, "time": "2025-03-01T12:00:05Z", "used": true, "dialer": true,
-//	 "totals": {counters},
-//	 "hosts": [{"host": "api.example.com",
-//	   "budget": {"tokens": 4.5, "capacity": 10, "allowsRetries": false},
-//	   "hedgeBudget": 0,
-//	   "holds": [{"rule": "methodConfig[0]", "status": 429, "since": "2025-03-01T12:00:00Z",
+//	{"version": 1, "time": "2025-03-01T12:00:05Z", "used": true, "dialer": true, "policyErr": "",
+//	 "total": {counters},
+//	 "buffer": {"buffered": 0, "highWater": 65536, "committedForSize": 0},
+//	 "hosts": [{"host": "api.example.com", counters...,
+//	   "tokens": 4.5, "maxTokens": 10, "hedgeTokens": 0,
+//	   "holds": [{"rule": "*", "status": 429, "since": "2025-03-01T12:00:00Z",
 //	     "until": "2025-03-01T12:00:30Z", "remainingMs": 25000}], "moreHolds": 0,
-//	   "dialBackoff": [{"network": "tcp", "address": "10.0.0.7:443", "failures": 3,
-//	     "until": "2025-03-01T12:00:07.1Z", "remainingMs": 2100, "error": "..."}], "moreDialBackoff": 0,
-//	   "latency": {"samples": 128, "p50Ms": 2.1, "p90Ms": 3.4, "p99Ms": 201.3},
-//	   "counters": {counters}, "recentFailures": 2}],
-//	 "moreHosts": 0, "otherDialBackoff": [], "moreOtherDialBackoff": 0,
+//	   "latencySamples": 128, "latencyP50Ms": 2.1, "latencyP90Ms": 3.4, "latencyP99Ms": 201.3,
+//	   "dialBackoff": [{"network": "tcp", "addr": "10.0.0.7:443", "failures": 3,
+//	     "until": "2025-03-01T12:00:07.1Z", "remainingMs": 2100, "err": "dial tcp ..."}],
+//	   "moreDialBackoff": 0, "recentFailures": 2}],
+//	 "moreHosts": 0,
+//	 "otherDialBackoff": [], "moreOtherDialBackoff": 0,
 //	 "failures": [{"time": "2025-03-01T12:00:04Z", "host": "api.example.com", "method": "GET",
-//	   "path": "/v1/items", "status": 503, "error": "", "attempts": 3}],
-//	 "failuresTotal": 57}
+//	   "path": "/v1/items", "status": 503, "err": "", "attempts": 3}],
+//	 "failed": 57}
 //
-// where:
+// where counters, in "total" and spread into each host, are
 //
-//   - used is false for a Transport never used, whose page is otherwise
-//     empty; policyError is present only while the policy is invalid, and
-//     gives its error; dialer says whether tr dials through a Dialer of
-//     its own, and so has dial backoff to show.
-//   - budget is null for a host without a throttle; hedgeBudget is the
-//     hedges held, at most 10.
-//   - a dialBackoff entry's failures are in a row; its remainingMs is 0
-//     once its window has ended, and the next dial goes to the network.
-//   - latency is null when none are kept; counters is null for a host
-//     counted under "(other)" in [Stats.Hosts]; recentFailures counts the
+//	"requests": 120, "extraAttempts": 9, "extraAttemptsFailed": 6, "transparentRetries": 0,
+//	"hedges": 2, "hedgesWon": 1, "hedgesCancelled": 2, "budgetRefusals": 2,
+//	"fleetRefusals": 0, "hedgeBudgetRefusals": 0, "holdsSet": 1, "holdWaits": 0,
+//	"holdWaitTimeMs": 0, "holdRefusals": 1, "committedForSize": 0
+//
+// and:
+//
+//   - time is when the page was read. used is false for a Transport
+//     never used, whose page is otherwise empty. dialer says whether tr
+//     dials through a Dialer of its own, and so has dial backoff to show.
+//     policyErr is [retryhttp.Stats.PolicyErr]: the error every request
+//     fails with while the policy is invalid.
+//   - total is [retryhttp.Stats.Total]; buffer is [retryhttp.BufferStats],
+//     in bytes; failures and failed are [retryhttp.Stats.Failures] and
+//     Failed, which counts every failure since first use, listed or not.
+//   - hosts are the entries of [retryhttp.Stats.Hosts], "(other)"
+//     included, ranked; host is the key. counters are the host's own, and
+//     the rest is [retryhttp.HostStats]: maxTokens is 0 when the policy
+//     has no throttle; latencySamples is 0, and the latencies with it,
+//     for a host whose latencies are not kept. recentFailures counts the
 //     host's among failures.
-//   - moreHosts, moreHolds, moreDialBackoff and moreOtherDialBackoff count
-//     what is not listed; otherDialBackoff lists the addresses no host
+//   - a hold is a [retryhttp.Hold]: rule is the rule's key, as in
+//     [retryhttp.Stats.Rules].
+//   - a dialBackoff entry is a [dial.Window]: its failures are in a row;
+//     its remainingMs is 0 once its window has ended, and the next dial
+//     goes to the network. otherDialBackoff lists the windows no host
 //     claims.
-//   - a failure has a status, or an error and status 0; failuresTotal
-//     counts every failure since the first request.
-//   - counters has requests, retries, retriesFailed, transparentRetries,
-//     hedges, hedgesWon, refusals (budget, fleet, hedgeBudget, hold),
-//     holdsSet, holdWaits and holdWaitMs, as the fields of [Counters] of
-//     like names; totals sums every host, as [Stats.Total].
+//   - moreHosts, moreHolds, moreDialBackoff and moreOtherDialBackoff count
+//     what is not listed.
+//   - a failure has a status, or an error (err) and status 0.
 //
-// StatusHandler panics if tr is nil. Fleet holds (see [Fleet]) are not
-// shown: a Fleet is asked only by requests.
-func StatusHandler(tr *Transport) http.Handler {
+// The histogram of [retryhttp.Counters] and [retryhttp.Stats.Rules] are
+// left to Stats; fleet holds (see [retryhttp.Fleet]) are not shown, as a
+// fleet is asked only by requests. Handler panics if tr is nil.
+func Handler(tr *retryhttp.Transport) http.Handler {
 	if tr == nil {
-		panic("retryhttp: StatusHandler of a nil Transport")
+		panic("status: Handler of a nil Transport")
 	}
-	return statusHandler{tr}
+	return handler{stats: tr.Stats}
 }
 
-type statusHandler struct{ tr *Transport }
+// handler serves the page of what stats returns: a Transport's Stats,
+// or, in this package's tests, a snapshot made up to hold what no
+// Transport would.
+type handler struct{ stats func() retryhttp.Stats }
 
 // ServeHTTP answers with the page as the request's format asks.
-func (h statusHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+func (h handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	if r.Method != http.MethodGet && r.Method != http.MethodHead {
 		w.Header().Set("Allow", "GET, HEAD")
-		http.Error(w, "retryhttp: the status page answers GET and HEAD only", http.StatusMethodNotAllowed)
+		http.Error(w, "status: the page answers GET and HEAD only", http.StatusMethodNotAllowed)
 		return
 	}
 	render, ctype := renderHTML, "text/html; charset=utf-8"
@@ -116,12 +140,13 @@ func (h statusHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	case "json":
 		render, ctype = renderJSON, "application/json"
 	default:
-		http.Error(w, "retryhttp: format must be html or json", http.StatusBadRequest)
+		http.Error(w, "status: format must be html or json", http.StatusBadRequest)
 		return
 	}
-	body, err := fit(h.tr.status(time.Now()), render)
+	now := time.Now() // before Stats: every hold it gives is in force then
+	body, err := fit(read(h.stats(), now), render, maxBody)
 	if err != nil {
-		http.Error(w, "retryhttp: status page: "+err.Error(), http.StatusInternalServerError)
+		http.Error(w, "status: "+err.Error(), http.StatusInternalServerError)
 		return
 	}
 	hd := w.Header()
@@ -137,27 +162,51 @@ func (h statusHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	w.Write(body)
 }
 
-// fit renders p, listing fewer hosts while the answer would reach
-// maxStatusBody. The bounds on what a host shows keep a page of 100
-// hosts far below it; only texts that escape to several times their
-// length (quotes, angle brackets) could reach it.
-func fit(p *statusPage, render func(*bytes.Buffer, *statusPage) error) ([]byte, error) {
+// fit renders p, listing less while the answer would reach limit (see
+// page.shrink). Its texts clipped and its lists bounded, a page of 100
+// hosts stays well below 1 MiB; only texts that escape to several times
+// their length (quotes, angle brackets, bytes that are no UTF-8) make it
+// list fewer hosts. Without its lists, a page is a few kilobytes: fit
+// fails only for a limit below that.
+func fit(p *page, render func(*bytes.Buffer, *page) error, limit int) ([]byte, error) {
 	var buf bytes.Buffer
 	for {
 		buf.Reset()
 		if err := render(&buf, p); err != nil {
 			return nil, err
 		}
-		if buf.Len() < maxStatusBody || len(p.Hosts) == 0 {
+		if buf.Len() < limit {
 			return buf.Bytes(), nil
 		}
-		keep := len(p.Hosts) * 3 / 4
-		p.MoreHosts += len(p.Hosts) - keep
-		p.Hosts = p.Hosts[:keep]
+		if !p.shrink() {
+			return nil, fmt.Errorf("a page of %d bytes, listing nothing, does not fit in %d", buf.Len(), limit)
+		}
 	}
 }
 
-func renderJSON(buf *bytes.Buffer, p *statusPage) error {
+// shrink lists a quarter less of one of p's lists, the least telling
+// first: the hosts ranked last, then, once no host is left, the oldest
+// failures (failed still counts them), then the addresses no host
+// claims. It reports false when p lists none of them.
+func (p *page) shrink() bool {
+	switch {
+	case len(p.Hosts) > 0:
+		keep := len(p.Hosts) * 3 / 4
+		p.MoreHosts += len(p.Hosts) - keep
+		p.Hosts = p.Hosts[:keep]
+	case len(p.Failures) > 0:
+		p.Failures = p.Failures[:len(p.Failures)*3/4]
+	case len(p.OtherDialBackoff) > 0:
+		keep := len(p.OtherDialBackoff) * 3 / 4
+		p.MoreOtherDialBackoff += len(p.OtherDialBackoff) - keep
+		p.OtherDialBackoff = p.OtherDialBackoff[:keep]
+	default:
+		return false
+	}
+	return true
+}
+
+func renderJSON(buf *bytes.Buffer, p *page) error {
 	enc := json.NewEncoder(buf)
 	enc.SetIndent("", "  ")
 	return enc.Encode(p)

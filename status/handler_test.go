@@ -1,9 +1,11 @@
-package retryhttp_test
+package status_test
 
 import (
 	"encoding/json"
+	"io"
 	"net/http"
 	"net/http/httptest"
+	"strconv"
 	"testing"
 	"testing/synctest"
 	"time"
@@ -11,42 +13,68 @@ import (
 	"github.com/retryhttp/retryhttp"
 	"github.com/retryhttp/retryhttp/policy"
 	rt "github.com/retryhttp/retryhttp/retryhttptest"
+	"github.com/retryhttp/retryhttp/status"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 )
 
-// The status page's JSON, as StatusHandler documents it: decoding it
-// with unknown fields disallowed holds the page to its documented shape.
-type statusJSON struct {
+// The page's JSON, as Handler documents it: decoding it with unknown
+// fields disallowed holds the page to its documented shape.
+type pageJSON struct {
 	Version              int           `json:"version"`
 	Time                 time.Time     `json:"time"`
 	Used                 bool          `json:"used"`
-	PolicyError          string        `json:"policyError"`
 	Dialer               bool          `json:"dialer"`
-	Totals               countersJSON  `json:"totals"`
+	PolicyErr            string        `json:"policyErr"`
+	Total                countersJSON  `json:"total"`
+	Buffer               bufferJSON    `json:"buffer"`
 	Hosts                []hostJSON    `json:"hosts"`
 	MoreHosts            int           `json:"moreHosts"`
-	OtherDialBackoff     []dialJSON    `json:"otherDialBackoff"`
+	OtherDialBackoff     []windowJSON  `json:"otherDialBackoff"`
 	MoreOtherDialBackoff int           `json:"moreOtherDialBackoff"`
 	Failures             []failureJSON `json:"failures"`
-	FailuresTotal        uint64        `json:"failuresTotal"`
+	Failed               uint64        `json:"failed"`
+}
+
+type countersJSON struct {
+	Requests            uint64  `json:"requests"`
+	ExtraAttempts       uint64  `json:"extraAttempts"`
+	ExtraAttemptsFailed uint64  `json:"extraAttemptsFailed"`
+	TransparentRetries  uint64  `json:"transparentRetries"`
+	Hedges              uint64  `json:"hedges"`
+	HedgesWon           uint64  `json:"hedgesWon"`
+	HedgesCancelled     uint64  `json:"hedgesCancelled"`
+	BudgetRefusals      uint64  `json:"budgetRefusals"`
+	FleetRefusals       uint64  `json:"fleetRefusals"`
+	HedgeBudgetRefusals uint64  `json:"hedgeBudgetRefusals"`
+	HoldsSet            uint64  `json:"holdsSet"`
+	HoldWaits           uint64  `json:"holdWaits"`
+	HoldWaitTimeMs      float64 `json:"holdWaitTimeMs"`
+	HoldRefusals        uint64  `json:"holdRefusals"`
+	CommittedForSize    uint64  `json:"committedForSize"`
+}
+
+type bufferJSON struct {
+	Buffered         int64  `json:"buffered"`
+	HighWater        int64  `json:"highWater"`
+	CommittedForSize uint64 `json:"committedForSize"`
 }
 
 type hostJSON struct {
-	Host   string `json:"host"`
-	Budget *struct {
-		Tokens        float64 `json:"tokens"`
-		Capacity      float64 `json:"capacity"`
-		AllowsRetries bool    `json:"allowsRetries"`
-	} `json:"budget"`
-	HedgeBudget     float64       `json:"hedgeBudget"`
-	Holds           []holdJSON    `json:"holds"`
-	MoreHolds       int           `json:"moreHolds"`
-	DialBackoff     []dialJSON    `json:"dialBackoff"`
-	MoreDialBackoff int           `json:"moreDialBackoff"`
-	Latency         *latencyJSON  `json:"latency"`
-	Counters        *countersJSON `json:"counters"`
-	RecentFailures  int           `json:"recentFailures"`
+	Host string `json:"host"`
+	countersJSON
+	Tokens          float64      `json:"tokens"`
+	MaxTokens       float64      `json:"maxTokens"`
+	HedgeTokens     float64      `json:"hedgeTokens"`
+	Holds           []holdJSON   `json:"holds"`
+	MoreHolds       int          `json:"moreHolds"`
+	LatencySamples  int          `json:"latencySamples"`
+	LatencyP50Ms    float64      `json:"latencyP50Ms"`
+	LatencyP90Ms    float64      `json:"latencyP90Ms"`
+	LatencyP99Ms    float64      `json:"latencyP99Ms"`
+	DialBackoff     []windowJSON `json:"dialBackoff"`
+	MoreDialBackoff int          `json:"moreDialBackoff"`
+	RecentFailures  int          `json:"recentFailures"`
 }
 
 type holdJSON struct {
@@ -57,38 +85,13 @@ type holdJSON struct {
 	RemainingMs float64   `json:"remainingMs"`
 }
 
-type dialJSON struct {
+type windowJSON struct {
 	Network     string    `json:"network"`
-	Address     string    `json:"address"`
+	Addr        string    `json:"addr"`
 	Failures    int       `json:"failures"`
 	Until       time.Time `json:"until"`
 	RemainingMs float64   `json:"remainingMs"`
-	Error       string    `json:"error"`
-}
-
-type latencyJSON struct {
-	Samples int     `json:"samples"`
-	P50Ms   float64 `json:"p50Ms"`
-	P90Ms   float64 `json:"p90Ms"`
-	P99Ms   float64 `json:"p99Ms"`
-}
-
-type countersJSON struct {
-	Requests           uint64 `json:"requests"`
-	Retries            uint64 `json:"retries"`
-	RetriesFailed      uint64 `json:"retriesFailed"`
-	TransparentRetries uint64 `json:"transparentRetries"`
-	Hedges             uint64 `json:"hedges"`
-	HedgesWon          uint64 `json:"hedgesWon"`
-	Refusals           struct {
-		Budget      uint64 `json:"budget"`
-		Fleet       uint64 `json:"fleet"`
-		HedgeBudget uint64 `json:"hedgeBudget"`
-		Hold        uint64 `json:"hold"`
-	} `json:"refusals"`
-	HoldsSet   uint64  `json:"holdsSet"`
-	HoldWaits  uint64  `json:"holdWaits"`
-	HoldWaitMs float64 `json:"holdWaitMs"`
+	Err         string    `json:"err"`
 }
 
 type failureJSON struct {
@@ -97,33 +100,51 @@ type failureJSON struct {
 	Method   string    `json:"method"`
 	Path     string    `json:"path"`
 	Status   int       `json:"status"`
-	Error    string    `json:"error"`
+	Err      string    `json:"err"`
 	Attempts int       `json:"attempts"`
 }
 
-// serveStatus answers method target with h, as a server would.
-func serveStatus(h http.Handler, method, target string) *httptest.ResponseRecorder {
+// script is a kit Server playing steps in order, in memory.
+func script(steps ...rt.Step) *rt.Server { return &rt.Server{Script: steps} }
+
+// newScripted returns a Transport whose base is a kit Server playing
+// steps in memory.
+func newScripted(cfg *policy.Config, steps ...rt.Step) *retryhttp.Transport {
+	return &retryhttp.Transport{Base: script(steps...), Policy: cfg}
+}
+
+// readAll reads resp's body and closes it.
+func readAll(t *testing.T, resp *http.Response) string {
+	t.Helper()
+	b, err := io.ReadAll(resp.Body)
+	require.NoError(t, err)
+	require.NoError(t, resp.Body.Close())
+	return string(b)
+}
+
+// serve answers method target with h, as a server would.
+func serve(h http.Handler, method, target string) *httptest.ResponseRecorder {
 	w := httptest.NewRecorder()
 	h.ServeHTTP(w, httptest.NewRequest(method, target, nil))
 	return w
 }
 
-// statusOf reads tr's status page as JSON, strictly.
-func statusOf(t *testing.T, tr *retryhttp.Transport) statusJSON {
+// pageOf reads tr's page as JSON, strictly.
+func pageOf(t *testing.T, tr *retryhttp.Transport) pageJSON {
 	t.Helper()
-	w := serveStatus(retryhttp.StatusHandler(tr), http.MethodGet, "/?format=json")
+	w := serve(status.Handler(tr), http.MethodGet, "/?format=json")
 	require.Equal(t, http.StatusOK, w.Code, w.Body.String())
 	dec := json.NewDecoder(w.Body)
 	dec.DisallowUnknownFields()
-	var s statusJSON
-	require.NoError(t, dec.Decode(&s))
-	return s
+	var p pageJSON
+	require.NoError(t, dec.Decode(&p))
+	return p
 }
 
-// htmlOf reads tr's status page as HTML.
+// htmlOf reads tr's page as HTML.
 func htmlOf(t *testing.T, tr *retryhttp.Transport) string {
 	t.Helper()
-	w := serveStatus(retryhttp.StatusHandler(tr), http.MethodGet, "/")
+	w := serve(status.Handler(tr), http.MethodGet, "/")
 	require.Equal(t, http.StatusOK, w.Code, w.Body.String())
 	return w.Body.String()
 }
@@ -131,7 +152,7 @@ func htmlOf(t *testing.T, tr *retryhttp.Transport) string {
 // The page answers GET and HEAD, in HTML or JSON, and nothing else. Each
 // case runs in a bubble, whose clock stands still, so that the page is
 // the same from one answer to the next and HEAD's length can be checked.
-func TestStatusMethods(t *testing.T) {
+func TestMethods(t *testing.T) {
 	t.Parallel()
 	tests := []struct {
 		method, target string
@@ -156,12 +177,12 @@ func TestStatusMethods(t *testing.T) {
 		t.Run(tt.method+" "+tt.target, func(t *testing.T) {
 			t.Parallel()
 			synctest.Test(t, func(t *testing.T) {
-				tr, _ := newScripted(nil, rt.Step{Status: 503})
+				tr := newScripted(nil, rt.Step{Status: 503})
 				resp, err := (&http.Client{Transport: tr}).Get("https://api.test/")
 				require.NoError(t, err)
 				readAll(t, resp)
-				h := retryhttp.StatusHandler(tr)
-				w := serveStatus(h, tt.method, tt.target)
+				h := status.Handler(tr)
+				w := serve(h, tt.method, tt.target)
 				assert.Equal(t, tt.code, w.Code, "got status %d, want %d", w.Code, tt.code)
 				assert.Equal(t, tt.ctype, w.Header().Get("Content-Type"))
 				assert.Equal(t, tt.body, w.Body.Len() > 0, "got a body of %d bytes", w.Body.Len())
@@ -173,29 +194,29 @@ func TestStatusMethods(t *testing.T) {
 				}
 				assert.Equal(t, "no-store", w.Header().Get("Cache-Control"))
 				assert.Contains(t, w.Header().Get("Content-Security-Policy"), "default-src 'none'")
-				want := serveStatus(h, http.MethodGet, tt.target).Body.Len()
-				assert.Equal(t, want, atoi(w.Header().Get("Content-Length")), "got Content-Length %s, want %d",
-					w.Header().Get("Content-Length"), want)
+				want := serve(h, http.MethodGet, tt.target).Body.Len()
+				got, err := strconv.Atoi(w.Header().Get("Content-Length"))
+				require.NoError(t, err)
+				assert.Equal(t, want, got, "got Content-Length %d, want %d", got, want)
 			})
 		})
 	}
 }
 
 // The page works wherever it is mounted: its one link is relative.
-func TestStatusAnyMountPath(t *testing.T) {
+func TestAnyMountPath(t *testing.T) {
 	t.Parallel()
-	tr, _ := newScripted(nil, rt.Step{})
-	h := retryhttp.StatusHandler(tr)
+	h := status.Handler(newScripted(nil, rt.Step{}))
 	mux := http.NewServeMux()
 	mux.Handle("/debug/retryhttp", h)
 	mux.Handle("/ops/transports/api/", http.StripPrefix("/ops/transports/api", h))
 	mux.Handle("/{$}", h)
 	for _, target := range []string{"/", "/debug/retryhttp", "/ops/transports/api/", "/ops/transports/api/deeper/still"} {
 		t.Run(target, func(t *testing.T) {
-			html := serveStatus(mux, http.MethodGet, target)
+			html := serve(mux, http.MethodGet, target)
 			require.Equal(t, http.StatusOK, html.Code)
 			assert.Contains(t, html.Body.String(), `<a href="?format=json">`)
-			js := serveStatus(mux, http.MethodGet, target+"?format=json")
+			js := serve(mux, http.MethodGet, target+"?format=json")
 			require.Equal(t, http.StatusOK, js.Code)
 			assert.Equal(t, "application/json", js.Header().Get("Content-Type"))
 		})
@@ -204,15 +225,14 @@ func TestStatusAnyMountPath(t *testing.T) {
 
 // A Transport never used shows an empty page, and serving it is not the
 // Transport's first use: a field set afterwards is still taken.
-func TestStatusNeverUsed(t *testing.T) {
+func TestNeverUsed(t *testing.T) {
 	t.Parallel()
-	srv := script(rt.Step{Status: 503}, rt.Step{})
-	tr := &retryhttp.Transport{Base: srv}
-	s := statusOf(t, tr)
-	assert.Equal(t, statusJSON{Version: 1, Time: s.Time, Hosts: []hostJSON{}, OtherDialBackoff: []dialJSON{},
-		Failures: []failureJSON{}}, s)
+	tr := &retryhttp.Transport{Base: script(rt.Step{Status: 503}, rt.Step{})}
+	p := pageOf(t, tr)
+	assert.Equal(t, pageJSON{Version: 1, Time: p.Time, Hosts: []hostJSON{}, OtherDialBackoff: []windowJSON{},
+		Failures: []failureJSON{}}, p)
 	assert.Contains(t, htmlOf(t, tr), "has not been used yet")
-	assert.Equal(t, retryhttp.Stats{Rules: map[string]retryhttp.Counters{}, Hosts: map[string]retryhttp.Counters{}}, tr.Stats())
+	assert.Equal(t, retryhttp.Stats{Rules: map[string]retryhttp.Counters{}, Hosts: map[string]retryhttp.HostStats{}}, tr.Stats())
 
 	tr.Policy = policy.None() // taken only if the page made no first use
 	resp, err := (&http.Client{Transport: tr}).Get("https://api.test/")
@@ -222,25 +242,26 @@ func TestStatusNeverUsed(t *testing.T) {
 }
 
 // An invalid policy, which fails every request, is shown as such.
-func TestStatusShowsInvalidPolicy(t *testing.T) {
+func TestShowsInvalidPolicy(t *testing.T) {
 	t.Parallel()
-	tr, _ := newScripted(&policy.Config{Rules: []policy.Rule{{Name: []policy.Name{{}},
+	tr := newScripted(&policy.Config{Rules: []policy.Rule{{Name: []policy.Name{{}},
 		Retry: &policy.Retry{MaxAttempts: 0}}}}, rt.Step{})
 	_, err := (&http.Client{Transport: tr}).Get("https://api.test/")
 	require.Error(t, err)
-	s := statusOf(t, tr)
-	assert.True(t, s.Used)
-	assert.Contains(t, s.PolicyError, "retryhttp: invalid policy")
+	p := pageOf(t, tr)
+	assert.True(t, p.Used)
+	assert.Contains(t, p.PolicyErr, "retryhttp: invalid policy")
 	assert.Contains(t, htmlOf(t, tr), "The policy is invalid")
 }
 
 // A 429 with Retry-After: 30 holds its host; the page shows the hold,
-// its rule and status, and the time left, and the request it refused.
-func TestStatusShowsHold(t *testing.T) {
+// its rule (the key of policy.Default's one rule, named [{}]) and
+// status, and the time left, and the request it refused.
+func TestShowsHold(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		cfg := policy.Default()
 		cfg.MaxServerDelay = 10 * time.Second // the 30 s are not waited: the 429 comes back at once
-		tr, _ := newScripted(cfg, rt.Step{Status: 429, Header: http.Header{"Retry-After": {"30"}}}, rt.Step{})
+		tr := newScripted(cfg, rt.Step{Status: 429, Header: http.Header{"Retry-After": {"30"}}}, rt.Step{})
 		client := &http.Client{Transport: tr}
 		start := time.Now()
 		resp, err := client.Get("https://api.test/v1/items")
@@ -252,22 +273,23 @@ func TestStatusShowsHold(t *testing.T) {
 		_, err = client.Get("https://api.test/v1/items/7")
 		require.ErrorIs(t, err, retryhttp.ErrHeld)
 
-		s := statusOf(t, tr)
-		require.Len(t, s.Hosts, 1)
-		h := s.Hosts[0]
+		p := pageOf(t, tr)
+		require.Len(t, p.Hosts, 1)
+		h := p.Hosts[0]
 		assert.Equal(t, "api.test", h.Host)
-		assert.Equal(t, []holdJSON{{Rule: "methodConfig[0]", Status: 429, Since: start.UTC(),
+		assert.Equal(t, []holdJSON{{Rule: "*", Status: 429, Since: start.UTC(),
 			Until: start.Add(30 * time.Second).UTC(), RemainingMs: 25000}}, h.Holds)
-		assert.Equal(t, uint64(1), h.Counters.Refusals.Hold, "hold refusals")
-		assert.Equal(t, uint64(1), h.Counters.HoldsSet, "holds set")
-		require.Len(t, s.Failures, 1)
-		f := s.Failures[0]
+		assert.Equal(t, uint64(1), h.HoldRefusals, "hold refusals")
+		assert.Equal(t, uint64(1), h.HoldsSet, "holds set")
+		require.Len(t, p.Failures, 1)
+		f := p.Failures[0]
 		assert.Equal(t, failureJSON{Time: start.Add(5 * time.Second).UTC(), Host: "api.test", Method: "GET",
-			Path: "/v1/items/7", Error: f.Error}, f)
-		assert.Contains(t, f.Error, "host api.test held for another 25s after a 429")
+			Path: "/v1/items/7", Err: f.Err}, f)
+		assert.Contains(t, f.Err, "host api.test held for another 25s after a 429")
 
 		html := htmlOf(t, tr)
-		for _, want := range []string{"api.test", "held", "<b>25s</b> left", "429 Too Many Requests", "methodConfig[0]", "/v1/items/7"} {
+		for _, want := range []string{"api.test", "held", "<b>25s</b> left", "429 Too Many Requests",
+			`rule <span class="mono">*</span>`, "/v1/items/7"} {
 			assert.Contains(t, html, want)
 		}
 	})

@@ -1,10 +1,11 @@
-package retryhttp
+package status
 
 import (
 	"bytes"
+	"fmt"
 	"html/template"
-	"math"
 	"net/http"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -13,42 +14,75 @@ import (
 // renderHTML writes p as one self-contained HTML document: its style
 // inline, no script, no link to anything but its own JSON, every figure
 // in the markup, every text escaped by html/template.
-func renderHTML(buf *bytes.Buffer, p *statusPage) error {
-	return statusTemplate.Execute(buf, p)
+func renderHTML(buf *bytes.Buffer, p *page) error {
+	return pageTemplate.Execute(buf, p)
 }
 
-var statusTemplate = template.Must(template.New("status").Funcs(template.FuncMap{
-	"dur":    humanMs,
-	"num":    humanNum,
-	"half":   func(v float64) float64 { return v / 2 },
-	"when":   func(t time.Time) string { return t.Format("2006-01-02 15:04:05Z07:00") },
-	"stamp":  func(t time.Time) string { return t.Format(time.RFC3339Nano) },
-	"status": func(code int) string { return strings.TrimSpace(strconv.Itoa(code) + " " + http.StatusText(code)) },
-}).Parse(statusHTML))
+// column is a column of the host table after the host's name: its
+// heading, the class of its cells, and the template in pageHTML that
+// writes a cell from a host. A figure the Transport comes to keep per
+// host (a send rate, a concurrency limit and the requests in flight) is
+// a field of host, an entry here and a template.
+type column struct {
+	Head, Class, Cell string
+}
 
-// humanMs writes a duration given in milliseconds as a person reads it:
-// "850µs", "12.3ms", "29.5s", "2m5s".
-func humanMs(ms float64) string {
-	d := time.Duration(ms * float64(time.Millisecond))
-	switch {
-	case d >= time.Minute:
-		d = d.Round(time.Second)
-	case d >= time.Second:
-		d = d.Round(100 * time.Millisecond)
-	case d >= time.Millisecond:
-		d = d.Round(100 * time.Microsecond)
-	default:
-		d = d.Round(time.Microsecond)
+// hostColumns are the host table's columns, in order; "dialBackoff" is
+// left out for a Transport that keeps no dial backoff (see page.Columns).
+var hostColumns = []column{
+	{"Tokens", "", "tokens"},
+	{"Holds", "", "holds"},
+	{"Dial backoff", "dial", "dialBackoff"},
+	{"Latency", "", "latency"},
+	{"Requests", "n", "requests"},
+	{"Extra attempts", "n", "extraAttempts"},
+	{"Hedges", "n", "hedges"},
+	{"Refusals", "", "refusals"},
+	{"Recent failures", "n", "recentFailures"},
+}
+
+// Columns returns the host table's columns for p.
+func (p *page) Columns() []column {
+	if p.Dialer {
+		return hostColumns
 	}
-	return d.String()
+	return slices.DeleteFunc(slices.Clone(hostColumns), func(c column) bool { return c.Cell == "dialBackoff" })
 }
 
-// humanNum writes v with at most two decimals, and none when it is whole.
-func humanNum(v float64) string {
-	return strconv.FormatFloat(math.Round(v*100)/100, 'f', -1, 64)
+// pageTemplate is made in init: its cell function executes its own
+// templates, which a variable's initializer may not refer to.
+var pageTemplate *template.Template
+
+func init() {
+	pageTemplate = template.Must(template.New("page").Funcs(template.FuncMap{
+		"cell":   cell,
+		"inc":    func(n int) int { return n + 1 },
+		"count":  count,
+		"when":   func(t time.Time) string { return t.Format("2006-01-02 15:04:05Z07:00") },
+		"stamp":  func(t time.Time) string { return t.Format(time.RFC3339Nano) },
+		"status": func(code int) string { return strings.TrimSpace(strconv.Itoa(code) + " " + http.StatusText(code)) },
+	}).Parse(pageHTML))
 }
 
-const statusHTML = `<!DOCTYPE html>
+// cell writes the cell of h in column name, as the template of that name
+// writes it: escaped by html/template as that template's text, which is
+// the context of a table cell's content, and so safe to insert as HTML.
+func cell(name string, h host) (template.HTML, error) {
+	var buf bytes.Buffer
+	err := pageTemplate.ExecuteTemplate(&buf, name, h)
+	return template.HTML(buf.String()), err
+}
+
+// count writes n, a counter (uint64) or a count (int), and the word
+// for one thing or for several: "1 hold set", "3 holds set".
+func count(n any, one, many string) string {
+	if s := fmt.Sprint(n); s != "1" {
+		return s + " " + many
+	}
+	return "1 " + one
+}
+
+const pageHTML = `<!DOCTYPE html>
 <html lang="en">
 <head>
 <meta charset="utf-8">
@@ -68,13 +102,14 @@ a { color: inherit; }
 .mono, .host { font-family: ui-monospace, SFMono-Regular, Menlo, Consolas, monospace; font-size: 13px; }
 .host { font-weight: 600; overflow-wrap: anywhere; }
 td.host { min-width: 12em; }
-td.dial { min-width: 16em; }
+td.dial { min-width: 14em; }
 td.req { min-width: 13em; }
 .nw { white-space: nowrap; }
 table { border-collapse: collapse; width: 100%; font-size: 13px; }
 th, td { text-align: left; vertical-align: top; padding: 5px 7px; border-bottom: 1px solid var(--line); }
 th { background: var(--head); font-weight: 600; white-space: nowrap; }
 .n { text-align: right; font-variant-numeric: tabular-nums; white-space: nowrap; }
+th.n { white-space: normal; }
 td > div + div { margin-top: 2px; }
 .tag { display: inline-block; padding: 0 6px; border-radius: 9px; font-size: 12px; font-weight: 600; white-space: nowrap; }
 .bad { color: var(--bad); } .tag.bad { background: var(--badbg); }
@@ -95,67 +130,49 @@ dd small { font-size: 12px; font-weight: 400; color: var(--muted); }
 {{- if not .Used}}
 <p>This Transport has not been used yet: it has sent no request and knows no host.</p>
 {{- else}}
-{{- with .PolicyError}}
+{{- with .PolicyErr}}
 <p class="bad">The policy is invalid, and every request fails with: <span class="err">{{.}}</span></p>
 {{- end}}
-{{- with .Totals}}
+{{- with .Total}}
 <dl class="totals">
-<div><dt>Requests</dt><dd>{{.Requests}}</dd></div>
-<div><dt>Retries</dt><dd>{{.Retries}} <small>{{.RetriesFailed}} failed</small></dd></div>
-<div><dt>Hedges</dt><dd>{{.Hedges}} <small>{{.HedgesWon}} won</small></dd></div>
-<div><dt>Refused</dt><dd>{{.Refusals.Budget}} <small>budget</small> {{.Refusals.Hold}} <small>hold</small>{{if .Refusals.Fleet}} {{.Refusals.Fleet}} <small>fleet</small>{{end}}{{if .Refusals.HedgeBudget}} {{.Refusals.HedgeBudget}} <small>hedge budget</small>{{end}}</dd></div>
-<div><dt>Holds set</dt><dd>{{.HoldsSet}} <small>{{.HoldWaits}} waits, {{dur .HoldWait}}</small></dd></div>
-<div><dt>Failed requests</dt><dd>{{$.Failed}}</dd></div>
+<div><dt>Requests</dt><dd>{{.Requests}}{{with .TransparentRetries}} <small>{{count . "transparent retry" "transparent retries"}}</small>{{end}}</dd></div>
+<div><dt>Extra attempts</dt><dd>{{.ExtraAttempts}} <small>{{.ExtraAttemptsFailed}} failed</small></dd></div>
+<div><dt>Hedges</dt><dd>{{.Hedges}} <small>{{.HedgesWon}} won, {{.HedgesCancelled}} cancelled</small></dd></div>
+<div><dt>Refusals</dt><dd>{{template "refusals-inline" .}}</dd></div>
+<div><dt>Holds set</dt><dd>{{.HoldsSet}} <small>{{count .HoldWaits "hold wait" "hold waits"}}, {{.HoldWaitTime}}</small></dd></div>
+{{- with .CommittedForSize}}
+<div><dt>Committed for size</dt><dd>{{.}}</dd></div>
+{{- end}}
+<div><dt>Failed</dt><dd>{{$.Failed}}</dd></div>
 <div><dt>Hosts</dt><dd>{{len $.Hosts}}{{if $.MoreHosts}} <small>listed, {{$.MoreHosts}} more</small>{{end}}</dd></div>
+<div><dt>Buffered</dt><dd>{{$.Buffer.Buffered}} <small>bytes, high water {{$.Buffer.HighWater}}</small></dd></div>
 </dl>
 {{- end}}
 <h2>Hosts</h2>
 <p class="muted">The most troubled first: held, retry budget spent, in dial backoff, with recent failures, then the busiest.{{if .MoreHosts}} {{.MoreHosts}} more hosts are not listed.{{end}}</p>
 <table>
-<thead><tr><th>Host</th><th>Retry budget</th><th>Holds</th>{{if .Dialer}}<th>Dial backoff</th>{{end}}<th>Latency</th><th class="n">Requests</th><th class="n">Retries</th><th class="n">Hedges</th><th>Refused</th><th class="n">Failures</th></tr></thead>
+<thead><tr><th>Host</th>{{range .Columns}}<th{{with .Class}} class="{{.}}"{{end}}>{{.Head}}</th>{{end}}</tr></thead>
 <tbody>
-{{- range .Hosts}}
-<tr>
-<td class="host">{{.Host}}</td>
-<td>{{with .Budget}}<div class="nw"><meter min="0" max="{{.Capacity}}" low="{{half .Capacity}}" optimum="{{.Capacity}}" value="{{.Tokens}}"></meter> {{num .Tokens}} / {{num .Capacity}}</div>
-{{- if not .Allows}}<div><span class="tag bad">spent</span> retries refused</div>{{end}}
-{{- else}}<span class="muted">no throttle</span>{{end}}</td>
-<td>{{range .Holds}}<div class="nw"><span class="tag bad">held</span> <b>{{dur .Left}}</b> left</div><div class="muted">after a {{status .Status}}</div><div class="muted nw">rule {{.Rule}}</div>{{else}}<span class="muted">none</span>{{end}}
-{{- if .MoreHolds}}<div class="muted">and {{.MoreHolds}} more</div>{{end}}
-{{- with .Counters}}{{if .HoldsSet}}<div class="muted">{{.HoldsSet}} set in all</div>{{end}}{{end}}</td>
-{{- if $.Dialer}}
-<td class="dial">{{template "dials" .Dials}}{{if .MoreDials}}<div class="muted">and {{.MoreDials}} more</div>{{end}}</td>
-{{- end}}
-<td>{{with .Latency}}<div class="mono"><span class="nw">p50 {{dur .P50}}</span> <span class="nw">p90 {{dur .P90}}</span> <span class="nw">p99 {{dur .P99}}</span></div><div class="muted">{{.Samples}} samples</div>{{else}}<span class="muted">none</span>{{end}}
-{{- if .HedgeBudget}}<div class="muted">hedge budget {{num .HedgeBudget}}</div>{{end}}</td>
-{{- with .Counters}}
-<td class="n">{{.Requests}}</td>
-<td class="n">{{.Retries}}{{if .RetriesFailed}}<div class="muted">{{.RetriesFailed}} failed</div>{{end}}</td>
-<td class="n">{{.Hedges}}{{if .Hedges}}<div class="muted">{{.HedgesWon}} won</div>{{end}}</td>
-<td>{{template "refusals" .}}</td>
+{{- range $h := .Hosts}}
+<tr><td class="host">{{.Host}}</td>{{range $.Columns}}<td{{with .Class}} class="{{.}}"{{end}}>{{cell .Cell $h}}</td>{{end}}</tr>
 {{- else}}
-<td colspan="4" class="muted">counted under (other) in Stats</td>
-{{- end}}
-<td class="n">{{if .Failures}}<span class="bad">{{.Failures}}</span>{{else}}0{{end}}</td>
-</tr>
-{{- else}}
-<tr><td colspan="{{if .Dialer}}10{{else}}9{{end}}" class="muted">No host yet.</td></tr>
+<tr><td colspan="{{len .Columns | inc}}" class="muted">No host yet.</td></tr>
 {{- end}}
 </tbody>
 </table>
-{{- if .OtherDials}}
+{{- if .OtherDialBackoff}}
 <h2>Other addresses in dial backoff</h2>
-<p class="muted">Addresses no host claims: a proxy's, or a host's no longer known.{{if .MoreDials}} {{.MoreDials}} more are not listed.{{end}}</p>
-<div>{{template "dials" .OtherDials}}</div>
+<p class="muted">Addresses no host claims: a proxy's, or a host's no longer known.{{if .MoreOtherDialBackoff}} {{.MoreOtherDialBackoff}} more are not listed.{{end}}</p>
+<div>{{template "windows" .OtherDialBackoff}}</div>
 {{- end}}
-<h2>Last failures</h2>
-<p class="muted">Requests that ended in an error, or in a 429 or 5xx after more than one attempt, newest first; {{.Failed}} since the first request.</p>
+<h2>Failures</h2>
+<p class="muted">The last requests that failed, newest first: those that ended in an error, or in a 429 or 5xx after more than one attempt; {{.Failed}} failed since the first request.</p>
 <table>
-<thead><tr><th>Time</th><th>Host</th><th>Request</th><th>Outcome</th><th class="n">Attempts</th></tr></thead>
+<thead><tr><th>Time</th><th>Host</th><th>Request</th><th>Status or error</th><th class="n">Attempts</th></tr></thead>
 <tbody>
 {{- range .Failures}}
 <tr><td class="mono nw"><time datetime="{{stamp .Time}}">{{when .Time}}</time></td><td class="host">{{.Host}}</td><td class="mono err req">{{.Method}} {{.Path}}</td>
-<td>{{if .Error}}<span class="err bad">{{.Error}}</span>{{else}}<span class="bad">{{status .Status}}</span>{{end}}</td><td class="n">{{.Attempts}}</td></tr>
+<td>{{if .Err}}<span class="err bad">{{.Err}}</span>{{else}}<span class="bad">{{status .Status}}</span>{{end}}</td><td class="n">{{.Attempts}}</td></tr>
 {{- else}}
 <tr><td colspan="5" class="muted">No failure yet.</td></tr>
 {{- end}}
@@ -164,12 +181,28 @@ dd small { font-size: 12px; font-weight: 400; color: var(--muted); }
 {{- end}}
 </body>
 </html>
-{{- define "dials"}}{{range .}}<div><span class="mono">{{.Address}}</span>{{if ne .Network "tcp"}} <span class="muted">{{.Network}}</span>{{end}}</div>
-<div class="nw">{{if .Left}}<span class="tag warn">backing off</span> <b>{{dur .Left}}</b> left{{else}}<span class="muted">window over</span>{{end}}</div>
-<div class="muted">{{.Failures}} failed in a row</div>
-{{- with .Error}}<div class="muted err">{{.}}</div>{{end}}{{else}}<span class="muted">none</span>{{end}}{{end}}
-{{- define "refusals"}}{{if or .Refusals.Budget .Refusals.Fleet .Refusals.HedgeBudget .Refusals.Hold}}
-{{- with .Refusals.Budget}}<div class="nw">{{.}} budget</div>{{end}}{{with .Refusals.Hold}}<div class="nw">{{.}} hold</div>{{end}}
-{{- with .Refusals.Fleet}}<div class="nw">{{.}} fleet</div>{{end}}{{with .Refusals.HedgeBudget}}<div class="nw">{{.}} hedge budget</div>{{end}}
+{{- define "tokens"}}{{if .MaxTokens}}<div class="nw"><meter min="0" max="{{.MaxTokens}}" low="{{.MaxTokens.Half}}" optimum="{{.MaxTokens}}" value="{{.Tokens}}"></meter> {{.Tokens}} / {{.MaxTokens}}</div>
+{{- if .Spent}}<div><span class="tag bad">spent</span> extra attempts refused</div>{{end}}
+{{- else}}<span class="muted">no throttle</span>{{end}}
+{{- if .HedgeTokens}}<div class="muted">{{.HedgeTokens}} hedge tokens</div>{{end}}{{end}}
+{{- define "holds"}}{{range .Holds}}<div class="nw"><span class="tag bad">held</span> <b>{{.Remaining}}</b> left</div><div class="muted">after a {{status .Status}}</div><div class="muted">rule <span class="mono">{{.Rule}}</span></div>{{else}}<span class="muted">none</span>{{end}}
+{{- if .MoreHolds}}<div class="muted">and {{.MoreHolds}} more</div>{{end}}
+{{- with .HoldsSet}}<div class="muted">{{count . "hold set" "holds set"}}</div>{{end}}
+{{- with .HoldWaits}}<div class="muted">{{count . "hold wait" "hold waits"}}, {{$.HoldWaitTime}}</div>{{end}}{{end}}
+{{- define "dialBackoff"}}{{template "windows" .DialBackoff}}{{if .MoreDialBackoff}}<div class="muted">and {{.MoreDialBackoff}} more</div>{{end}}{{end}}
+{{- define "latency"}}{{if .LatencySamples}}<div class="mono"><span class="nw">p50 {{.LatencyP50}}</span> <span class="nw">p90 {{.LatencyP90}}</span> <span class="nw">p99 {{.LatencyP99}}</span></div><div class="muted">{{.LatencySamples}} latency samples</div>{{else}}<span class="muted">none</span>{{end}}{{end}}
+{{- define "requests"}}{{.Requests}}{{end}}
+{{- define "extraAttempts"}}{{.ExtraAttempts}}{{with .ExtraAttemptsFailed}}<div class="muted">{{.}} failed</div>{{end}}{{end}}
+{{- define "hedges"}}{{.Hedges}}{{if .Hedges}}<div class="muted">{{.HedgesWon}} won</div>{{end}}{{with .HedgesCancelled}}<div class="muted">{{.}} cancelled</div>{{end}}{{end}}
+{{- define "refusals"}}{{if or .BudgetRefusals .HoldRefusals .FleetRefusals .HedgeBudgetRefusals}}
+{{- with .BudgetRefusals}}<div class="nw">{{.}} budget</div>{{end}}{{with .HoldRefusals}}<div class="nw">{{.}} hold</div>{{end}}
+{{- with .FleetRefusals}}<div class="nw">{{.}} fleet</div>{{end}}{{with .HedgeBudgetRefusals}}<div class="nw">{{.}} hedge budget</div>{{end}}
 {{- else}}<span class="muted">none</span>{{end}}{{end}}
+{{- define "recentFailures"}}{{if .RecentFailures}}<span class="bad">{{.RecentFailures}}</span>{{else}}0{{end}}{{end}}
+{{- define "refusals-inline"}}{{.BudgetRefusals}} <small>budget</small> {{.HoldRefusals}} <small>hold</small>
+{{- if .FleetRefusals}} {{.FleetRefusals}} <small>fleet</small>{{end}}{{if .HedgeBudgetRefusals}} {{.HedgeBudgetRefusals}} <small>hedge budget</small>{{end}}{{end}}
+{{- define "windows"}}{{range .}}<div><span class="mono">{{.Addr}}</span>{{if ne .Network "tcp"}} <span class="muted">{{.Network}}</span>{{end}}</div>
+<div class="nw">{{if .Remaining}}<span class="tag warn">backing off</span> <b>{{.Remaining}}</b> left{{else}}<span class="muted">window over</span>{{end}}</div>
+<div class="muted">{{count .Failures "failure" "failures"}} in a row</div>
+{{- with .Err}}<div class="muted err">{{.}}</div>{{end}}{{else}}<span class="muted">none</span>{{end}}{{end}}
 `

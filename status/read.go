@@ -1,165 +1,177 @@
-package retryhttp
+package status
 
 import (
 	"cmp"
-	"net"
 	"slices"
 	"strings"
 	"time"
+
+	"github.com/retryhttp/retryhttp"
+	"github.com/retryhttp/retryhttp/dial"
 )
 
-// Bounds of the status page, so that each answer stays small whatever
-// the Transport holds.
+// Bounds of the page, so that each answer stays small whatever the
+// Transport holds.
 const (
-	maxStatusHosts = 100 // hosts listed; the rest are counted
-	maxStatusHolds = 8   // holds listed per host
-	maxStatusDials = 8   // addresses listed per host, and apart from hosts
-	// maxStatusBody is what an answer stays under: past it, fewer hosts
-	// are listed (see fit).
-	maxStatusBody = 1 << 20
+	maxHosts    = 100 // hosts listed; the rest are counted
+	maxHolds    = 8   // holds listed per host
+	maxWindows  = 8   // dial windows listed per host, and apart from hosts
+	maxFailures = 20  // failures listed: as many as Stats keeps
+	// maxBody is what an answer stays under: past it, fewer hosts are
+	// listed, and then fewer failures and other addresses (see fit).
+	maxBody = 1 << 20
 )
 
-// statusPage is what the status page shows: the JSON answer as it is,
-// and the data of the HTML one. Its shape is documented on StatusHandler.
-type statusPage struct {
-	Version     int             `json:"version"`
-	Time        time.Time       `json:"time"`
-	Used        bool            `json:"used"`
-	PolicyError string          `json:"policyError,omitempty"`
-	Dialer      bool            `json:"dialer"`
-	Totals      statusCounters  `json:"totals"`
-	Hosts       []statusHost    `json:"hosts"`
-	MoreHosts   int             `json:"moreHosts"`
-	OtherDials  []statusDial    `json:"otherDialBackoff"`
-	MoreDials   int             `json:"moreOtherDialBackoff"`
-	Failures    []statusFailure `json:"failures"`
-	Failed      uint64          `json:"failuresTotal"`
+// page is what the page shows: the JSON answer as it is, and the data of
+// the HTML one. Its shape is documented on Handler; each field is named
+// as the Stats field it shows.
+type page struct {
+	Version              int       `json:"version"`
+	Time                 time.Time `json:"time"`
+	Used                 bool      `json:"used"`
+	Dialer               bool      `json:"dialer"`
+	PolicyErr            string    `json:"policyErr"`
+	Total                counters  `json:"total"`
+	Buffer               buffer    `json:"buffer"`
+	Hosts                []host    `json:"hosts"`
+	MoreHosts            int       `json:"moreHosts"`
+	OtherDialBackoff     []window  `json:"otherDialBackoff"`
+	MoreOtherDialBackoff int       `json:"moreOtherDialBackoff"`
+	Failures             []failure `json:"failures"`
+	Failed               uint64    `json:"failed"`
 }
 
-type statusHost struct {
-	Host        string          `json:"host"`
-	Budget      *statusBudget   `json:"budget"`
-	HedgeBudget float64         `json:"hedgeBudget"`
-	Holds       []statusHold    `json:"holds"`
-	MoreHolds   int             `json:"moreHolds"`
-	Dials       []statusDial    `json:"dialBackoff"`
-	MoreDials   int             `json:"moreDialBackoff"`
-	Latency     *statusLatency  `json:"latency"`
-	Counters    *statusCounters `json:"counters"`
-	Failures    int             `json:"recentFailures"`
+// counters are a [retryhttp.Counters] but for its histogram.
+type counters struct {
+	Requests            uint64 `json:"requests"`
+	ExtraAttempts       uint64 `json:"extraAttempts"`
+	ExtraAttemptsFailed uint64 `json:"extraAttemptsFailed"`
+	TransparentRetries  uint64 `json:"transparentRetries"`
+	Hedges              uint64 `json:"hedges"`
+	HedgesWon           uint64 `json:"hedgesWon"`
+	HedgesCancelled     uint64 `json:"hedgesCancelled"`
+	BudgetRefusals      uint64 `json:"budgetRefusals"`
+	FleetRefusals       uint64 `json:"fleetRefusals"`
+	HedgeBudgetRefusals uint64 `json:"hedgeBudgetRefusals"`
+	HoldsSet            uint64 `json:"holdsSet"`
+	HoldWaits           uint64 `json:"holdWaits"`
+	HoldWaitTime        millis `json:"holdWaitTimeMs"`
+	HoldRefusals        uint64 `json:"holdRefusals"`
+	CommittedForSize    uint64 `json:"committedForSize"`
 }
 
-type statusBudget struct {
-	Tokens   float64 `json:"tokens"`
-	Capacity float64 `json:"capacity"`
-	Allows   bool    `json:"allowsRetries"`
+// buffer is a [retryhttp.BufferStats].
+type buffer struct {
+	Buffered         int64  `json:"buffered"`
+	HighWater        int64  `json:"highWater"`
+	CommittedForSize uint64 `json:"committedForSize"`
 }
 
-type statusHold struct {
-	Rule   string    `json:"rule"`
-	Status int       `json:"status"`
-	Since  time.Time `json:"since"`
-	Until  time.Time `json:"until"`
-	Left   float64   `json:"remainingMs"`
+// host is one row of the host table: a [retryhttp.HostStats], its holds
+// and dial windows bounded, and what the page derives for it. A figure
+// the Transport comes to keep per host is a field here, a line in
+// hostOf and a column in hostColumns.
+type host struct {
+	Host string `json:"host"`
+	counters
+	Tokens          fixed    `json:"tokens"`
+	MaxTokens       fixed    `json:"maxTokens"`
+	HedgeTokens     fixed    `json:"hedgeTokens"`
+	Holds           []hold   `json:"holds"`
+	MoreHolds       int      `json:"moreHolds"`
+	LatencySamples  int      `json:"latencySamples"`
+	LatencyP50      millis   `json:"latencyP50Ms"`
+	LatencyP90      millis   `json:"latencyP90Ms"`
+	LatencyP99      millis   `json:"latencyP99Ms"`
+	DialBackoff     []window `json:"dialBackoff"`
+	MoreDialBackoff int      `json:"moreDialBackoff"`
+	RecentFailures  int      `json:"recentFailures"`
+	// Spent is derived from Tokens for the HTML alone: the JSON has
+	// tokens and maxTokens, and its documentation the rule.
+	Spent bool `json:"-"`
 }
 
-type statusDial struct {
-	Network  string    `json:"network"`
-	Address  string    `json:"address"`
-	Failures int       `json:"failures"`
-	Until    time.Time `json:"until"`
-	Left     float64   `json:"remainingMs"`
-	Error    string    `json:"error"`
+// hold is a [retryhttp.Hold], and the time it has left.
+type hold struct {
+	Rule      string    `json:"rule"`
+	Status    int       `json:"status"`
+	Since     time.Time `json:"since"`
+	Until     time.Time `json:"until"`
+	Remaining millis    `json:"remainingMs"`
 }
 
-type statusLatency struct {
-	Samples int     `json:"samples"`
-	P50     float64 `json:"p50Ms"`
-	P90     float64 `json:"p90Ms"`
-	P99     float64 `json:"p99Ms"`
+// window is a [dial.Window] but for its hosts, which the host it is
+// listed under stands for, and the time it has left.
+type window struct {
+	Network   string    `json:"network"`
+	Addr      string    `json:"addr"`
+	Failures  int       `json:"failures"`
+	Until     time.Time `json:"until"`
+	Remaining millis    `json:"remainingMs"`
+	Err       string    `json:"err"`
 }
 
-type statusCounters struct {
-	Requests      uint64         `json:"requests"`
-	Retries       uint64         `json:"retries"`
-	RetriesFailed uint64         `json:"retriesFailed"`
-	Transparent   uint64         `json:"transparentRetries"`
-	Hedges        uint64         `json:"hedges"`
-	HedgesWon     uint64         `json:"hedgesWon"`
-	Refusals      statusRefusals `json:"refusals"`
-	HoldsSet      uint64         `json:"holdsSet"`
-	HoldWaits     uint64         `json:"holdWaits"`
-	HoldWait      float64        `json:"holdWaitMs"`
-}
-
-type statusRefusals struct {
-	Budget      uint64 `json:"budget"`
-	Fleet       uint64 `json:"fleet"`
-	HedgeBudget uint64 `json:"hedgeBudget"`
-	Hold        uint64 `json:"hold"`
-}
-
-type statusFailure struct {
+// failure is a [retryhttp.Failure].
+type failure struct {
 	Time     time.Time `json:"time"`
 	Host     string    `json:"host"`
 	Method   string    `json:"method"`
 	Path     string    `json:"path"`
 	Status   int       `json:"status"`
-	Error    string    `json:"error"`
+	Err      string    `json:"err"`
 	Attempts int       `json:"attempts"`
 }
 
-// status reads t's state at now into a page. It reads and never writes:
-// no host record is made, no latency ring, no first use.
-func (t *Transport) status(now time.Time) *statusPage {
-	p := &statusPage{Version: 1, Time: now.UTC(), Hosts: []statusHost{}, OtherDials: []statusDial{}, Failures: []statusFailure{}}
-	st := t.st.Load()
-	if st == nil {
-		return p // never used: nothing to show, and nothing to build
+// read makes the page of s at now. It is a function of its arguments
+// alone: the Transport was read once, by Stats.
+func read(s retryhttp.Stats, now time.Time) *page {
+	p := &page{Version: 1, Time: utc(now), Hosts: []host{}, OtherDialBackoff: []window{}, Failures: []failure{},
+		// A used Transport has a rule table, if only "(none)", or the
+		// error of the policy it could not take.
+		Used: len(s.Rules) > 0 || s.PolicyErr != nil, Dialer: s.DialBackoff != nil,
+		Total:  countersOf(s.Total),
+		Buffer: buffer{Buffered: s.Buffer.Buffered, HighWater: s.Buffer.HighWater, CommittedForSize: s.Buffer.CommittedForSize},
+		Failed: s.Failed}
+	if s.PolicyErr != nil {
+		p.PolicyErr = errText(s.PolicyErr.Error())
 	}
-	p.Used, p.Dialer = true, st.dialer != nil
-	if err := st.pol.Load().err; err != nil {
-		p.PolicyError = clip(err.Error())
-	}
-	stats := t.Stats()
-	p.Totals = countersOf(stats.Total)
-	failures, n := st.failures.recent()
-	p.Failed = n
+	failures := s.Failures[:min(len(s.Failures), maxFailures)]
 	for _, f := range failures {
-		p.Failures = append(p.Failures, statusFailure{Time: f.at.UTC(), Host: f.host, Method: f.method,
-			Path: f.path, Status: f.status, Error: f.err, Attempts: f.attempts})
+		p.Failures = append(p.Failures, failure{Time: utc(f.Time), Host: clip(f.Host), Method: clip(f.Method),
+			Path: clip(f.Path), Status: f.Status, Err: errText(f.Err), Attempts: f.Attempts})
 	}
-	dials := st.dialIndex()
-	ranked := st.rankHosts(now, stats.Hosts, failures, dials)
-	for _, r := range ranked[:min(len(ranked), maxStatusHosts)] {
-		p.Hosts = append(p.Hosts, st.hostStatus(r, now, stats.Hosts))
+	c := newClaims(s.DialBackoff)
+	ranked := rankHosts(s.Hosts, failures, c, now)
+	for _, r := range ranked[:min(len(ranked), maxHosts)] {
+		p.Hosts = append(p.Hosts, hostOf(r, now))
 	}
-	p.MoreHosts = max(len(ranked)-maxStatusHosts, 0)
-	p.OtherDials, p.MoreDials = dialsOf(dials.unclaimed(), now)
+	p.MoreHosts = max(len(ranked)-maxHosts, 0)
+	p.OtherDialBackoff, p.MoreOtherDialBackoff = windowsOf(c.unclaimed(), now)
 	return p
 }
 
-// hostRank is what orders a host on the page: the most troubled first.
-type hostRank struct {
-	h        *host
+// rank is what orders a host on the page: the most troubled first.
+type rank struct {
+	name     string
+	stats    retryhttp.HostStats
 	held     bool
-	spent    bool // its retry budget refuses retries
-	windows  int  // dial backoff windows open
+	spent    bool // its retry budget refuses extra attempts
+	windows  int  // dial windows open
 	failures int  // among the recent failures
 	failed   uint64
-	used     int64 // milli-tokens of its retry budget used
+	used     fixed // tokens of its retry budget used
 	requests uint64
-	dials    []dialState
+	dials    []dial.Window
 }
 
 // compare orders r before o when r is the more troubled: held, then
 // with its retry budget spent, most dial windows open, most recent
-// failures, most failed retries, most of its budget used, most
+// failures, most failed extra attempts, most of its budget used, most
 // requests; by name when all are equal, so that the page is stable.
-func (r hostRank) compare(o hostRank) int {
+func (r rank) compare(o rank) int {
 	return cmp.Or(first(r.held, o.held), first(r.spent, o.spent), cmp.Compare(o.windows, r.windows),
 		cmp.Compare(o.failures, r.failures), cmp.Compare(o.failed, r.failed), cmp.Compare(o.used, r.used),
-		cmp.Compare(o.requests, r.requests), strings.Compare(r.h.name, o.h.name))
+		cmp.Compare(o.requests, r.requests), strings.Compare(r.name, o.name))
 }
 
 // first orders what has a flag before what has not.
@@ -173,162 +185,95 @@ func first(a, b bool) int {
 	return 1
 }
 
-// rankHosts returns every host the table holds, ranked. Each costs a few
-// atomic loads and map lookups; only the hosts listed are read further.
-func (st *state) rankHosts(now time.Time, counts map[string]Counters, failures []failure, dials *dialIndex) []hostRank {
+// rankHosts returns every host of hosts, ranked, each with the dial
+// windows it claims. Hosts claim in the order of their names, so that a
+// window two hosts may claim goes to the same one each time.
+func rankHosts(hosts map[string]retryhttp.HostStats, failures []retryhttp.Failure, c *claims, now time.Time) []rank {
 	recent := make(map[string]int, len(failures))
 	for _, f := range failures {
-		recent[f.host]++
+		recent[f.Host]++
 	}
-	capacity := int64(0)
-	if l := st.hosts.limits.Load(); l != nil {
-		capacity = l.maxMilli
+	names := make([]string, 0, len(hosts))
+	for name := range hosts {
+		names = append(names, name)
 	}
-	var ranked []hostRank
-	st.hosts.each(func(h *host) {
-		c := counts[h.name]
-		r := hostRank{h: h, held: h.holds.any(now), spent: !h.bucket.Allow(), failures: recent[h.name],
-			failed: c.RetryAttemptsFailed, requests: c.Requests, dials: dials.claim(h.name)}
-		r.used = max(capacity-h.bucket.tokens.Load(), 0)
+	slices.Sort(names)
+	ranked := make([]rank, 0, len(names))
+	for _, name := range names {
+		hs := hosts[name]
+		tokens, maxTokens := fixedOf(hs.Tokens), fixedOf(hs.MaxTokens)
+		r := rank{name: name, stats: hs, spent: spent(tokens, maxTokens), failures: recent[name],
+			failed: hs.ExtraAttemptsFailed, used: max(maxTokens-tokens, 0), requests: hs.Requests,
+			dials: c.claim(name)}
+		for _, h := range hs.Holds {
+			r.held = r.held || h.Until.After(now)
+		}
 		for _, d := range r.dials {
-			if d.until.After(now) {
+			if d.Until.After(now) {
 				r.windows++
 			}
 		}
 		ranked = append(ranked, r)
-	})
-	slices.SortFunc(ranked, hostRank.compare)
+	}
+	slices.SortFunc(ranked, rank.compare)
 	return ranked
 }
 
-// hostStatus reads what the page shows of one ranked host.
-func (st *state) hostStatus(r hostRank, now time.Time, counts map[string]Counters) statusHost {
-	h := r.h
-	s := statusHost{Host: clip(h.name), HedgeBudget: h.hedges.hedges(), Holds: []statusHold{}, Dials: []statusDial{},
-		Failures: r.failures}
-	if l := st.hosts.limits.Load(); l != nil {
-		s.Budget = &statusBudget{Tokens: h.bucket.Tokens(), Capacity: float64(l.maxMilli) / milliPerToken, Allows: h.bucket.Allow()}
-	}
-	holds := h.holds.inForce(now)
-	slices.SortFunc(holds, func(a, b hold) int { return cmp.Or(b.until.Compare(a.until), strings.Compare(a.rule, b.rule)) })
-	for _, hd := range holds[:min(len(holds), maxStatusHolds)] {
-		s.Holds = append(s.Holds, statusHold{Rule: clip(hd.rule), Status: hd.status, Since: hd.since.UTC(),
-			Until: hd.until.UTC(), Left: ms(hd.until.Sub(now))})
-	}
-	s.MoreHolds = max(len(holds)-maxStatusHolds, 0)
-	if st.dialer != nil {
-		s.Dials, s.MoreDials = dialsOf(r.dials, now)
-	}
-	s.Latency = latencyOf(h.latencies.Load()) // Load, not latency(): that would make one
-	if c, ok := counts[h.name]; ok {          // else counted under "(other)", with others
-		sc := countersOf(c)
-		s.Counters = &sc
-	}
-	return s
+// spent reports whether a retry budget of tokens out of maxTokens
+// refuses extra attempts: they start only while it holds more than half
+// its capacity. A maxTokens of 0 is no throttle, which refuses none.
+func spent(tokens, maxTokens fixed) bool {
+	return maxTokens > 0 && !(2*tokens > maxTokens)
 }
 
-// latencyOf reads the quantiles of l, nil when it is nil or empty.
-func latencyOf(l *latencyRing) *statusLatency {
-	if l == nil {
-		return nil
-	}
-	var buf [latencySamples]int64
-	s := l.sorted(buf[:0])
-	if len(s) == 0 {
-		return nil
-	}
-	q := func(q float64) float64 { return ms(time.Duration(s[quantileIndex(q, len(s))])) }
-	return &statusLatency{Samples: len(s), P50: q(0.5), P90: q(0.9), P99: q(0.99)}
-}
-
-func countersOf(c Counters) statusCounters {
-	return statusCounters{Requests: c.Requests, Retries: c.RetryAttempts, RetriesFailed: c.RetryAttemptsFailed,
-		Transparent: c.TransparentRetries, Hedges: c.HedgesSent, HedgesWon: c.HedgesWon,
-		Refusals: statusRefusals{Budget: c.BudgetRefusals, Fleet: c.FleetRefusals,
-			HedgeBudget: c.HedgeBudgetRefusals, Hold: c.HoldRefusals},
-		HoldsSet: c.HoldsSet, HoldWaits: c.HoldWaits, HoldWait: ms(c.HoldWaitTime)}
-}
-
-// ms is d in milliseconds, to the microsecond.
-func ms(d time.Duration) float64 {
-	return float64(d.Round(time.Microsecond)) / float64(time.Millisecond)
-}
-
-// dialIndex files the Dialer's addresses that have failed by what may
-// name them, so that each host claims its own: "name:port" as net/http
-// dials a URL's host, and the addresses its attempts were spread over.
-type dialIndex struct {
-	byAddr  map[string][]dialState // by address, lowercased
-	spread  map[string][]string    // a host's addresses, as spread knows them
-	claimed map[string]bool
-}
-
-func (st *state) dialIndex() *dialIndex {
-	ix := &dialIndex{byAddr: map[string][]dialState{}, claimed: map[string]bool{}}
-	if st.dialer == nil {
-		return ix
-	}
-	for _, d := range st.dialer.backoffs() {
-		a := strings.ToLower(d.addr)
-		ix.byAddr[a] = append(ix.byAddr[a], d)
-	}
-	if st.spread != nil && len(ix.byAddr) > 0 {
-		ix.spread = st.spread.addrsByHost()
-	}
-	return ix
-}
-
-// claim returns the addresses of host: host itself when it has a port,
-// else host with the ports of http and https, and its spread addresses.
-func (ix *dialIndex) claim(host string) []dialState {
-	if len(ix.byAddr) == 0 {
-		return nil
-	}
-	var out []dialState
-	take := func(addr string) {
-		if ds, ok := ix.byAddr[addr]; ok && !ix.claimed[addr] {
-			ix.claimed[addr] = true
-			out = append(out, ds...)
-		}
-	}
-	if _, port, err := net.SplitHostPort(host); err == nil && port != "" {
-		take(host)
-	} else {
-		take(host + ":80")
-		take(host + ":443")
-	}
-	for _, a := range ix.spread[host] {
-		take(strings.ToLower(a))
-	}
-	return out
-}
-
-// unclaimed returns the addresses no host claimed: those of hosts the
-// table no longer holds, or of a proxy.
-func (ix *dialIndex) unclaimed() []dialState {
-	var out []dialState
-	for a, ds := range ix.byAddr {
-		if !ix.claimed[a] {
-			out = append(out, ds...)
-		}
-	}
-	return out
-}
-
-// dialsOf lists ds for the page, open windows first, the longest first,
-// at most maxStatusDials of them, and counts the rest.
-func dialsOf(ds []dialState, now time.Time) ([]statusDial, int) {
-	slices.SortFunc(ds, func(a, b dialState) int {
-		return cmp.Or(b.until.Compare(a.until), strings.Compare(a.addr, b.addr), strings.Compare(a.network, b.network))
+// hostOf makes the row of a ranked host.
+func hostOf(r rank, now time.Time) host {
+	hs := r.stats
+	h := host{Host: clip(r.name), counters: countersOf(hs.Counters),
+		Tokens: fixedOf(hs.Tokens), MaxTokens: fixedOf(hs.MaxTokens), HedgeTokens: fixedOf(hs.HedgeTokens),
+		Holds: []hold{}, DialBackoff: []window{}, RecentFailures: r.failures, Spent: r.spent,
+		LatencySamples: hs.LatencySamples, LatencyP50: millis(hs.LatencyP50), LatencyP90: millis(hs.LatencyP90),
+		LatencyP99: millis(hs.LatencyP99)}
+	holds := slices.Clone(hs.Holds)
+	slices.SortFunc(holds, func(a, b retryhttp.Hold) int {
+		return cmp.Or(b.Until.Compare(a.Until), strings.Compare(a.Rule, b.Rule))
 	})
-	out := []statusDial{}
-	for _, d := range ds[:min(len(ds), maxStatusDials)] {
-		s := statusDial{Network: d.network, Address: clip(d.addr), Failures: d.failures, Until: d.until.UTC(),
-			Left: ms(max(d.until.Sub(now), 0))}
-		if d.err != nil {
-			s.Error = clip(RedactURLs(d.err.Error()))
-		}
-		out = append(out, s)
+	for _, hd := range holds[:min(len(holds), maxHolds)] {
+		h.Holds = append(h.Holds, hold{Rule: clip(hd.Rule), Status: hd.Status, Since: utc(hd.Since),
+			Until: utc(hd.Until), Remaining: remaining(hd.Until, now)})
 	}
-	return out, max(len(ds)-maxStatusDials, 0)
+	h.MoreHolds = max(len(holds)-maxHolds, 0)
+	h.DialBackoff, h.MoreDialBackoff = windowsOf(r.dials, now)
+	return h
+}
+
+func countersOf(c retryhttp.Counters) counters {
+	return counters{Requests: c.Requests, ExtraAttempts: c.ExtraAttempts, ExtraAttemptsFailed: c.ExtraAttemptsFailed,
+		TransparentRetries: c.TransparentRetries, Hedges: c.Hedges, HedgesWon: c.HedgesWon,
+		HedgesCancelled: c.HedgesCancelled, BudgetRefusals: c.BudgetRefusals, FleetRefusals: c.FleetRefusals,
+		HedgeBudgetRefusals: c.HedgeBudgetRefusals, HoldsSet: c.HoldsSet, HoldWaits: c.HoldWaits,
+		HoldWaitTime: millis(c.HoldWaitTime), HoldRefusals: c.HoldRefusals, CommittedForSize: c.CommittedForSize}
+}
+
+// remaining is the time from now until end, 0 once it has passed.
+func remaining(end, now time.Time) millis {
+	return millis(max(end.Sub(now), 0))
+}
+
+// windowsOf lists ws for the page, open windows first, the longest
+// first, at most maxWindows of them, and counts the rest.
+func windowsOf(ws []dial.Window, now time.Time) ([]window, int) {
+	slices.SortFunc(ws, func(a, b dial.Window) int {
+		return cmp.Or(b.Until.Compare(a.Until), strings.Compare(a.Addr, b.Addr), strings.Compare(a.Network, b.Network))
+	})
+	out := []window{}
+	for _, w := range ws[:min(len(ws), maxWindows)] {
+		d := window{Network: clip(w.Network), Addr: clip(w.Addr), Failures: w.Failures, Until: utc(w.Until),
+			Remaining: remaining(w.Until, now)}
+		if w.Err != nil {
+			d.Err = errText(w.Err.Error())
+		}
+		out = append(out, d)
+	}
+	return out, max(len(ws)-maxWindows, 0)
 }
