@@ -212,7 +212,7 @@ func busyHandler(t *testing.T) http.Handler {
 // with short waits and a small budget, so that busyHandler is quick.
 func busyPolicy() *policy.Config {
 	cfg := policy.Default()
-	cfg.MaxServerDelay = 2 * time.Second // the 429's 2 minutes are not waited for
+	cfg.MaxServerDelay = 5 * time.Minute // the 429's hold lasts its 2 minutes, past every request's deadline
 	cfg.Throttle = &policy.Throttle{MaxTokens: 10, TokenRatio: 0.1}
 	cfg.Rules[0].Retry.InitialBackoff, cfg.Rules[0].Retry.MaxBackoff = 5*time.Millisecond, 20*time.Millisecond
 	cfg.Rules = append([]policy.Rule{{Name: []policy.Name{{Host: "search.example.com"}},

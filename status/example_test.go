@@ -51,5 +51,5 @@ func ExampleHandler() {
 	left := time.Duration(h.Holds[0].RemainingMs * float64(time.Millisecond)).Round(time.Minute)
 	fmt.Printf("%s: held after a %d, rule %s, %v left\n", h.Host, h.Holds[0].Status, h.Holds[0].Rule, left)
 	// Output:
-	// api.example.com: held after a 429, rule *, 1h0m0s left
+	// api.example.com: held after a 429, rule *, 1m0s left
 }

@@ -57,6 +57,9 @@ type counters struct {
 	HoldWaits           uint64 `json:"holdWaits"`
 	HoldWaitTime        millis `json:"holdWaitTimeMs"`
 	HoldRefusals        uint64 `json:"holdRefusals"`
+	PaceWaits           uint64 `json:"paceWaits"`
+	PaceWaitTime        millis `json:"paceWaitTimeMs"`
+	PaceRefusals        uint64 `json:"paceRefusals"`
 	CommittedForSize    uint64 `json:"committedForSize"`
 }
 
@@ -79,6 +82,7 @@ type host struct {
 	HedgeTokens     fixed    `json:"hedgeTokens"`
 	Holds           []hold   `json:"holds"`
 	MoreHolds       int      `json:"moreHolds"`
+	PaceRate        fixed    `json:"paceRate"`
 	LatencySamples  int      `json:"latencySamples"`
 	LatencyP50      millis   `json:"latencyP50Ms"`
 	LatencyP90      millis   `json:"latencyP90Ms"`
@@ -230,7 +234,7 @@ func spent(tokens, maxTokens fixed) bool {
 func hostOf(r rank, now time.Time) host {
 	hs := r.stats
 	h := host{Host: clip(r.name), counters: countersOf(hs.Counters),
-		Tokens: fixedOf(hs.Tokens), MaxTokens: fixedOf(hs.MaxTokens), HedgeTokens: fixedOf(hs.HedgeTokens),
+		Tokens: fixedOf(hs.Tokens), MaxTokens: fixedOf(hs.MaxTokens), HedgeTokens: fixedOf(hs.HedgeTokens), PaceRate: fixedOf(hs.PaceRate),
 		Holds: []hold{}, DialBackoff: []window{}, RecentFailures: r.failures, Spent: r.spent,
 		LatencySamples: hs.LatencySamples, LatencyP50: millis(hs.LatencyP50), LatencyP90: millis(hs.LatencyP90),
 		LatencyP99: millis(hs.LatencyP99)}
@@ -252,7 +256,8 @@ func countersOf(c retryhttp.Counters) counters {
 		TransparentRetries: c.TransparentRetries, Hedges: c.Hedges, HedgesWon: c.HedgesWon,
 		HedgesCancelled: c.HedgesCancelled, BudgetRefusals: c.BudgetRefusals, FleetRefusals: c.FleetRefusals,
 		HedgeBudgetRefusals: c.HedgeBudgetRefusals, HoldsSet: c.HoldsSet, HoldWaits: c.HoldWaits,
-		HoldWaitTime: millis(c.HoldWaitTime), HoldRefusals: c.HoldRefusals, CommittedForSize: c.CommittedForSize}
+		HoldWaitTime: millis(c.HoldWaitTime), HoldRefusals: c.HoldRefusals, PaceWaits: c.PaceWaits,
+		PaceWaitTime: millis(c.PaceWaitTime), PaceRefusals: c.PaceRefusals, CommittedForSize: c.CommittedForSize}
 }
 
 // remaining is the time from now until end, 0 once it has passed.
