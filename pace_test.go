@@ -1,0 +1,128 @@
+package retryhttp
+
+import (
+	"math"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+// A pace hands out send slots one interval apart, each attempt moving the
+// schedule on; the fields' quota may be drawn on in a small run first.
+func TestPaceSlots(t *testing.T) {
+	now := time.Now()
+	var ps paces
+	assert.Equal(t, now, ps.take("r", now), "unpaced: at once")
+	ps.throttle("r", now, now, 10, 0) // sent at 10/s: cut to 7/s
+	f := ps.get("r", now, 10)
+	require.InDelta(t, 7, f.rate, 1e-6)
+	interval := time.Duration(float64(time.Second) / f.rate)
+	for i := range 4 {
+		at := ps.take("r", now)
+		assert.Equal(t, now.Add(time.Duration(i)*interval), at, "slot %d", i)
+	}
+	assert.Equal(t, now, ps.take("other", now), "another rule is not paced")
+
+	// The fields' r per t, drawn on up to a tenth of r at once.
+	var fs paces
+	fs.fields("r", now, quota{left: true, r: 50, t: 10 * time.Second}, 20)
+	g := fs.get("r", now, 20)
+	assert.InDelta(t, 5, g.rate, 1e-9)
+	assert.InDelta(t, 5, g.burst, 1e-9)
+	for i := range 5 {
+		assert.Equal(t, now, fs.take("r", now), "slot %d of the run", i)
+	}
+	assert.Equal(t, now.Add(200*time.Millisecond), fs.take("r", now), "then one per interval")
+}
+
+// A throttle cuts the rate to 0.7 of the rate sent, or of the pace's, and
+// of at most three times what the host served; it grows back to 0.95 of
+// that within about 5 s, then past it, slowly; a throttle of an attempt
+// that took its slot before the last cut cuts nothing.
+func TestPaceCutsAndGrowsBack(t *testing.T) {
+	now := time.Now()
+	for _, tc := range []struct {
+		name         string
+		sent, served float64
+		want         float64
+	}{
+		{"from the rate sent", 100, 0, 70},
+		{"capped by what was served", 100, 20, 42},
+		{"never under the floor", 0.1, 0, paceFloor},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			var ps paces
+			ps.throttle("r", now, now, tc.sent, tc.served)
+			assert.InDelta(t, tc.want, ps.get("r", now, tc.sent).rate, 1e-6)
+		})
+	}
+	var ps paces
+	ps.throttle("r", now, now, 100, 0)
+	p := ps.list[0]
+	back := now.Add(p.k)
+	assert.InDelta(t, 95, p.rateAt(back), 1e-6, "back at the target after k")
+	assert.Less(t, p.k, 6*time.Second)
+	assert.Greater(t, p.rateAt(back.Add(5*time.Second)), 95.0, "then past it")
+	assert.Less(t, p.rateAt(back.Add(time.Second)), 95.5, "slowly")
+	for _, d := range []time.Duration{0, time.Second, 2 * time.Second} {
+		assert.Less(t, p.rateAt(now.Add(d)), p.rateAt(now.Add(d+time.Second)), "it grows from %v", d)
+	}
+
+	ps.throttle("r", now.Add(time.Second), now.Add(-time.Millisecond), 100, 0)
+	assert.Equal(t, p.rateAt(now.Add(time.Second)), ps.list[0].rateAt(now.Add(time.Second)),
+		"a throttle of an attempt sent before the cut cuts nothing")
+	ps.throttle("r", now.Add(time.Second), now.Add(time.Millisecond), 100, 0)
+	assert.Less(t, ps.list[0].rateAt(now.Add(time.Second)), p.rateAt(now.Add(time.Second)), "one sent after it does")
+}
+
+// A pace that no longer holds the host back is lifted: its rate grew past
+// 1.5 times the rate sent, with no throttle for a while; fields keep it
+// while they are in force.
+func TestPaceLifts(t *testing.T) {
+	now := time.Now()
+	var ps paces
+	ps.throttle("r", now, now, 100, 0)
+	assert.NotZero(t, ps.get("r", now.Add(time.Second), 100).rate, "still throttled recently")
+	assert.NotZero(t, ps.get("r", now.Add(3*time.Second), 70).rate, "the pace still binds")
+	assert.Zero(t, ps.get("r", now.Add(3*time.Second), 10).rate, "the host is sent far less than the pace lets")
+	assert.Zero(t, ps.n.Load(), "and it is forgotten")
+
+	ps.fields("r", now, quota{left: true, r: 1000, t: time.Minute}, 5)
+	assert.Zero(t, ps.n.Load(), "a quota that lasts at the rate sent paces nothing")
+	ps.fields("r", now, quota{left: true, r: 10, t: time.Minute}, 50)
+	assert.NotZero(t, ps.get("r", now.Add(10*time.Second), 0).rate, "one that does not, until its t")
+	assert.Zero(t, ps.get("r", now.Add(61*time.Second), 0).rate)
+
+	ps.fields("r", now, quota{limit: 100}, 300)
+	assert.InDelta(t, 100, ps.get("r", now, 300).rate, 1e-9, "a policy's q per w caps it")
+	ps.clear()
+	assert.Zero(t, ps.get("r", now, 300).rate, "clear lifts every pace")
+}
+
+// The fields' rate is smoothed over answers, so that one answer moves it
+// by a tenth of the way.
+func TestPaceFieldsSmooth(t *testing.T) {
+	now := time.Now()
+	var ps paces
+	ps.fields("r", now, quota{left: true, r: 100, t: time.Second}, 1000)
+	ps.fields("r", now, quota{left: true, r: 0 + 1, t: time.Second}, 1000)
+	assert.InDelta(t, 0.1*1+0.9*100, ps.get("r", now, 1000).rate, 1e-9)
+}
+
+// The meter reads the rate of the window in progress, or of the last one
+// just after a roll.
+func TestMeter(t *testing.T) {
+	now := time.Now()
+	var m meter
+	assert.Zero(t, m.rate(now, 0))
+	assert.True(t, m.due(now))
+	m.roll(now, 1) // the first attempt
+	assert.False(t, m.due(now.Add(500*time.Millisecond)))
+	assert.InDelta(t, 100, m.rate(now.Add(500*time.Millisecond), 50), 1e-9)
+	m.roll(now.Add(time.Second), 201) // 200 in the second
+	assert.InDelta(t, 200, m.rate(now.Add(time.Second+time.Millisecond), 201), 1e-9, "the last window's, just after a roll")
+	assert.InDelta(t, 40, m.rate(now.Add(1500*time.Millisecond), 220), 1e-9)
+	assert.False(t, math.IsNaN(m.rate(now.Add(time.Second), 201)))
+}

@@ -1,0 +1,205 @@
+package retryhttp_test
+
+import (
+	"context"
+	"errors"
+	"net/http"
+	"sync"
+	"testing"
+	"testing/synctest"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/retryhttp/retryhttp"
+	"github.com/retryhttp/retryhttp/policy"
+	rt "github.com/retryhttp/retryhttp/retryhttptest"
+	"github.com/retryhttp/retryhttp/retrytrace"
+)
+
+// burst sends n GETs of path at once through tr, each with deadline d (0:
+// none), and returns their errors.
+func burst(t *testing.T, tr *retryhttp.Transport, path string, n int, d time.Duration) []error {
+	t.Helper()
+	errs := make([]error, n)
+	var wg sync.WaitGroup
+	for i := range n {
+		wg.Go(func() {
+			ctx := retryhttp.WithoutRetries(t.Context())
+			if d > 0 {
+				var cancel context.CancelFunc
+				ctx, cancel = context.WithTimeout(ctx, d)
+				defer cancel()
+			}
+			req, err := http.NewRequestWithContext(ctx, "GET", "https://api.test"+path, nil)
+			require.NoError(t, err)
+			resp, err := tr.RoundTrip(req)
+			if err == nil {
+				readAll(t, resp)
+			}
+			errs[i] = err
+		})
+	}
+	wg.Wait()
+	return errs
+}
+
+// After a throttle, the host's requests of the rule, first attempts
+// included, go out one send slot apart, at a rate cut from the rate sent;
+// waits are reported and counted, and the rate is in Stats.
+func TestAThrottlePacesTheHost(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		var mu sync.Mutex
+		throttled := false
+		srv := &rt.Server{Choose: func(_ int, req *http.Request) rt.Step {
+			mu.Lock()
+			defer mu.Unlock()
+			if req.URL.Path == "/limit" && !throttled {
+				throttled = true
+				return rt.Step{Status: 429} // bare: no hold, a throttle all the same
+			}
+			return rt.Step{}
+		}}
+		var waits []retrytrace.WaitInfo
+		tr := &retryhttp.Transport{Base: srv, Hooks: &retrytrace.Hooks{Wait: func(w retrytrace.WaitInfo) {
+			mu.Lock()
+			waits = append(waits, w)
+			mu.Unlock()
+		}}}
+		for range 20 { // 20 requests in a second: the rate sent
+			burst(t, tr, "/warm", 1, 0)
+			time.Sleep(50 * time.Millisecond)
+		}
+		burst(t, tr, "/limit", 1, 0)
+		start := len(arrivals(srv))
+		for _, err := range burst(t, tr, "/x", 10, 0) {
+			require.NoError(t, err)
+		}
+		at := arrivals(srv)[start:]
+		require.Len(t, at, 10)
+		for i := 1; i < len(at); i++ {
+			assert.GreaterOrEqual(t, at[i]-at[i-1], 50*time.Millisecond, "paced, at most 20/s: attempt %d", i)
+		}
+		hs := tr.Stats().Hosts["api.test"]
+		assert.InDelta(t, 0.7*20, hs.PaceRate, 2, "cut to 0.7 of the rate sent")
+		assert.Equal(t, uint64(9), hs.PaceWaits, "every attempt but the first waited for its slot")
+		assert.Greater(t, hs.PaceWaitTime, time.Duration(0))
+		mu.Lock()
+		defer mu.Unlock()
+		paced := 0
+		for _, w := range waits {
+			if w.Reason == retrytrace.WaitPace {
+				paced++
+			}
+		}
+		assert.Equal(t, 9, paced)
+	})
+}
+
+// An attempt whose send slot would come past its deadline fails at once,
+// nothing sent, with ErrPaced; ResetBackoff lifts the pace.
+func TestPacedRequestsThatCannotWaitFail(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		srv := &rt.Server{Choose: func(_ int, req *http.Request) rt.Step {
+			if req.URL.Path == "/limit" {
+				return rt.Step{Status: 429}
+			}
+			return rt.Step{}
+		}}
+		tr := &retryhttp.Transport{Base: srv}
+		for range 5 { // a request a second
+			burst(t, tr, "/slow", 1, 0)
+			time.Sleep(time.Second)
+		}
+		burst(t, tr, "/limit", 1, 0) // a throttle at 1/s: paced at 0.7/s, a slot every 1.4 s
+		start := time.Now()
+		errs := burst(t, tr, "/x", 3, time.Second)
+		var paced int
+		for _, err := range errs {
+			if errors.Is(err, retryhttp.ErrPaced) {
+				paced++
+				var e *retryhttp.Error
+				require.ErrorAs(t, err, &e)
+				assert.Zero(t, e.Attempts, "nothing sent")
+				assert.ErrorIs(t, err, retryhttp.ErrNoResponse)
+				assert.Contains(t, err.Error(), "api.test paced")
+			} else {
+				assert.NoError(t, err)
+			}
+		}
+		assert.Equal(t, 2, paced, "one request has the next slot; the others' come past their deadline")
+		assert.Equal(t, start, time.Now(), "the refusals come at once")
+		assert.Equal(t, uint64(2), tr.Stats().Total.PaceRefusals)
+
+		tr.ResetBackoff("api.test")
+		for _, err := range burst(t, tr, "/x", 3, time.Second) {
+			assert.NoError(t, err, "the pace is lifted")
+		}
+		assert.Zero(t, tr.Stats().Hosts["api.test"].PaceRate)
+	})
+}
+
+// A Throttled verdict is a throttle: it paces the host, and it is retried
+// whatever the method, as a 429 is.
+func TestThrottledVerdict(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		srv := &rt.Server{Choose: func(n int, _ *http.Request) rt.Step {
+			if n == 1 {
+				return rt.Step{Status: 400, Body: `{"__type": "ThrottlingException"}`}
+			}
+			return rt.Step{}
+		}}
+		tr := &retryhttp.Transport{Base: srv, Classify: func(_ int, resp *http.Response, _ error) retryhttp.Verdict {
+			if resp != nil && resp.StatusCode == 400 {
+				return retryhttp.Throttled
+			}
+			return retryhttp.UsePolicy
+		}}
+		resp, err := tr.RoundTrip(newRequest(t, t.Context(), "POST", "x"))
+		require.NoError(t, err)
+		readAll(t, resp)
+		assert.Equal(t, 200, resp.StatusCode, "retried, a POST too")
+		assert.NotZero(t, tr.Stats().Hosts["api.test"].PaceRate, "and the host is paced")
+		assert.Equal(t, "Throttled.After(1s)", retryhttp.Throttled.After(time.Second).String())
+	})
+}
+
+// Fields that announce the quota set the pace directly: at most r before
+// t, spread over it, once the rate sent would spend it.
+func TestRateLimitFieldsSetThePace(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		srv := &rt.Server{Choose: func(int, *http.Request) rt.Step {
+			return rt.Step{Header: http.Header{"Ratelimit": {`"default";r=5;t=1`}}}
+		}}
+		tr := &retryhttp.Transport{Base: srv}
+		for _, err := range burst(t, tr, "/x", 20, 0) {
+			require.NoError(t, err)
+		}
+		at := arrivals(srv)
+		assert.InDelta(t, 5, tr.Stats().Hosts["api.test"].PaceRate, 0.5)
+		// The first answer's fields pace the rest: 19 more at 5/s.
+		assert.GreaterOrEqual(t, at[len(at)-1]-at[0], 3*time.Second)
+		assert.Less(t, at[len(at)-1]-at[0], 4*time.Second)
+	})
+}
+
+// Pacing is a switch: off, a throttle paces nothing.
+func TestPaceOff(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		srv := &rt.Server{Choose: func(n int, _ *http.Request) rt.Step {
+			if n == 1 {
+				return rt.Step{Status: 429}
+			}
+			return rt.Step{}
+		}}
+		cfg := policy.Default()
+		cfg.Pace = &policy.Pace{Off: true}
+		tr := &retryhttp.Transport{Base: srv, Policy: cfg}
+		burst(t, tr, "/limit", 1, 0)
+		start := time.Now()
+		burst(t, tr, "/x", 10, 0)
+		assert.Equal(t, start, time.Now())
+		assert.Zero(t, tr.Stats().Hosts["api.test"].PaceRate)
+	})
+}
