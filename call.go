@@ -65,6 +65,13 @@ type call struct {
 	// taken at slotAt by the gate before a wait for it; 0: none.
 	slot   int
 	slotAt time.Time
+	// admits are the attempts that hold a slot under the host's
+	// concurrency limit, one bit each; waiter is attempt waitFor's place
+	// in line for one, until waitUntil.
+	admits    uint32
+	waiter    *admitWaiter
+	waitFor   int
+	waitUntil time.Time
 	hedger hedger // the hedge loop's state, kept with the call
 }
 
@@ -127,6 +134,7 @@ func (st *state) newCall(req *http.Request, hooks *retrytrace.Hooks, classifier 
 // put back for another request to share: the loop that panicked may not
 // have put its state in order.
 func (c *call) end(completed bool) {
+	c.unadmitAll()
 	c.body.release()
 	c.last.abort(errCallDone) // an outcome kept, and not handed back
 	if !completed {
@@ -267,31 +275,52 @@ func (c *call) waitsForReady() bool {
 
 // admit asks the gate whether attempt n (its resend under its number,
 // when again is set) may go now, and carries out what it says of the
-// host's hold and hedge budget: an attempt that goes first after a capped
-// hold claims the probe, or looks again at once if another request did;
-// a first attempt earns its share of a hedge, a hedge spends one, and is
-// refused if another request took the last one since the facts were read.
+// host's limits: an attempt takes a slot under the host's concurrency
+// limit, or waits in line for one; takes a send slot of the host's pace,
+// and waits for it; goes first after a capped hold, or looks again at
+// once if another request did; and, a first attempt, earns its share of
+// a hedge, or, a hedge, spends one, refused if another request took the
+// last one since the facts were read. An attempt refused gives its
+// concurrency slot back.
 func (c *call) admit(n int, again bool) step {
 	now := time.Now()
+	if s, waiting := c.inLine(n, now); waiting {
+		return s
+	}
 	f := c.facts(now)
 	f.host = c.host.factsFor(c.rule, now, c.st.fleet, asks{holds: c.pol.cfg.Hold != nil, pace: c.pol.pacing,
 		budgets: n > 1 && !again, capped: c.capped()})
 	f.slotTaken = c.slot == n && !c.slotAt.Before(f.host.pace.cut)
+	if a := c.pol.cfg.Admission; a != nil {
+		f.host.admit, f.admitted, f.admitWait = c.host.admission(a.Concurrency()).facts(), c.admits&(1<<n) != 0, a.Wait()
+	}
 	s := gate(&f, n, again, rand.Float64())
 	s.at = now.Add(s.wait)
-	if s.kind == stepWait && s.reason == retrytrace.WaitHold {
+	switch {
+	case s.kind == stepNoMore:
+		c.unadmit(n)
+		return s
+	case s.kind == stepWait && s.reason == retrytrace.WaitHold:
 		c.slot = 0 // a slot taken before the hold has passed unused: the attempt takes a new one after it
 	}
-	if s.probe {
-		if _, ok := c.host.holds.probe(c.rule, s.hold.until, now, now.Add(f.maxServerDelay)); !ok {
-			return c.admit(n, again) // another went first: wait for its answer
+	if s.acquire {
+		if w, ok := c.host.admit.Load().acquire(); !ok {
+			c.waiter, c.waitFor, c.waitUntil = w, n, now.Add(s.wait)
+			return step{kind: stepWait, attempt: n, wait: s.wait, reason: retrytrace.WaitAdmission, at: s.at, wake: w.ch}
 		}
+		c.admits |= 1 << n
+		s.wait, s.at = 0, now // a slot came free since the facts were read
 	}
 	if s.pace {
 		at := c.host.paces.take(c.rule, now)
 		c.slot, c.slotAt = n, now
 		if wait := at.Sub(now); wait > 0 {
 			return step{kind: stepWait, attempt: n, wait: wait, reason: retrytrace.WaitPace, at: at}
+		}
+	}
+	if s.probe {
+		if _, ok := c.host.holds.probe(c.rule, s.hold.until, now, now.Add(f.maxServerDelay)); !ok {
+			return c.admit(n, again) // another went first: wait for its answer
 		}
 	}
 	if !again {
@@ -302,10 +331,73 @@ func (c *call) admit(n int, again bool) step {
 		c.host.hedges.earn(c.plan.hedge.MaxExtraLoad)
 	case hedgeSpend:
 		if !c.host.hedges.spend() {
+			c.unadmit(n)
 			s = noMore(n, retrytrace.RefusedHedgeBudget)
 		}
 	}
 	return s
+}
+
+// inLine settles the wait of attempt n in line for a concurrency slot at
+// now: a slot handed to it is its own, and the gate is asked again; a
+// wait that is not over goes on; one that is over leaves the line, and
+// the attempt is shed. It reports whether the attempt still waits (or is
+// shed), with its step.
+func (c *call) inLine(n int, now time.Time) (step, bool) {
+	w := c.waiter
+	if w == nil || c.waitFor != n {
+		return step{}, false
+	}
+	a := c.host.admit.Load()
+	if !a.granted(w) && now.Before(c.waitUntil) {
+		return step{kind: stepWait, attempt: n, wait: c.waitUntil.Sub(now), reason: retrytrace.WaitAdmission,
+			at: c.waitUntil, wake: w.ch}, true
+	}
+	c.waiter = nil
+	if a.leave(w) {
+		c.admits |= 1 << n
+		return step{}, false
+	}
+	s := noMore(n, retrytrace.RefusedShed)
+	s.limit = int(a.limitNow.Load())
+	return s, true
+}
+
+// readmit gives back the concurrency slot of attempt r, whose outcome is
+// out, at now, with what it showed of its host: its latency, unless it was
+// a throttle or a 503, which is lost work and never a fast answer, as a
+// timeout or a reset is.
+func (c *call) readmit(r *result, out outcome, now time.Time) {
+	if c.admits&(1<<r.n) == 0 {
+		return
+	}
+	c.admits &^= 1 << r.n
+	lost := out == outNetwork || throttle(r) || r.resp != nil && r.resp.StatusCode == http.StatusServiceUnavailable
+	c.host.admit.Load().release(now, r.latency, r.resp != nil && !lost, lost)
+}
+
+// unadmit gives back the concurrency slot attempt n holds, if any, with
+// nothing learnt: the attempt was not sent, or was cut off.
+func (c *call) unadmit(n int) {
+	if c.admits&(1<<n) == 0 {
+		return
+	}
+	c.admits &^= 1 << n
+	c.host.admit.Load().release(time.Now(), 0, false, false)
+}
+
+// unadmitAll gives back every concurrency slot the request holds, and its
+// place in line: the request is over.
+func (c *call) unadmitAll() {
+	if w := c.waiter; w != nil {
+		c.waiter = nil
+		if c.host.admit.Load().leave(w) {
+			c.admits |= 1 << c.waitFor
+		}
+	}
+	for n := range 32 {
+		c.unadmit(n)
+	}
 }
 
 // after takes attempt r's result, which the attempt has read already: it
@@ -328,6 +420,7 @@ func (c *call) after(r *result) step {
 	more := out == outRetryStatus || out == outNetwork || out == outNeverSent // a further attempt may follow
 	if !f.sendsAgain() {
 		c.learn(r, out, now)
+		c.readmit(r, out, now)
 		if more { // the host's budgets, now that they count this attempt
 			f.host = c.host.factsFor(c.rule, now, c.st.fleet, asks{budgets: true, capped: c.capped()})
 			if c.plan.retry != nil {
@@ -403,6 +496,9 @@ func (c *call) refusal(s step) error {
 	case retrytrace.RefusedPaced:
 		return fmt.Errorf("host %s paced at %.3g requests/s: its next send slot is %v away (%w)",
 			c.host.name, s.rate, s.wait.Round(time.Millisecond), ErrPaced)
+	case retrytrace.RefusedShed:
+		return fmt.Errorf("host %s has %d attempts in flight, its concurrency limit, and no slot came in time (%w)",
+			c.host.name, s.limit, ErrShed)
 	}
 	return nil
 }

@@ -94,6 +94,10 @@ type facts struct {
 	spare         bool
 	replayable    bool // its body can be sent again
 	slotTaken     bool // the attempt decided on holds a send slot of its host's pace
+	admitted      bool // it holds a slot under its host's concurrency limit
+	// admitWait is the longest an attempt waits in line for a concurrency
+	// slot: the policy's maxWait.
+	admitWait time.Duration
 	// schedule is the retry policy's wait at backoff, gathered after an
 	// attempt that may be retried.
 	schedule       time.Duration
@@ -149,6 +153,11 @@ type step struct {
 	// the pace's rate, for RefusedPaced, whose wait is the slot's.
 	pace bool
 	rate float64
+	// acquire says a stepSend takes a slot under its host's concurrency
+	// limit, waiting in line for one at most wait; limit is the limit,
+	// for RefusedShed.
+	acquire bool
+	limit   int
 	// hedges is what a stepSend does to the host's hedge budget.
 	hedges hedgeUse
 }
@@ -205,9 +214,12 @@ func noMore(n int, why retrytrace.RefusalReason) step {
 // has ended, the attempt goes first (a probe), or waits for the answer of
 // the one that did. A retry or hedge (not a resend) needs the host's
 // budgets and the request's body to allow it, and a hedge one of the
-// host's hedge budget, which each first attempt earns. On a paced host,
-// the attempt takes a send slot, unless it holds one already: the gate
-// refuses it when the next slot comes past the deadline or maxServerDelay.
+// host's hedge budget, which each first attempt earns. Under a host's
+// concurrency limit, the attempt takes a slot, unless it holds one: when
+// none is free, it waits in line up to maxWait within its deadline, or is
+// refused when it cannot wait at all. On a paced host, the attempt takes
+// a send slot, unless it holds one already: the gate refuses it when the
+// next slot comes past the deadline or maxServerDelay.
 func gate(f *facts, n int, again bool, rnd float64) step {
 	h := &f.host
 	switch h.holding {
@@ -240,6 +252,21 @@ func gate(f *facts, n int, again bool, rnd float64) step {
 		}
 	} else if h.capped {
 		s.hedges = hedgeEarn
+	}
+	if a := h.admit; a.limit > 0 && !f.admitted {
+		if a.queued || a.inFlight >= a.limit {
+			wait := f.admitWait
+			if !f.deadline.IsZero() {
+				wait = min(wait, f.deadline.Sub(f.now))
+			}
+			if wait <= 0 {
+				r := noMore(n, retrytrace.RefusedShed)
+				r.limit = a.limit
+				return r
+			}
+			s.wait = wait // in line, at most this long
+		}
+		s.acquire = true
 	}
 	if p := h.pace; p.rate > 0 && !f.slotTaken {
 		wait := p.slot(f.now).Sub(f.now)

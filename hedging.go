@@ -372,6 +372,7 @@ func (h *hedger) cut(c *call, n int, tail time.Duration) {
 	f := h.flights[n]
 	h.flights[n] = flight{}
 	h.flying--
+	c.unadmit(n)
 	if took := time.Since(f.started); took >= tail {
 		// Cut off past the delay, it was as slow as the tail that
 		// hedges are sent for, and the time it took, a lower bound,

@@ -31,6 +31,9 @@ type host struct {
 	hedges   hedgeBudget // maxExtraLoad's cap on hedges
 	holds    holds
 	paces    paces
+	// admit is the host's concurrency limit, made on the first attempt
+	// under a policy with admission; nil otherwise.
+	admit atomic.Pointer[admission]
 	sending  meter // the rate it is sent attempts at, which a throttle cuts from
 	serving  meter // the rate it answers them without a throttle
 	served   atomic.Uint64
@@ -241,6 +244,9 @@ func (h *host) read(hs *HostStats, capacity int64, now time.Time) {
 	for _, hd := range h.holds.inForce(now) {
 		hs.Holds = append(hs.Holds, Hold{Rule: hd.rule, Status: hd.status, Since: hd.since, Until: hd.until})
 	}
+	if a := h.admit.Load(); a != nil {
+		hs.Limit, hs.InFlight = int(a.limitNow.Load()), int(a.inFlightNow.Load())
+	}
 	for _, rate := range h.paces.rates(now) {
 		if hs.PaceRate == 0 || rate < hs.PaceRate {
 			hs.PaceRate = rate
@@ -263,6 +269,9 @@ func (ht *hostTable) reset(name string) {
 		if name == "" || h.name == name {
 			h.holds.clear()
 			h.paces.clear()
+			if a := h.admit.Load(); a != nil {
+				a.reset()
+			}
 		}
 	})
 }
@@ -310,6 +319,8 @@ type hostFacts struct {
 	capped, hedgeLeft bool
 	// pace is the host's pace for the rule; rate 0: unpaced.
 	pace paceFacts
+	// admit is the host's concurrency limit; limit 0: no admission.
+	admit admitFacts
 }
 
 // asks says what a decision needs to read of a host: its hold, when the
@@ -317,6 +328,16 @@ type hostFacts struct {
 // further attempt is at stake; and, when the request's plan caps its
 // hedges, its hedge budget.
 type asks struct{ holds, pace, budgets, capped bool }
+
+// admission returns h's concurrency limit, making it, starting at max, if
+// need be.
+func (h *host) admission(max int) *admission {
+	if a := h.admit.Load(); a != nil {
+		return a
+	}
+	h.admit.CompareAndSwap(nil, newAdmission(max))
+	return h.admit.Load()
+}
 
 // factsFor is what a decision at now reads of h for the requests of rule,
 // as a says. The fleet, if any, is asked once.

@@ -141,6 +141,11 @@ func (o *observer) waiting(n int, d time.Duration, why retrytrace.WaitReason, id
 			x.paceWaits.Add(1)
 			x.paceWaitNanos.Add(uint64(d))
 		})
+	case retrytrace.WaitAdmission:
+		o.counters.each(func(x *counters) {
+			x.admissionWaits.Add(1)
+			x.admissionWaitNanos.Add(uint64(d))
+		})
 	}
 	for _, h := range o.hooks {
 		if h != nil && h.Wait != nil {
@@ -165,6 +170,8 @@ func (o *observer) refused(n int, why retrytrace.RefusalReason) {
 		o.counters.each(func(x *counters) { x.hedgeBudgetRefusals.Add(1) })
 	case retrytrace.RefusedPaced:
 		o.counters.each(func(x *counters) { x.paceRefusals.Add(1) })
+	case retrytrace.RefusedShed:
+		o.counters.each(func(x *counters) { x.shed.Add(1) })
 	}
 	for _, h := range o.hooks {
 		if h != nil && h.Refused != nil {

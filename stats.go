@@ -60,6 +60,13 @@ type Counters struct {
 	PaceWaits    uint64
 	PaceWaitTime time.Duration
 	PaceRefusals uint64
+	// AdmissionWaits counts the attempts that waited in line for a slot
+	// under their host's concurrency limit (see [policy.Admission]), and
+	// AdmissionWaitTime the longest each could wait, in all; Shed counts
+	// the attempts refused as no slot came in time.
+	AdmissionWaits    uint64
+	AdmissionWaitTime time.Duration
+	Shed              uint64
 	// CommittedForSize counts request bodies that could not be replayed
 	// because they outgrew their buffer or got no room in the total.
 	CommittedForSize uint64
@@ -129,6 +136,10 @@ type HostStats struct {
 	// PaceRate is the rate, in requests per second, that the host's
 	// pace sends at, the slowest of its rules'; 0 when it is not paced.
 	PaceRate float64
+	// Limit is the host's concurrency limit (see [policy.Admission]),
+	// and InFlight the attempts in flight under it; Limit is 0 when the
+	// policy has no admission.
+	Limit, InFlight int
 	// LatencySamples recent latencies of the host are kept, for a host
 	// whose requests were hedged, and their quantiles are given.
 	LatencySamples                     int
@@ -142,15 +153,16 @@ const maxStatsHosts = 1024
 
 // counters is the atomic form of Counters, one per rule and per host.
 type counters struct {
-	requests, failed, transparent          atomic.Uint64
-	hedges, hedgesWon, hedgesCancelled     atomic.Uint64
-	budgetRefusals, fleetRefusals          atomic.Uint64
-	hedgeBudgetRefusals                    atomic.Uint64
-	holdsSet, holdWaits, holdRefusals      atomic.Uint64
-	holdWaitNanos                          atomic.Uint64
-	paceWaits, paceWaitNanos, paceRefusals atomic.Uint64
-	committedForSize                       atomic.Uint64
-	histogram                              [8]atomic.Uint64
+	requests, failed, transparent            atomic.Uint64
+	hedges, hedgesWon, hedgesCancelled       atomic.Uint64
+	budgetRefusals, fleetRefusals            atomic.Uint64
+	hedgeBudgetRefusals                      atomic.Uint64
+	holdsSet, holdWaits, holdRefusals        atomic.Uint64
+	holdWaitNanos                            atomic.Uint64
+	paceWaits, paceWaitNanos, paceRefusals   atomic.Uint64
+	admissionWaits, admissionWaitNanos, shed atomic.Uint64
+	committedForSize                         atomic.Uint64
+	histogram                                [8]atomic.Uint64
 }
 
 // snapshot reads c so that each dependent count is read before the count
@@ -177,6 +189,9 @@ func (c *counters) snapshot() Counters {
 	s.PaceWaits = c.paceWaits.Load()
 	s.PaceWaitTime = time.Duration(c.paceWaitNanos.Load())
 	s.PaceRefusals = c.paceRefusals.Load()
+	s.AdmissionWaits = c.admissionWaits.Load()
+	s.AdmissionWaitTime = time.Duration(c.admissionWaitNanos.Load())
+	s.Shed = c.shed.Load()
 	s.CommittedForSize = c.committedForSize.Load()
 	return s
 }
@@ -199,6 +214,9 @@ func (s *Counters) add(o Counters) {
 	s.PaceWaits += o.PaceWaits
 	s.PaceWaitTime += o.PaceWaitTime
 	s.PaceRefusals += o.PaceRefusals
+	s.AdmissionWaits += o.AdmissionWaits
+	s.AdmissionWaitTime += o.AdmissionWaitTime
+	s.Shed += o.Shed
 	s.CommittedForSize += o.CommittedForSize
 	for i := range s.Histogram {
 		s.Histogram[i] += o.Histogram[i]

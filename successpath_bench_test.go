@@ -23,7 +23,8 @@ func hedgePolicy() *policy.Config {
 
 // BenchmarkSuccessPath measures what a request answered by its first
 // attempt costs through the Transport, against bare net/http in the same
-// run: GET, POST of 1 KiB with GetBody, and GET under a hedging policy.
+// run: GET, POST of 1 KiB with GetBody, GET under a hedging policy, and
+// GET with admission on.
 // The Transport is as its zero value has it (policy.Default, statistics,
 // budget, no hooks) but for the base, which is the same for all. The
 // figures include the loopback server's own allocations, the same in
@@ -46,6 +47,11 @@ func BenchmarkSuccessPath(b *testing.B) {
 		{"GET/retryhttp", get, func(rt http.RoundTripper) http.RoundTripper { return &retryhttp.Transport{Base: rt} }},
 		{"GET/retryhttp-hedged", get, func(rt http.RoundTripper) http.RoundTripper {
 			return &retryhttp.Transport{Base: rt, Policy: hedgePolicy()}
+		}},
+		{"GET/retryhttp-admission", get, func(rt http.RoundTripper) http.RoundTripper {
+			cfg := policy.Default()
+			cfg.Admission = &policy.Admission{}
+			return &retryhttp.Transport{Base: rt, Policy: cfg}
 		}},
 		{"POST-1KiB/bare", post, func(rt http.RoundTripper) http.RoundTripper { return rt }},
 		{"POST-1KiB/retryhttp", post, func(rt http.RoundTripper) http.RoundTripper { return &retryhttp.Transport{Base: rt} }},

@@ -42,8 +42,16 @@ func OverloadSpec() Spec { return EverydaySpec() }
 // Contenders returns the contenders of every overload scenario, bare
 // net/http first.
 func Contenders() []Contender {
-	return []Contender{Bare(), ZeroTransport(), Static(), Retryablehttp(),
+	return []Contender{Bare(), ZeroTransport(), Admission(), Static(), Retryablehttp(),
 		Failsafe(), FailsafeThrottler(), FailsafeLimiter()}
+}
+
+// Admission is retryhttp's zero Transport with admission turned on, at
+// its defaults: policy.Default and "admission": {}.
+func Admission() Contender {
+	cfg := policy.Default()
+	cfg.Admission = &policy.Admission{}
+	return Retryhttp("retryhttp-admission", "retryhttp with admission", cfg)
 }
 
 // Bare sends each request once through the host: the baseline.

@@ -93,6 +93,7 @@ const (
 	WaitRateLimited WaitReason = "rate-limited" // a 429 with no delay signal: at least a second
 	WaitHold        WaitReason = "hold"         // the host is held: a rate limit or an outage it announced
 	WaitPace        WaitReason = "pace"         // the host is paced: the attempt waits for its send slot
+	WaitAdmission   WaitReason = "admission"    // the host is at its concurrency limit: the attempt waits in line
 )
 
 // WaitInfo describes a wait before the next attempt.
@@ -119,6 +120,7 @@ const (
 	RefusedHeld         RefusalReason = "held"           // the host is held past the deadline or maxServerDelay
 	RefusedHedgeBudget  RefusalReason = "hedge-budget"   // the host's hedges have spent maxExtraLoad
 	RefusedPaced        RefusalReason = "paced"          // the host's next send slot is past the deadline or maxServerDelay
+	RefusedShed         RefusalReason = "shed"           // no slot under the host's concurrency limit came within maxWait or the deadline
 )
 
 // RefusedInfo describes an attempt that was not made.
