@@ -35,6 +35,7 @@
 //	   "tokens": 4.5, "maxTokens": 10, "hedgeTokens": 0,
 //	   "holds": [{"rule": "*", "status": 429, "since": "2025-03-01T12:00:00Z",
 //	     "until": "2025-03-01T12:00:30Z", "remainingMs": 25000}], "moreHolds": 0,
+//	   "paceRate": 14.2, "limit": 0, "inFlight": 0,
 //	   "latencySamples": 128, "latencyP50Ms": 2.1, "latencyP90Ms": 3.4, "latencyP99Ms": 201.3,
 //	   "dialBackoff": [{"network": "tcp", "addr": "10.0.0.7:443", "failures": 3,
 //	     "until": "2025-03-01T12:00:07.1Z", "remainingMs": 2100, "err": "dial tcp ..."}],
@@ -50,7 +51,9 @@
 //	"requests": 120, "extraAttempts": 9, "extraAttemptsFailed": 6, "transparentRetries": 0,
 //	"hedges": 2, "hedgesWon": 1, "hedgesCancelled": 2, "budgetRefusals": 2,
 //	"fleetRefusals": 0, "hedgeBudgetRefusals": 0, "holdsSet": 1, "holdWaits": 0,
-//	"holdWaitTimeMs": 0, "holdRefusals": 1, "committedForSize": 0
+//	"holdWaitTimeMs": 0, "holdRefusals": 1, "paceWaits": 12, "paceWaitTimeMs": 840,
+//	"paceRefusals": 0, "admissionWaits": 0, "admissionWaitTimeMs": 0, "shed": 0,
+//	"committedForSize": 0
 //
 // [Handler]'s documentation says what each key means.
 package status

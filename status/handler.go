@@ -22,7 +22,10 @@ import (
 // (tokens of maxTokens; retries and hedges start only while tokens >
 // maxTokens/2); the hedges its hedge budget holds (hedgeTokens); the
 // holds in force on it (the rule held, the status that set the hold, its
-// start, its end and the time left); the p50, p90 and p99 of its recent
+// start, its end and the time left); its pace (the rate it is sent at,
+// once throttled: paceRate, 0 when unpaced) and its concurrency limit
+// (limit, 0 without admission, and the attempts inFlight under it); the
+// p50, p90 and p99 of its recent
 // latencies (kept for hosts whose requests were hedged); and the dial
 // backoff of each of its addresses that failed (only when tr dials
 // through a Dialer of its own, see [retryhttp.Stats.DialBackoff]). A host
@@ -60,33 +63,8 @@ import (
 // microsecond, under its field's name followed by "Ms"; a time is an RFC
 // 3339 string in UTC; a number is finite, and one that Go holds as a
 // float (tokens) has up to three decimals; a list is never null; an
-// error is its text, "" for none. In full, with counters written once:
-//
-//	{"version": 1, "time": "2025-03-01T12:00:05Z", "used": true, "dialer": true, "policyErr": "",
-//	 "total": {counters},
-//	 "buffer": {"buffered": 0, "highWater": 65536, "committedForSize": 0},
-//	 "hosts": [{"host": "api.example.com", counters...,
-//	   "tokens": 4.5, "maxTokens": 10, "hedgeTokens": 0,
-//	   "holds": [{"rule": "*", "status": 429, "since": "2025-03-01T12:00:00Z",
-//	     "until": "2025-03-01T12:00:30Z", "remainingMs": 25000}], "moreHolds": 0,
-//	   "latencySamples": 128, "latencyP50Ms": 2.1, "latencyP90Ms": 3.4, "latencyP99Ms": 201.3,
-//	   "dialBackoff": [{"network": "tcp", "addr": "10.0.0.7:443", "failures": 3,
-//	     "until": "2025-03-01T12:00:07.1Z", "remainingMs": 2100, "err": "dial tcp ..."}],
-//	   "moreDialBackoff": 0, "recentFailures": 2}],
-//	 "moreHosts": 0,
-//	 "otherDialBackoff": [], "moreOtherDialBackoff": 0,
-//	 "failures": [{"time": "2025-03-01T12:00:04Z", "host": "api.example.com", "method": "GET",
-//	   "path": "/v1/items", "status": 503, "err": "", "attempts": 3}],
-//	 "failed": 57}
-//
-// where counters, in "total" and spread into each host, are
-//
-//	"requests": 120, "extraAttempts": 9, "extraAttemptsFailed": 6, "transparentRetries": 0,
-//	"hedges": 2, "hedgesWon": 1, "hedgesCancelled": 2, "budgetRefusals": 2,
-//	"fleetRefusals": 0, "hedgeBudgetRefusals": 0, "holdsSet": 1, "holdWaits": 0,
-//	"holdWaitTimeMs": 0, "holdRefusals": 1, "committedForSize": 0
-//
-// and:
+// error is its text, "" for none. Its shape is written out in full in
+// the package's documentation, where:
 //
 //   - time is when the page was read. used is false for a Transport
 //     never used, whose page is otherwise empty. dialer says whether tr

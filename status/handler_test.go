@@ -54,6 +54,9 @@ type countersJSON struct {
 	PaceWaits           uint64  `json:"paceWaits"`
 	PaceWaitTimeMs      float64 `json:"paceWaitTimeMs"`
 	PaceRefusals        uint64  `json:"paceRefusals"`
+	AdmissionWaits      uint64  `json:"admissionWaits"`
+	AdmissionWaitTimeMs float64 `json:"admissionWaitTimeMs"`
+	Shed                uint64  `json:"shed"`
 	CommittedForSize    uint64  `json:"committedForSize"`
 }
 
@@ -72,6 +75,8 @@ type hostJSON struct {
 	Holds           []holdJSON   `json:"holds"`
 	MoreHolds       int          `json:"moreHolds"`
 	PaceRate        float64      `json:"paceRate"`
+	Limit           int          `json:"limit"`
+	InFlight        int          `json:"inFlight"`
 	LatencySamples  int          `json:"latencySamples"`
 	LatencyP50Ms    float64      `json:"latencyP50Ms"`
 	LatencyP90Ms    float64      `json:"latencyP90Ms"`

@@ -33,6 +33,7 @@ var hostColumns = []column{
 	{"Tokens", "", "tokens"},
 	{"Holds", "", "holds"},
 	{"Pace", "", "pace"},
+	{"Concurrency", "", "admission"},
 	{"Dial backoff", "dial", "dialBackoff"},
 	{"Latency", "", "latency"},
 	{"Requests", "n", "requests"},
@@ -192,17 +193,19 @@ dd small { font-size: 12px; font-weight: 400; color: var(--muted); }
 {{- with .HoldWaits}}<div class="muted">{{count . "hold wait" "hold waits"}}, {{$.HoldWaitTime}}</div>{{end}}{{end}}
 {{- define "pace"}}{{if .PaceRate}}<div class="nw"><span class="tag warn">paced</span> <b>{{.PaceRate}}</b>/s</div>{{else}}<span class="muted">not paced</span>{{end}}
 {{- with .PaceWaits}}<div class="muted">{{count . "pace wait" "pace waits"}}, {{$.PaceWaitTime}}</div>{{end}}{{end}}
+{{- define "admission"}}{{if .Limit}}<div class="nw">{{if ge .InFlight .Limit}}<span class="tag warn">full</span> {{end}}<b>{{.InFlight}}</b> of {{.Limit}} in flight</div>{{else}}<span class="muted">no limit</span>{{end}}
+{{- with .AdmissionWaits}}<div class="muted">{{count . "wait in line" "waits in line"}}, {{$.AdmissionWaitTime}}</div>{{end}}{{end}}
 {{- define "dialBackoff"}}{{template "windows" .DialBackoff}}{{if .MoreDialBackoff}}<div class="muted">and {{.MoreDialBackoff}} more</div>{{end}}{{end}}
 {{- define "latency"}}{{if .LatencySamples}}<div class="mono"><span class="nw">p50 {{.LatencyP50}}</span> <span class="nw">p90 {{.LatencyP90}}</span> <span class="nw">p99 {{.LatencyP99}}</span></div><div class="muted">{{.LatencySamples}} latency samples</div>{{else}}<span class="muted">none</span>{{end}}{{end}}
 {{- define "requests"}}{{.Requests}}{{end}}
 {{- define "extraAttempts"}}{{.ExtraAttempts}}{{with .ExtraAttemptsFailed}}<div class="muted">{{.}} failed</div>{{end}}{{end}}
 {{- define "hedges"}}{{.Hedges}}{{if .Hedges}}<div class="muted">{{.HedgesWon}} won</div>{{end}}{{with .HedgesCancelled}}<div class="muted">{{.}} cancelled</div>{{end}}{{end}}
-{{- define "refusals"}}{{if or .BudgetRefusals .HoldRefusals .PaceRefusals .FleetRefusals .HedgeBudgetRefusals}}
-{{- with .BudgetRefusals}}<div class="nw">{{.}} budget</div>{{end}}{{with .HoldRefusals}}<div class="nw">{{.}} hold</div>{{end}}{{with .PaceRefusals}}<div class="nw">{{.}} pace</div>{{end}}
+{{- define "refusals"}}{{if or .BudgetRefusals .HoldRefusals .PaceRefusals .Shed .FleetRefusals .HedgeBudgetRefusals}}
+{{- with .BudgetRefusals}}<div class="nw">{{.}} budget</div>{{end}}{{with .HoldRefusals}}<div class="nw">{{.}} hold</div>{{end}}{{with .PaceRefusals}}<div class="nw">{{.}} pace</div>{{end}}{{with .Shed}}<div class="nw">{{.}} shed</div>{{end}}
 {{- with .FleetRefusals}}<div class="nw">{{.}} fleet</div>{{end}}{{with .HedgeBudgetRefusals}}<div class="nw">{{.}} hedge budget</div>{{end}}
 {{- else}}<span class="muted">none</span>{{end}}{{end}}
 {{- define "recentFailures"}}{{if .RecentFailures}}<span class="bad">{{.RecentFailures}}</span>{{else}}0{{end}}{{end}}
-{{- define "refusals-inline"}}{{.BudgetRefusals}} <small>budget</small> {{.HoldRefusals}} <small>hold</small>{{if .PaceRefusals}} {{.PaceRefusals}} <small>pace</small>{{end}}
+{{- define "refusals-inline"}}{{.BudgetRefusals}} <small>budget</small> {{.HoldRefusals}} <small>hold</small>{{if .PaceRefusals}} {{.PaceRefusals}} <small>pace</small>{{end}}{{if .Shed}} {{.Shed}} <small>shed</small>{{end}}
 {{- if .FleetRefusals}} {{.FleetRefusals}} <small>fleet</small>{{end}}{{if .HedgeBudgetRefusals}} {{.HedgeBudgetRefusals}} <small>hedge budget</small>{{end}}{{end}}
 {{- define "windows"}}{{range .}}<div><span class="mono">{{.Addr}}</span>{{if ne .Network "tcp"}} <span class="muted">{{.Network}}</span>{{end}}</div>
 <div class="nw">{{if .Remaining}}<span class="tag warn">backing off</span> <b>{{.Remaining}}</b> left{{else}}<span class="muted">window over</span>{{end}}</div>

@@ -60,6 +60,9 @@ type counters struct {
 	PaceWaits           uint64 `json:"paceWaits"`
 	PaceWaitTime        millis `json:"paceWaitTimeMs"`
 	PaceRefusals        uint64 `json:"paceRefusals"`
+	AdmissionWaits      uint64 `json:"admissionWaits"`
+	AdmissionWaitTime   millis `json:"admissionWaitTimeMs"`
+	Shed                uint64 `json:"shed"`
 	CommittedForSize    uint64 `json:"committedForSize"`
 }
 
@@ -83,6 +86,8 @@ type host struct {
 	Holds           []hold   `json:"holds"`
 	MoreHolds       int      `json:"moreHolds"`
 	PaceRate        fixed    `json:"paceRate"`
+	Limit           int      `json:"limit"`
+	InFlight        int      `json:"inFlight"`
 	LatencySamples  int      `json:"latencySamples"`
 	LatencyP50      millis   `json:"latencyP50Ms"`
 	LatencyP90      millis   `json:"latencyP90Ms"`
@@ -235,6 +240,7 @@ func hostOf(r rank, now time.Time) host {
 	hs := r.stats
 	h := host{Host: clip(r.name), counters: countersOf(hs.Counters),
 		Tokens: fixedOf(hs.Tokens), MaxTokens: fixedOf(hs.MaxTokens), HedgeTokens: fixedOf(hs.HedgeTokens), PaceRate: fixedOf(hs.PaceRate),
+		Limit: hs.Limit, InFlight: hs.InFlight,
 		Holds: []hold{}, DialBackoff: []window{}, RecentFailures: r.failures, Spent: r.spent,
 		LatencySamples: hs.LatencySamples, LatencyP50: millis(hs.LatencyP50), LatencyP90: millis(hs.LatencyP90),
 		LatencyP99: millis(hs.LatencyP99)}
@@ -257,7 +263,8 @@ func countersOf(c retryhttp.Counters) counters {
 		HedgesCancelled: c.HedgesCancelled, BudgetRefusals: c.BudgetRefusals, FleetRefusals: c.FleetRefusals,
 		HedgeBudgetRefusals: c.HedgeBudgetRefusals, HoldsSet: c.HoldsSet, HoldWaits: c.HoldWaits,
 		HoldWaitTime: millis(c.HoldWaitTime), HoldRefusals: c.HoldRefusals, PaceWaits: c.PaceWaits,
-		PaceWaitTime: millis(c.PaceWaitTime), PaceRefusals: c.PaceRefusals, CommittedForSize: c.CommittedForSize}
+		PaceWaitTime: millis(c.PaceWaitTime), PaceRefusals: c.PaceRefusals, AdmissionWaits: c.AdmissionWaits,
+		AdmissionWaitTime: millis(c.AdmissionWaitTime), Shed: c.Shed, CommittedForSize: c.CommittedForSize}
 }
 
 // remaining is the time from now until end, 0 once it has passed.
