@@ -45,11 +45,19 @@ const (
 	// to end (a rate limit, or an outage the host announced). Unit s,
 	// with the attributes of the request histograms.
 	HoldDelayMetric = "retryhttp.client.hold.delay"
+	// PaceDelayMetric is each wait of an attempt for a send slot of its
+	// host's pace (policy.Pace), and AdmissionDelayMetric each wait in
+	// line for a slot under its host's concurrency limit
+	// (policy.Admission), the longest it could wait. Unit s, with the
+	// attributes of the request histograms.
+	PaceDelayMetric      = "retryhttp.client.pace.delay"
+	AdmissionDelayMetric = "retryhttp.client.admission.delay"
 	// RefusalsMetric counts the attempts a policy would make that were
 	// not made, by [RefusalReasonKey]: a spent budget, the fleet's, the
-	// hedge budget, a hold, a deadline, a server's delay, a body that
-	// cannot be replayed. Unit {attempt}, with the attributes of the
-	// request histograms and the reason.
+	// hedge budget, a hold, the pace, the concurrency limit (shed), a
+	// deadline, a server's delay, a body that cannot be replayed. Unit
+	// {attempt}, with the attributes of the request histograms and the
+	// reason.
 	RefusalsMetric = "retryhttp.client.refusals"
 )
 
@@ -83,7 +91,9 @@ type Config struct {
 // Hooks returns hooks that record, for each request they see, the
 // histograms named by [RetriesMetric], [TransparentRetriesMetric],
 // [HedgesMetric] and [RetryDelayMetric], each wait for a hold on its host
-// ([HoldDelayMetric]) and each refusal ([RefusalsMetric]), and one span
+// ([HoldDelayMetric]), for its pace ([PaceDelayMetric]) and for its
+// concurrency limit ([AdmissionDelayMetric]), and each refusal
+// ([RefusalsMetric]), and one span
 // per attempt, a child of the span in the request's context. Set them as
 // [retryhttp.Transport.Hooks], or pass them to [retrytrace.WithHooks].
 //
@@ -110,7 +120,7 @@ func Hooks(cfg Config) (*retrytrace.Hooks, error) {
 type recorder struct {
 	tracer                       trace.Tracer
 	retries, transparent, hedges metric.Int64Histogram
-	delay, hold                  metric.Float64Histogram
+	delay, hold, pace, admission metric.Float64Histogram
 	refusals                     metric.Int64Counter
 	table                        *table
 }
@@ -132,7 +142,7 @@ func newRecorder(cfg Config) (*recorder, error) {
 		tracer: tp.Tracer(ScopeName, trace.WithSchemaURL(semconv.SchemaURL)),
 		table:  newTable(limit),
 	}
-	var errs [6]error
+	var errs [8]error
 	r.retries, errs[0] = meter.Int64Histogram(RetriesMetric, metric.WithUnit("{retry}"),
 		metric.WithDescription("Number of retries during the request."),
 		metric.WithExplicitBucketBoundaries(countBuckets...))
@@ -150,6 +160,12 @@ func newRecorder(cfg Config) (*recorder, error) {
 		metric.WithExplicitBucketBoundaries(delayBuckets...))
 	r.refusals, errs[5] = meter.Int64Counter(RefusalsMetric, metric.WithUnit("{attempt}"),
 		metric.WithDescription("Attempts the policy would make that were not made, by reason."))
+	r.pace, errs[6] = meter.Float64Histogram(PaceDelayMetric, metric.WithUnit("s"),
+		metric.WithDescription("Time an attempt waited for a send slot of its host's pace."),
+		metric.WithExplicitBucketBoundaries(delayBuckets...))
+	r.admission, errs[7] = meter.Float64Histogram(AdmissionDelayMetric, metric.WithUnit("s"),
+		metric.WithDescription("Time an attempt could wait in line for a slot under its host's concurrency limit."),
+		metric.WithExplicitBucketBoundaries(delayBuckets...))
 	for _, err := range errs {
 		if err != nil {
 			return nil, fmt.Errorf("retryhttp/otel: %w", err)
@@ -214,9 +230,18 @@ func (r *recorder) attemptDone(a retrytrace.AttemptDoneInfo) {
 // records a wait for a hold.
 func (r *recorder) wait(w retrytrace.WaitInfo) {
 	r.table.announce(w.Request, announced{n: w.Attempt, length: w.Delay, reason: w.Reason})
-	if w.Reason == retrytrace.WaitHold {
-		r.hold.Record(w.Request.Context(), w.Delay.Seconds(), metric.WithAttributeSet(requestAttrs(w.Request, w.Rule)))
+	var h metric.Float64Histogram
+	switch w.Reason {
+	case retrytrace.WaitHold:
+		h = r.hold
+	case retrytrace.WaitPace:
+		h = r.pace
+	case retrytrace.WaitAdmission:
+		h = r.admission
+	default:
+		return
 	}
+	h.Record(w.Request.Context(), w.Delay.Seconds(), metric.WithAttributeSet(requestAttrs(w.Request, w.Rule)))
 }
 
 // refused counts the refusal, and notes on the caller's span why the
