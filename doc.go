@@ -38,18 +38,33 @@
 // same rule, not only its own: while the hold lasts nothing under it is
 // sent; a request waits for its end within its deadline and
 // maxServerDelay, or fails at once with an error matching [ErrHeld], its
-// [*HoldError] giving the host, the time left and the status. Holds are on
-// in policy.Default and in any Config that does not turn them off
-// ([policy.Config.Hold]). [Transport.Fleet] shares them,
-// and the retry budget, with the other processes of a fleet.
+// [*HoldError] giving the host, the time left and the status. A hold lasts
+// at most maxServerDelay past the answer that set it. Holds are on in
+// policy.Default and in any Config that does not turn them off
+// ([policy.Config.Hold]). [Transport.Fleet] shares them, and the retry
+// budget, with the other processes of a fleet.
+//
+// # Send no more than the host takes
+//
+// From a host's first throttle on (a 429, a 503 with a delay, a
+// [Throttled] verdict), its requests of the rule are paced: each attempt
+// takes a send slot at a rate the throttles cut and that grows back while
+// none comes, or that the host's RateLimit fields set; an attempt whose
+// slot is past its deadline fails at once with [ErrPaced] ([policy.Pace],
+// on by default). With [policy.Config.Admission], each host also gets a
+// concurrency limit that follows its latency and losses, so that a host
+// that slows down can recover; an attempt that gets no slot in time fails
+// with [ErrShed]. [Transport.ResetBackoff] tells the Transport a host is
+// back: its holds, pace and limit end.
 //
 // # Configuration
 //
 // A [policy.Config], built in Go or read from gRPC's service-config JSON
 // with [policy.ParseConfig], says which requests are retried or hedged and
 // how; set it as [Transport.Policy], or swap it at run time with
-// [Transport.SetPolicy]. A Config that says nothing of the retry throttle
-// or of holds has policy.Default's; each is turned off explicitly. Errors
+// [Transport.SetPolicy]. A Config that says nothing of the retry throttle,
+// holds or the pace has policy.Default's; each is turned off explicitly.
+// Errors
 // name the field and the value, in Go's words for a Config built in Go and
 // in JSON's for one read from JSON. The Transport takes its own copy of
 // the Config, so that later edits to it change nothing.
@@ -58,7 +73,8 @@
 //
 // An SDK that wraps a REST API knows what no status list says:
 // [Transport.Classify] gives a [Verdict] on each attempt's outcome
-// (Retryable, RetryableUnprocessed, Final, or UsePolicy), and may ask for
+// (Retryable, RetryableUnprocessed, Throttled, Final, or UsePolicy), and
+// may ask for
 // its own wait with [Verdict.After]; [PeekBody] reads a response's body
 // without consuming it. [WithPolicy], [WithoutRetries] and
 // [WithWaitForReady] steer one request through its context.
@@ -68,9 +84,10 @@
 // RoundTrip honours the [http.RoundTripper] contract: a final response,
 // whatever its status, comes back with a nil error. When no response was
 // obtained the error is an [*Error] that carries the number of attempts
-// and wraps the last cause (errors.Is and errors.As see through it);
-// [ErrDialBackoff] marks a dial refused inside its address's backoff
-// window.
+// and wraps the last cause (errors.Is and errors.As see through it), and
+// matches [ErrNoResponse]; one refused before anything was sent matches
+// [ErrHeld], [ErrPaced] or [ErrShed] too, and dial.ErrBackoff marks a
+// dial refused inside its address's backoff window.
 //
 // # Testing
 //
@@ -84,12 +101,14 @@
 //
 // # Observability
 //
-// [Transport.Stats] gives counters per rule and per host; [Hooks] report
-// each attempt, wait and refusal ([LogHooks] logs them with log/slog,
-// [JoinHooks] combines several); [Transport.PublishExpvar] serves the
-// counters at /debug/vars; [StatusHandler] serves an operator's page of
-// the Transport's live state (budgets, holds, dial backoff, latencies,
-// the last failures), as HTML and JSON. The nested module
-// github.com/retryhttp/retryhttp/otel turns the hooks into OpenTelemetry
-// metrics and spans.
+// [Transport.Stats] gives counters per rule and per host, and what each
+// host holds now (budget, holds, pace, limit, latencies), publishable with
+// expvar in one line (see [Stats]). Package retrytrace has the hooks that
+// report each attempt, wait and refusal, in the style of
+// net/http/httptrace (retrytrace.LogHooks logs them with log/slog);
+// package status serves an operator's page of the Transport's live state,
+// as HTML and JSON, mounted as net/http/pprof is; package dial has the
+// Dialer with gRPC's connection backoff that a zero Transport dials
+// through. The nested module github.com/retryhttp/retryhttp/otel turns the
+// hooks into OpenTelemetry metrics and spans.
 package retryhttp
