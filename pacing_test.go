@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"net/http"
+	"strconv"
 	"sync"
 	"testing"
 	"testing/synctest"
@@ -201,5 +202,26 @@ func TestPaceOff(t *testing.T) {
 		burst(t, tr, "/x", 10, 0)
 		assert.Equal(t, start, time.Now())
 		assert.Zero(t, tr.Stats().Hosts["api.test"].PaceRate)
+	})
+}
+
+// A serverDelayHeaders entry with a Remaining header gives the quota's r,
+// and its reset t: GitHub's, X's and Discord's headers pace as the
+// RateLimit field does.
+func TestDelayHeaderWithRemainingSetsThePace(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		srv := &rt.Server{Choose: func(int, *http.Request) rt.Step {
+			return rt.Step{Header: http.Header{
+				"X-Ratelimit-Remaining": {"10"},
+				"X-Ratelimit-Reset":     {strconv.FormatInt(time.Now().Add(5*time.Second).Unix(), 10)},
+			}}
+		}}
+		cfg := policy.Default()
+		cfg.DelayHeaders = []policy.DelayHeader{{Name: "X-RateLimit-Reset", Format: policy.DelayUnixSeconds, Remaining: "X-RateLimit-Remaining"}}
+		tr := &retryhttp.Transport{Base: srv, Policy: cfg}
+		for _, err := range burst(t, tr, "/x", 8, 0) {
+			require.NoError(t, err)
+		}
+		assert.InDelta(t, 10.0/5, tr.Stats().Hosts["api.test"].PaceRate, 0.2, "10 left for 5 s: 2/s")
 	})
 }
