@@ -72,7 +72,7 @@ type call struct {
 	waiter    *admitWaiter
 	waitFor   int
 	waitUntil time.Time
-	hedger hedger // the hedge loop's state, kept with the call
+	hedger    hedger // the hedge loop's state, kept with the call
 }
 
 // newCall prepares req's call: its plan, its body, its host and its

@@ -26,14 +26,14 @@ const defaultMaxHosts = 4096
 // the recent latencies of its answers and its statistics. A request
 // looks its host up once, when it starts, and keeps the pointer.
 type host struct {
-	name     string
-	bucket   bucket      // gRPC's retry throttle
-	hedges   hedgeBudget // maxExtraLoad's cap on hedges
-	holds    holds
-	paces    paces
+	name   string
+	bucket bucket      // gRPC's retry throttle
+	hedges hedgeBudget // maxExtraLoad's cap on hedges
+	holds  holds
+	paces  paces
 	// admit is the host's concurrency limit, made on the first attempt
 	// under a policy with admission; nil otherwise.
-	admit atomic.Pointer[admission]
+	admit    atomic.Pointer[admission]
 	sending  meter // the rate it is sent attempts at, which a throttle cuts from
 	serving  meter // the rate it answers them without a throttle
 	served   atomic.Uint64
