@@ -158,7 +158,7 @@ func (c *call) end(completed bool) {
 func (c *call) newAttempt(n int, w how, avoid []string) (attempt, error) {
 	a := attempt{n: n, hedge: w.hedge(n), resend: w.resend, base: c.st.base, ctx: c.ctx,
 		reading: reading{caller: c.ctx, listed: c.plan.listed, delays: c.pol.delayHeaders, holds: c.pol.cfg.Hold != nil,
-			pace: c.pol.pacing}}
+			pace: c.pol.pacing, codes: c.plan.codes}}
 	if d := c.st.dialer; d != nil {
 		if rt, addr := d.Route(c.ctx, c.req, c.host.name, avoid); rt != nil {
 			a.base, a.addr = rt, addr
@@ -505,8 +505,8 @@ func (c *call) refusal(s step) error {
 
 // judge maps r to its outcome: the caller's classifier first, for an
 // outcome that reached or may have reached the server while the caller
-// still waits, then the server's own X-Should-Retry, then what the
-// attempt read by the plan's lists.
+// still waits, then the rule's error table, then the server's own
+// X-Should-Retry, then what the attempt read by the plan's lists.
 func (c *call) judge(r *result) outcome {
 	switch {
 	case isNoBody(r.err) || r.ctx != nil && isNoBody(context.Cause(r.ctx)):
@@ -524,10 +524,10 @@ func (c *call) judge(r *result) outcome {
 	return judged(c.verdict(r), r, r.class)
 }
 
-// verdict asks the caller's classifier about r, then takes the server's
-// own verdict when the classifier leaves it to the policy (keeping the
-// classifier's wait). A classifier that panics has its response closed,
-// and the panic goes on up.
+// verdict asks the caller's classifier about r, then takes the verdict
+// of its error code, then the server's own, while those before leave it to
+// the policy (keeping the classifier's wait). A classifier that panics has
+// its response closed, and the panic goes on up.
 func (c *call) verdict(r *result) Verdict {
 	v := UsePolicy
 	if f := c.classifier; f != nil {
@@ -540,7 +540,7 @@ func (c *call) verdict(r *result) Verdict {
 		v = f(r.n, r.resp, r.err)
 		answered = true
 	}
-	return v.or(r.server)
+	return v.or(r.coded).or(r.server)
 }
 
 // take keeps r, whose outcome is out and whose step is s, as what the

@@ -18,9 +18,9 @@ import (
 // present, and otherwise from the body, as JSON when it starts with "{"
 // and JSON is set, as XML when it starts with "<" and XML is set. Only the
 // first 64 KiB of a body are read, and they stay the body's, for whoever
-// reads it next (as with the Transport's PeekBody). A code read is
-// trimmed of whitespace, cut at its first ":" and, when it has a "#", read
-// after the first one, as the AWS SDKs read theirs:
+// reads it next (as with the Transport's PeekBody). A code read is cut at
+// its first ":", read after its "#" when it has one (the last, should it
+// have several), and trimmed of whitespace, as the AWS SDKs read theirs:
 // "com.amazonaws.dynamodb.v20120810#ProvisionedThroughputExceededException"
 // reads as ProvisionedThroughputExceededException, and X-Amzn-ErrorType's
 // "ValidationException:http://internal.amazon.com/..." as
@@ -158,7 +158,7 @@ func (e *ErrorCodes) validate(p path) error {
 }
 
 // validateCode refuses a code that no code read can equal: a code read is
-// trimmed, cut at its first ":" and read after its first "#".
+// cut at its first ":", read after its "#" and trimmed.
 func validateCode(p path, code string) error {
 	reason := ""
 	switch {
@@ -167,7 +167,7 @@ func validateCode(p path, code string) error {
 	case strings.TrimSpace(code) != code:
 		reason = "can never match: a code read is trimmed of whitespace"
 	case strings.ContainsAny(code, ":#"):
-		reason = `can never match: a code read is cut at its first ":" and read after its first "#"`
+		reason = `can never match: a code read is cut at its first ":" and read after its "#"`
 	default:
 		return nil
 	}
