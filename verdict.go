@@ -128,15 +128,25 @@ func (v Verdict) String() string {
 }
 
 // serverVerdict is the verdict a response's X-Should-Retry gives, as the
-// OpenAI and Anthropic APIs send it on their errors: "true" is
-// RetryableUnprocessed (the server says it may be sent again, whatever
-// the method), "false" is Final. It is read on statuses 400 and above
-// only; any other value, or none, is UsePolicy.
+// OpenAI and Anthropic APIs send it on their errors, or else its
+// Stripe-Should-Retry, which Stripe's API sends with the same meaning:
+// "true" is RetryableUnprocessed (the server says it may be sent again,
+// whatever the method), "false" is Final. It is read on statuses 400 and
+// above only; any other value, or none, is UsePolicy.
 func serverVerdict(resp *http.Response) Verdict {
 	if resp.StatusCode < 400 {
 		return UsePolicy
 	}
-	v, ok := firstValue(resp.Header, headerShouldRetry)
+	if v := shouldRetry(resp.Header, headerShouldRetry); v != UsePolicy {
+		return v
+	}
+	return shouldRetry(resp.Header, headerStripeShouldRetry)
+}
+
+// shouldRetry reads h's header name (canonical), a server's verdict on
+// whether its answer may be retried: "true" or "false", in any case.
+func shouldRetry(h http.Header, name string) Verdict {
+	v, ok := firstValue(h, name)
 	switch {
 	case !ok:
 	case strings.EqualFold(trimOWS(v), "true"):
@@ -159,9 +169,12 @@ func (v Verdict) or(server Verdict) Verdict {
 	return server
 }
 
-// headerShouldRetry is the server's own verdict on whether its answer may
-// be retried.
-const headerShouldRetry = "X-Should-Retry"
+// The headers of the server's own verdict on whether its answer may be
+// retried, in canonical form: the LLM APIs', and Stripe's.
+const (
+	headerShouldRetry       = "X-Should-Retry"
+	headerStripeShouldRetry = "Stripe-Should-Retry"
+)
 
 // judged applies v, the caller's verdict (or the server's), to r, whose
 // outcome by the rule's lists is out: the outcome it becomes.
