@@ -144,6 +144,9 @@ type result struct {
 	// panicked is what the base panicked with, for an attempt sent on a
 	// goroutine of its own, to be raised again on the caller's.
 	panicked any
+	// unprepared says that a Prepare failed, with err, for the attempt,
+	// which was not sent: the request ends with err.
+	unprepared bool
 }
 
 // writeTrace learns from httptrace whether an attempt wrote its request.
