@@ -418,7 +418,8 @@ func (c *call) unadmitAll() {
 }
 
 // after takes attempt r's result, which the attempt has read already: it
-// judges it, reports it to the hooks, teaches the host what it showed
+// judges it, reads ahead the body of an answer about to be handed back
+// when the rule asks for it, reports it to the hooks, teaches the host what it showed
 // (unless the attempt is sent again under its number), gathers the facts,
 // decides what follows, and keeps the result as that says (see take). The
 // loops carry the step out and never touch the result again.
@@ -429,7 +430,7 @@ func (c *call) after(r *result) step {
 			r.abort(errPanicked)
 		}
 	}()
-	out := c.judge(r)
+	out := c.readAhead(r, c.judge(r))
 	c.attemptDone(r, out)
 	now := time.Now()
 	f := c.facts(now)
