@@ -72,8 +72,9 @@ type Transport struct {
 	// err) or err (with a nil resp) is the outcome. It is not asked
 	// about an attempt that provably never reached the server (its
 	// transparent resend keeps its number), nor once the caller's
-	// context has ended. Its [Verdict] overrides the rule's lists;
-	// [UsePolicy], the zero Verdict, leaves them to decide. It may read
+	// context has ended. Its [Verdict] overrides the rule: its error
+	// codes ([policy.ErrorCodes]), the server's own verdict and its
+	// status lists; [UsePolicy], the zero Verdict, leaves them to decide. It may read
 	// the response's body with [PeekBody], and must not close it or keep
 	// resp. It is called on the goroutine running the request (its hedge
 	// loop's, for hedges), one attempt at a time per request, and may be

@@ -9,7 +9,8 @@ import (
 )
 
 // Verdict is what a [Transport.Classify] function says of one attempt's
-// outcome: one of the five verdicts below, which may carry the wait the
+// outcome, as a rule's error codes (policy.ErrorCodes) and the server's
+// own X-Should-Retry say it too: one of the five verdicts below, which may carry the wait the
 // next attempt must keep ([Verdict.After]). Verdicts are comparable with
 // ==; a verdict with a wait equals only the same verdict with the same
 // wait, to the microsecond.
@@ -18,9 +19,10 @@ type Verdict int64
 // The verdicts. A value not listed here, with or without a wait, means
 // UsePolicy.
 const (
-	// UsePolicy leaves the outcome to the rule's lists: its retryable
-	// (or non-fatal) status codes, and the network errors it retries.
-	// It is the zero Verdict.
+	// UsePolicy leaves the outcome to the rule: its error codes (see
+	// policy.ErrorCodes), then the server's own X-Should-Retry or
+	// Stripe-Should-Retry, then its retryable (or non-fatal) status
+	// codes and the network errors it retries. It is the zero Verdict.
 	UsePolicy Verdict = iota
 	// Retryable makes the outcome one the rule retries, or, under a
 	// hedging rule, one that sends the next hedge at once. The
