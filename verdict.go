@@ -10,10 +10,10 @@ import (
 
 // Verdict is what a [Transport.Classify] function says of one attempt's
 // outcome, as a rule's error codes (policy.ErrorCodes) and the server's
-// own X-Should-Retry say it too: one of the five verdicts below, which may carry the wait the
-// next attempt must keep ([Verdict.After]). Verdicts are comparable with
-// ==; a verdict with a wait equals only the same verdict with the same
-// wait, to the microsecond.
+// own X-Should-Retry say it too: one of the five verdicts below, which
+// may carry the wait the next attempt must keep ([Verdict.After]).
+// Verdicts are comparable with ==; a verdict with a wait equals only the
+// same verdict with the same wait, to the microsecond.
 type Verdict int64
 
 // The verdicts. A value not listed here, with or without a wait, means
