@@ -2,6 +2,7 @@ package retryhttp_test
 
 import (
 	"net/http"
+	"strings"
 	"testing"
 	"testing/synctest"
 	"time"
@@ -165,4 +166,34 @@ func TestErrorCodesPerCall(t *testing.T) {
 		assert.Equal(t, 400, resp.StatusCode)
 		assert.Len(t, arrivals(srv), 1)
 	})
+}
+
+// An error table and a read-ahead written in JSON do what the Go form
+// does: a DynamoDB throttle in a 400 is retried for a POST, and a body cut
+// mid-read is retried for a GET.
+func TestErrorCodesFromJSON(t *testing.T) {
+	cfg, err := policy.ParseConfig([]byte(`{"methodConfig": [{
+	  "name": [{}],
+	  "retryPolicy": {"maxAttempts": 3, "backoff": {"fullJitter": {"initial": "1s", "max": "20s", "multiplier": 2}},
+	    "retryableStatusCodes": [500, 502, 503, 504], "readAhead": 1048576},
+	  "errorCodes": {"header": "X-Amzn-ErrorType", "json": "__type", "xml": "Error/Code",
+	    "throttled": ["ThrottlingException", "ProvisionedThroughputExceededException", "SlowDown"]}
+	}]}`))
+	require.NoError(t, err)
+	for _, tc := range []struct {
+		method string
+		first  rt.Step
+	}{
+		{"POST", rt.Step{Status: 400, Body: `{"__type":"com.amazonaws.dynamodb.v20120810#ProvisionedThroughputExceededException"}`}},
+		{"GET", rt.Step{Body: strings.Repeat("x", 4096), Fault: rt.CloseMidBody, After: 100}},
+	} {
+		synctest.Test(t, func(t *testing.T) {
+			srv := script(tc.first, rt.Step{Body: "ok"})
+			tr := &retryhttp.Transport{Base: srv, Policy: cfg}
+			resp, err := tr.RoundTrip(newRequest(t, t.Context(), tc.method, "payload"))
+			require.NoError(t, err)
+			assert.Equal(t, "ok", readAll(t, resp))
+			assert.Len(t, arrivals(srv), 2, "%s: retried", tc.method)
+		})
+	}
 }
