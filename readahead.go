@@ -11,12 +11,14 @@ import "fmt"
 // short of its length) makes the attempt one that failed: the answer is
 // closed, r's error becomes the read's, and the outcome a network error,
 // decided on as a reset before the headers is, under the idempotency
-// rules. A body longer than the bound goes back as it is, its first bytes
-// read; a read that fails for another reason (a body that does not
-// decode), or because the caller has gone, leaves the answer to the
-// caller, who meets the failure where it is.
+// rules. A body declared longer than the bound goes back unread, and one
+// that turns out longer goes back as it is, its first bytes read; a read
+// that fails for another reason (a body that does not decode), or because
+// the caller has gone, leaves the answer to the caller, who meets the
+// failure where it is.
 func (c *call) readAhead(r *result, out outcome) outcome {
-	if out != outDone || r.resp == nil || c.plan.retry == nil || c.plan.retry.ReadAhead <= 0 {
+	if out != outDone || r.resp == nil || c.plan.retry == nil || c.plan.retry.ReadAhead <= 0 ||
+		r.resp.ContentLength > c.plan.retry.ReadAhead {
 		return out
 	}
 	ctx := r.ctx

@@ -124,6 +124,37 @@ func TestReadAheadFromMemory(t *testing.T) {
 	})
 }
 
+// A body declared longer than the bound is handed back unread; one of
+// unknown length that turns out longer, with its first bytes read.
+func TestReadAheadOfALongBody(t *testing.T) {
+	for _, declared := range []bool{true, false} {
+		synctest.Test(t, func(t *testing.T) {
+			srv := script(rt.Step{Body: body(100)})
+			var base *trackedReads
+			tr := &retryhttp.Transport{Policy: readAheadConfig(99), Base: roundTripFunc(func(req *http.Request) (*http.Response, error) {
+				resp, err := srv.RoundTrip(req)
+				if err == nil {
+					base = &trackedReads{ReadCloser: resp.Body}
+					resp.Body = base
+					if !declared {
+						resp.ContentLength = -1
+					}
+				}
+				return resp, err
+			})}
+			resp, err := tr.RoundTrip(newRequest(t, t.Context(), "GET", ""))
+			require.NoError(t, err)
+			if declared {
+				assert.Zero(t, base.reads, "not read ahead")
+			} else {
+				assert.NotZero(t, base.reads, "read ahead")
+				assert.False(t, base.eof, "to the bound, not to its end")
+			}
+			assert.Equal(t, body(100), readAll(t, resp))
+		})
+	}
+}
+
 // trackedReads is a body that counts its reads and notes its end.
 type trackedReads struct {
 	io.ReadCloser

@@ -204,8 +204,9 @@ type Retry struct {
 	// an attempt that failed, retried under the idempotency rules as a
 	// reset before the headers would be, rather than an error the
 	// caller meets while reading. The response handed back then reads
-	// from memory. A body longer than ReadAhead is handed back as it is,
-	// its first ReadAhead bytes read already. The read is bounded by the
+	// from memory. A body declared longer than ReadAhead is handed back
+	// unread, and one that turns out longer as it is, its first
+	// ReadAhead bytes read already. The read is bounded by the
 	// attempt's context, not by PerAttemptTimeout, which ends with the
 	// headers. When no further attempt follows a body that broke off,
 	// the request fails with an error that wraps the read's. In bytes,
