@@ -100,6 +100,7 @@ type reading struct {
 	delays []policy.DelayHeader
 	holds  bool
 	pace   bool
+	codes  *policy.ErrorCodes // the rule's error table; nil: none
 }
 
 // result is the outcome of one attempt.
@@ -111,10 +112,12 @@ type result struct {
 	err       error
 	unwritten bool // the base showed it never wrote the request
 	// class is what the outcome means by the rule's lists and the kind
-	// of error, before any verdict; server is the server's own verdict
+	// of error, before any verdict; coded is the verdict of its error
+	// code by the rule's error table, server the server's own verdict
 	// (X-Should-Retry), and delay what the response's headers ask of the
 	// next attempt. The attempt reads them itself, on its goroutine.
 	class       outcome
+	coded       Verdict
 	server      Verdict
 	serverDelay serverDelay
 	// quota is the wait until the host's quota is given again, when
@@ -141,6 +144,9 @@ type result struct {
 	// panicked is what the base panicked with, for an attempt sent on a
 	// goroutine of its own, to be raised again on the caller's.
 	panicked any
+	// unprepared says that a Prepare failed, with err, for the attempt,
+	// which was not sent: the request ends with err.
+	unprepared bool
 }
 
 // writeTrace learns from httptrace whether an attempt wrote its request.
@@ -234,9 +240,10 @@ func (a *attempt) send() result {
 // read says what r's outcome means by the rule's lists and the kind of
 // error, and reads what the server says of the next attempt: its delay
 // signals and its own verdict, on any response that is not a plain
-// success; and, when the policy holds hosts, whether the answer, of any
-// status, says the host's quota is spent, which costs a success nothing
-// when it carries no rate-limit field.
+// success, and its error code, on one of status 400 or above, when the
+// rule has an error table; and, when the policy holds hosts, whether the
+// answer, of any status, says the host's quota is spent, which costs a
+// success nothing when it carries no rate-limit field.
 func (r *result) read(rd reading) {
 	r.class = classify(r, rd.listed, rd.caller.Err() != nil)
 	if r.resp == nil {
@@ -246,6 +253,9 @@ func (r *result) read(rd reading) {
 	if r.class != outDone || r.resp.StatusCode >= 400 {
 		r.serverDelay = parseServerDelay(r.resp.Header, now, rd.delays)
 		r.server = serverVerdict(r.resp)
+	}
+	if rd.codes != nil && r.resp.StatusCode >= 400 && rd.caller.Err() == nil {
+		r.coded = codeVerdict(r.ctx, r.resp, rd.codes)
 	}
 	if rd.holds {
 		r.quota, r.quotaSpent = quotaSpent(r.resp.Header, now, rd.delays)

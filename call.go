@@ -29,8 +29,11 @@ type call struct {
 	st         *state
 	pol        *active
 	classifier func(int, *http.Response, error) Verdict
-	req        *http.Request   // the caller's; never modified
-	ctx        context.Context // req.Context(), ended also by req.Cancel when set
+	// prepares are the Transport's Prepare and the request's, each nil
+	// when unset.
+	prepares [2]preparer
+	req      *http.Request   // the caller's; never modified
+	ctx      context.Context // req.Context(), ended also by req.Cancel when set
 	// unwatch ends ctx when it watches req.Cancel (see watchCancel); nil
 	// otherwise.
 	unwatch context.CancelCauseFunc
@@ -75,10 +78,12 @@ type call struct {
 	hedger    hedger // the hedge loop's state, kept with the call
 }
 
-// newCall prepares req's call: its plan, its body, its host and its
-// counters, with the Transport's hooks and classifier as they are now. It
-// fails, before anything is sent, for a per-call rule that is invalid.
-func (st *state) newCall(req *http.Request, hooks *retrytrace.Hooks, classifier func(int, *http.Response, error) Verdict) (*call, error) {
+// newCall readies req's call: its plan, its body, its host and its
+// counters, with the Transport's hooks, classifier and preparer as they
+// are now. It fails, before anything is sent, for a per-call rule that is
+// invalid.
+func (st *state) newCall(req *http.Request, hooks *retrytrace.Hooks, classifier func(int, *http.Response, error) Verdict,
+	prep preparer) (*call, error) {
 	ctx := req.Context()
 	opts := optionsOf(ctx)
 	if opts != nil && opts.ruleErr != nil && !opts.noRetries { // WithoutRetries wins
@@ -94,6 +99,10 @@ func (st *state) newCall(req *http.Request, hooks *retrytrace.Hooks, classifier 
 		ctx, c.unwatch = watchCancel(ctx, ch)
 	}
 	c.st, c.pol, c.classifier, c.req, c.ctx, c.opts = st, pol, classifier, req, ctx, opts
+	c.prepares[0] = prep
+	if opts != nil {
+		c.prepares[1] = opts.prepare
+	}
 	c.host = st.hosts.get(strings.ToLower(req.URL.Host))
 	c.spare = true
 
@@ -148,17 +157,19 @@ func (c *call) end(completed bool) {
 	st.calls.Put(c)
 }
 
-// newAttempt prepares attempt n, going as w says, with its own body
+// newAttempt makes attempt n ready, going as w says, with its own body
 // reader. A hedged attempt runs beside others and so gets a context of its
 // own to be cancelled by. With the Transport's own base it goes to an address of the host
 // that is not in avoid, when the host has several. The first attempt of a
 // plain request goes as the caller's own request, under the caller's
-// context: no copy, nothing to cancel. It fails, matching
-// errBodyCommitted, when the body cannot be sent again.
+// context: no copy, nothing to cancel; unless it is prepared, when every
+// attempt is a copy with a header and URL of its own, for the caller's
+// Prepare to change. It fails, matching errBodyCommitted, when the body
+// cannot be sent again.
 func (c *call) newAttempt(n int, w how, avoid []string) (attempt, error) {
 	a := attempt{n: n, hedge: w.hedge(n), resend: w.resend, base: c.st.base, ctx: c.ctx,
 		reading: reading{caller: c.ctx, listed: c.plan.listed, delays: c.pol.delayHeaders, holds: c.pol.cfg.Hold != nil,
-			pace: c.pol.pacing}}
+			pace: c.pol.pacing, codes: c.plan.codes}}
 	if d := c.st.dialer; d != nil {
 		if rt, addr := d.Route(c.ctx, c.req, c.host.name, avoid); rt != nil {
 			a.base, a.addr = rt, addr
@@ -171,7 +182,7 @@ func (c *call) newAttempt(n int, w how, avoid []string) (attempt, error) {
 	if err != nil {
 		return a, err
 	}
-	if n == 1 && w == (how{}) && a.timeout == 0 && c.body.mode != streamMode && c.unwatch == nil {
+	if n == 1 && w == (how{}) && a.timeout == 0 && c.body.mode != streamMode && c.unwatch == nil && !c.preparing() {
 		a.req = c.req
 		return a, nil
 	}
@@ -189,8 +200,14 @@ func (c *call) newAttempt(n int, w how, avoid []string) (attempt, error) {
 	a.req.Body, a.req.ContentLength = body, length
 	//lint:ignore SA1019 watched by c.ctx instead: see watchCancel.
 	a.req.Cancel = nil
-	if n > 1 && !c.st.omitHeader {
+	if prepared := c.preparing(); prepared || n > 1 && !c.st.omitHeader {
 		a.req.Header = c.req.Header.Clone()
+		if prepared {
+			u := *c.req.URL
+			a.req.URL = &u
+		}
+	}
+	if n > 1 && !c.st.omitHeader {
 		a.req.Header.Set(AttemptsHeader, strconv.Itoa(n-1))
 	}
 	return a, nil
@@ -401,7 +418,8 @@ func (c *call) unadmitAll() {
 }
 
 // after takes attempt r's result, which the attempt has read already: it
-// judges it, reports it to the hooks, teaches the host what it showed
+// judges it, reads ahead the body of an answer about to be handed back
+// when the rule asks for it, reports it to the hooks, teaches the host what it showed
 // (unless the attempt is sent again under its number), gathers the facts,
 // decides what follows, and keeps the result as that says (see take). The
 // loops carry the step out and never touch the result again.
@@ -412,7 +430,7 @@ func (c *call) after(r *result) step {
 			r.abort(errPanicked)
 		}
 	}()
-	out := c.judge(r)
+	out := c.readAhead(r, c.judge(r))
 	c.attemptDone(r, out)
 	now := time.Now()
 	f := c.facts(now)
@@ -505,8 +523,8 @@ func (c *call) refusal(s step) error {
 
 // judge maps r to its outcome: the caller's classifier first, for an
 // outcome that reached or may have reached the server while the caller
-// still waits, then the server's own X-Should-Retry, then what the
-// attempt read by the plan's lists.
+// still waits, then the rule's error table, then the server's own
+// X-Should-Retry, then what the attempt read by the plan's lists.
 func (c *call) judge(r *result) outcome {
 	switch {
 	case isNoBody(r.err) || r.ctx != nil && isNoBody(context.Cause(r.ctx)):
@@ -524,10 +542,10 @@ func (c *call) judge(r *result) outcome {
 	return judged(c.verdict(r), r, r.class)
 }
 
-// verdict asks the caller's classifier about r, then takes the server's
-// own verdict when the classifier leaves it to the policy (keeping the
-// classifier's wait). A classifier that panics has its response closed,
-// and the panic goes on up.
+// verdict asks the caller's classifier about r, then takes the verdict
+// of its error code, then the server's own, while those before leave it to
+// the policy (keeping the classifier's wait). A classifier that panics has
+// its response closed, and the panic goes on up.
 func (c *call) verdict(r *result) Verdict {
 	v := UsePolicy
 	if f := c.classifier; f != nil {
@@ -540,7 +558,7 @@ func (c *call) verdict(r *result) Verdict {
 		v = f(r.n, r.resp, r.err)
 		answered = true
 	}
-	return v.or(r.server)
+	return v.or(r.coded).or(r.server)
 }
 
 // take keeps r, whose outcome is out and whose step is s, as what the

@@ -38,6 +38,8 @@ type plan struct {
 	// idem says the request may be sent again after it may have reached
 	// the server.
 	idem bool
+	// codes is the rule's error table; nil: none.
+	codes *policy.ErrorCodes
 }
 
 // maxHedgeAttempts bounds the attempts of a hedged request, as gRPC bounds
@@ -52,16 +54,19 @@ const maxHedgeAttempts = 5
 // only what may be sent more than once: any other request is sent once.
 func newPlan(rule *policy.Rule, req *http.Request) plan {
 	idem := idempotent(req)
+	p := plan{attempts: 1, idem: idem}
 	switch {
 	case rule == nil:
+		return p
 	case rule.Retry != nil:
-		return plan{kind: planRetry, attempts: rule.Retry.Attempts(), retry: rule.Retry,
+		p = plan{kind: planRetry, attempts: rule.Retry.Attempts(), retry: rule.Retry,
 			listed: rule.Retry.RetryableStatusCodes, idem: idem || rule.Retry.RetryNonIdempotent}
 	case rule.Hedge != nil && idem:
-		return plan{kind: planHedge, attempts: min(rule.Hedge.MaxAttempts, maxHedgeAttempts), hedge: rule.Hedge,
+		p = plan{kind: planHedge, attempts: min(rule.Hedge.MaxAttempts, maxHedgeAttempts), hedge: rule.Hedge,
 			listed: rule.Hedge.NonFatalStatusCodes, idem: true}
 	}
-	return plan{attempts: 1, idem: idem}
+	p.codes = rule.ErrorCodes
+	return p
 }
 
 // idempotent reports whether req may be sent more than once by the rules

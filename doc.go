@@ -24,7 +24,8 @@
 // they may have reached the server: GET, HEAD, OPTIONS, TRACE, PUT,
 // DELETE, and any request carrying an Idempotency-Key header. A plain POST
 // or PATCH is sent once, unless the server says it did not act on it (a
-// 429, X-Retry-Pushback-Ms, X-Should-Retry: true) or the attempt provably
+// 429, X-Retry-Pushback-Ms, X-Should-Retry: true or Stripe-Should-Retry:
+// true) or the attempt provably
 // never reached it (a refused connection), or the rule says
 // retryNonIdempotent. A per-host budget stops retries to a host that fails
 // more than it answers; a host that is down is dialled with gRPC's
@@ -71,13 +72,22 @@
 //
 // # The caller steers
 //
-// An SDK that wraps a REST API knows what no status list says:
+// An SDK that wraps a REST API knows what no status list says. Its rule
+// can declare the API's error table as data ([policy.ErrorCodes]: where
+// the API puts its error code, in a JSON or XML body or a header, and
+// which codes are retried, throttles, unprocessed or final), and ask that
+// an answer's body be read before it is handed back, so that a body cut
+// mid-read is retried ([policy.Retry.ReadAhead]). Beyond data,
 // [Transport.Classify] gives a [Verdict] on each attempt's outcome
 // (Retryable, RetryableUnprocessed, Throttled, Final, or UsePolicy), and
-// may ask for
-// its own wait with [Verdict.After]; [PeekBody] reads a response's body
-// without consuming it. [WithPolicy], [WithoutRetries] and
-// [WithWaitForReady] steer one request through its context.
+// may ask for its own wait with [Verdict.After]; [PeekBody] reads a
+// response's body without consuming it. An answer is judged by the
+// classifier first, then the rule's error codes, then the server's own
+// X-Should-Retry or Stripe-Should-Retry, then the rule's status lists.
+// [Transport.Prepare] prepares each attempt's request just before it is
+// sent (a fresh signature or token, the attempt number an API asks for).
+// [WithPolicy], [WithoutRetries], [WithWaitForReady] and [WithPrepare]
+// steer one request through its context.
 //
 // # Errors
 //

@@ -220,7 +220,6 @@ func (h *hedger) due(c *call) {
 // its result.
 func (h *hedger) launch(c *call, n int, w how) {
 	c.sent = max(c.sent, n)
-	c.attemptStarted(n, w)
 	var busy [maxHedgeAttempts + 1 + len(call{}.failedAddrs)]string
 	avoid := append(busy[:0], c.avoid()...)
 	for _, f := range h.flights {
@@ -229,6 +228,19 @@ func (h *hedger) launch(c *call, n int, w how) {
 		}
 	}
 	a, err := c.newAttempt(n, w, avoid)
+	if err == nil {
+		if err := c.prepare(&a); err != nil {
+			// Its result ends the request; nothing more starts meanwhile.
+			h.closed = true
+			h.flights[n] = flight{live: true}
+			h.flying++
+			h.results <- result{n: n, hedge: w.hedge(n), resend: w.resend, err: err, unprepared: true}
+			return
+		}
+		c.start(&a, w)
+	} else {
+		c.attemptStarted(n, w)
+	}
 	h.flights[n] = flight{live: true, cancel: a.cancel, started: time.Now(), addr: a.addr}
 	h.flying++
 	if err != nil {
@@ -251,6 +263,11 @@ func (h *hedger) landed(c *call, r result) (*http.Response, error, bool) {
 	if r.panicked != nil {
 		h.cancelAll(c, errPanicked)
 		panic(r.panicked)
+	}
+	if r.unprepared {
+		h.cancelAll(c, errUnprepared)
+		c.last.abort(errUnprepared)
+		return nil, c.fail(r.err), true
 	}
 	s := c.after(&r)
 	switch s.kind {

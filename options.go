@@ -15,6 +15,7 @@ type options struct {
 	ruleErr      error        // why rule is invalid, found when it was set
 	noRetries    bool
 	waitForReady bool
+	prepare      preparer // nil: none
 }
 
 type optionsKey struct{}

@@ -25,7 +25,7 @@ import (
 const panicCaseEnv = "RETRYHTTP_PANIC_CASE"
 
 // A panic raised while a hedged request is served, after its hedging
-// delay, by the caller's GetBody, a hook or the base, reaches the caller's
+// delay, by the caller's GetBody, a hook, Prepare or the base, reaches the caller's
 // goroutine, where it can be recovered, with every attempt cancelled and
 // closed; the Transport goes on working. Each case runs in a child
 // process: a panic on a goroutine of the Transport's own would kill the
@@ -35,7 +35,7 @@ func TestPanicsReachTheCaller(t *testing.T) {
 		runPanicCase(t, name)
 		return
 	}
-	for _, name := range []string{"GetBody", "hook", "base"} {
+	for _, name := range []string{"GetBody", "hook", "base", "Prepare"} {
 		t.Run(name, func(t *testing.T) {
 			t.Parallel()
 			cmd := exec.Command(os.Args[0], "-test.run=^TestPanicsReachTheCaller$", "-test.v", "-test.count=1")
@@ -71,6 +71,14 @@ func runPanicCase(t *testing.T, name string) {
 					panic(name + " is broken")
 				}
 			}}
+		}
+		if name == "Prepare" {
+			tr.Prepare = func(attempt int, req *http.Request) error {
+				if attempt == 2 && req.URL.Path == "/panic" {
+					panic(name + " is broken")
+				}
+				return nil
+			}
 		}
 		send := func(path string) (string, error) {
 			req, err := http.NewRequestWithContext(t.Context(), "PUT", "https://api.test"+path, strings.NewReader("payload"))

@@ -34,11 +34,21 @@ const maxPeek = 1 << 20
 // handing the response on; it is not safe for concurrent use with other
 // readers of the same body.
 func PeekBody(resp *http.Response, n int) ([]byte, error) {
+	ctx := context.Background()
+	if resp != nil && resp.Request != nil {
+		ctx = resp.Request.Context()
+	}
+	return peekBody(ctx, resp, min(n, maxPeek))
+}
+
+// peekBody is PeekBody with no bound on n, its read bounded by ctx: the
+// Transport's own peeks (an error code, a read-ahead) know the context of
+// their attempt, whatever the base set as the response's Request.
+func peekBody(ctx context.Context, resp *http.Response, n int) ([]byte, error) {
 	if resp == nil || resp.Body == nil || resp.Body == http.NoBody || n <= 0 ||
 		resp.StatusCode == http.StatusSwitchingProtocols { // its body is a connection
 		return nil, nil
 	}
-	n = min(n, maxPeek)
 	pb, ok := resp.Body.(*peekedBody)
 	if !ok {
 		pb = &peekedBody{rc: resp.Body}
@@ -49,10 +59,6 @@ func PeekBody(resp *http.Response, n int) ([]byte, error) {
 	pb.buf, pb.off = pb.buf[pb.off:], 0
 	if len(pb.buf) >= n || pb.err != nil {
 		return pb.peeked(n)
-	}
-	ctx := context.Background()
-	if resp.Request != nil {
-		ctx = resp.Request.Context()
 	}
 	stop := context.AfterFunc(ctx, func() { pb.rc.Close() })
 	pb.fill(n)

@@ -19,6 +19,9 @@ const (
 	// (OpenAI's, Anthropic's) send it beside Retry-After: the same
 	// signal, finer.
 	headerRetryAfterMs = "Retry-After-Ms"
+	// headerAmzRetryAfter is AWS's x-amz-retry-after, in canonical form:
+	// the same signal as Retry-After-Ms, in milliseconds.
+	headerAmzRetryAfter = "X-Amz-Retry-After"
 	// headerRetryAfter is RFC 9110 section 10.2.3: delay-seconds or an
 	// HTTP-date.
 	headerRetryAfter = "Retry-After"
@@ -40,8 +43,8 @@ const (
 	// not parse, which RFC 9110 says to ignore); the policy's backoff
 	// applies.
 	delayNone delayKind = iota
-	// delayRetryAfter: Retry-After, or Retry-After-Ms, asked for Wait
-	// before the next retry.
+	// delayRetryAfter: Retry-After, Retry-After-Ms or x-amz-retry-after
+	// asked for Wait before the next retry.
 	delayRetryAfter
 	// delayPushback: X-Retry-Pushback-Ms asked for exactly Wait before the
 	// next retry, and the policy's backoff starts again at its first step,
@@ -87,8 +90,9 @@ type serverDelay struct {
 //
 // The first signal present and valid wins, in this order:
 // X-Retry-Pushback-Ms (the more precise signal, and the only one that can
-// forbid retrying, so any value of it is valid), Retry-After-Ms (a
-// decimal number of milliseconds, the finer Retry-After), Retry-After, the
+// forbid retrying, so any value of it is valid), Retry-After-Ms and then
+// x-amz-retry-after (each a decimal number of milliseconds, the finer
+// Retry-After, as the LLM APIs and AWS send them), Retry-After, the
 // IETF RateLimit field when it has a spent quota (see rateLimitSpent; one
 // without is no delay, and the next signal is read), then extra in its
 // order; an entry of extra with a Remaining header counts only when that
@@ -98,9 +102,11 @@ func parseServerDelay(h http.Header, now time.Time, extra []policy.DelayHeader) 
 	if v, ok := firstValue(h, headerPushback); ok {
 		return parsePushback(v)
 	}
-	if v, ok := firstValue(h, headerRetryAfterMs); ok {
-		if wait, ok := parseDecimal(trimOWS(v), time.Millisecond); ok {
-			return serverDelay{Kind: delayRetryAfter, Wait: wait}
+	for _, name := range [...]string{headerRetryAfterMs, headerAmzRetryAfter} {
+		if v, ok := firstValue(h, name); ok {
+			if wait, ok := parseDecimal(trimOWS(v), time.Millisecond); ok {
+				return serverDelay{Kind: delayRetryAfter, Wait: wait}
+			}
 		}
 	}
 	if v, ok := firstValue(h, headerRetryAfter); ok {

@@ -258,7 +258,7 @@ func TestDelayHeaders(t *testing.T) {
 	extra := []policy.DelayHeader{
 		{Name: "X-Ratelimit-Reset", Format: policy.DelayUnixSeconds},
 		{Name: "Ratelimit-Reset", Format: policy.DelaySeconds},
-		{Name: "X-Amz-Retry-After", Format: policy.DelayMilliseconds},
+		{Name: "X-Retry-In-Ms", Format: policy.DelayMilliseconds},
 		{Name: "X-Retry-At", Format: policy.DelayHTTPDate},
 	}
 	unix := func(d time.Duration) string { return strconv.FormatInt(fixedNow.Add(d).Unix(), 10) }
@@ -282,11 +282,11 @@ func TestDelayHeaders(t *testing.T) {
 		{"seconds", header("RateLimit-Reset", "7"), serverDelay{delayHeader, 7 * time.Second}},
 		{"seconds with a fraction", header("RateLimit-Reset", " 1.25 "), serverDelay{delayHeader, 1250 * time.Millisecond}},
 		{"seconds with a long fraction", header("RateLimit-Reset", "0.0000000019"), serverDelay{delayHeader, time.Nanosecond}},
-		{"milliseconds", header("x-amz-retry-after", "250"), serverDelay{delayHeader, 250 * time.Millisecond}},
+		{"milliseconds", header("x-retry-in-ms", "250"), serverDelay{delayHeader, 250 * time.Millisecond}},
 		{"HTTP date", header("X-Retry-At", fixedNow.Add(90*time.Second).UTC().Format(http.TimeFormat)), serverDelay{delayHeader, 90 * time.Second}},
 		{"first listed wins", header("RateLimit-Reset", "7", "X-RateLimit-Reset", unix(30*time.Second)), serverDelay{delayHeader, 30 * time.Second}},
 		{"invalid one skipped", header("X-RateLimit-Reset", "soon", "RateLimit-Reset", "7"), serverDelay{delayHeader, 7 * time.Second}},
-		{"negative skipped", header("RateLimit-Reset", "-7", "x-amz-retry-after", "9"), serverDelay{delayHeader, 9 * time.Millisecond}},
+		{"negative skipped", header("RateLimit-Reset", "-7", "x-retry-in-ms", "9"), serverDelay{delayHeader, 9 * time.Millisecond}},
 		{"trailing dot invalid", header("RateLimit-Reset", "7."), serverDelay{}},
 		{"garbage only", header("RateLimit-Reset", "1e3", "X-Retry-At", "tomorrow"), serverDelay{}},
 		{"Retry-After first", header("Retry-After", "3", "RateLimit-Reset", "7"), serverDelay{delayRetryAfter, 3 * time.Second}},

@@ -52,6 +52,74 @@ func TestParseServerDelayRetryAfterMs(t *testing.T) {
 	}
 }
 
+// x-amz-retry-after is AWS's Retry-After-Ms: milliseconds, read after
+// Retry-After-Ms and before Retry-After, in any case of its name.
+func TestParseServerDelayAmzRetryAfter(t *testing.T) {
+	t.Parallel()
+	ra := func(d time.Duration) serverDelay { return serverDelay{Kind: delayRetryAfter, Wait: d} }
+	amz := func(kv ...string) http.Header {
+		h := http.Header{}
+		for i := 0; i < len(kv); i += 2 {
+			h.Add(kv[i], kv[i+1])
+		}
+		return h
+	}
+	tests := []struct {
+		name string
+		h    http.Header
+		want serverDelay
+	}{
+		{"ms", amz("x-amz-retry-after", "1500"), ra(1500 * time.Millisecond)},
+		{"zero", amz("X-Amz-Retry-After", "0"), ra(0)},
+		{"fraction", amz("x-amz-retry-after", "2.5"), ra(2500 * time.Microsecond)},
+		{"saturates", amz("x-amz-retry-after", "99999999999999999999"), ra(tooLong)},
+		{"wins over Retry-After", amz("x-amz-retry-after", "20", "Retry-After", "1"), ra(20 * time.Millisecond)},
+		{"Retry-After-Ms wins over it", amz("Retry-After-Ms", "30", "x-amz-retry-after", "20"), ra(30 * time.Millisecond)},
+		{"after an invalid Retry-After-Ms", amz("Retry-After-Ms", "soon", "x-amz-retry-after", "20"), ra(20 * time.Millisecond)},
+		{"pushback wins over it", amz("X-Retry-Pushback-Ms", "-1", "x-amz-retry-after", "20"), serverDelay{Kind: delayStop}},
+		{"garbage skipped", amz("x-amz-retry-after", "20ms", "Retry-After", "1"), ra(time.Second)},
+		{"negative skipped", amz("x-amz-retry-after", "-20"), serverDelay{}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			got := parseServerDelay(tt.h, fixedNow, nil)
+			assert.Equal(t, tt.want, got, "got %+v, want %+v", got, tt.want)
+		})
+	}
+}
+
+// The server's own verdict: X-Should-Retry, or else Stripe-Should-Retry,
+// "true" or "false" in any case, on statuses 400 and above only.
+func TestServerVerdict(t *testing.T) {
+	t.Parallel()
+	tests := []struct {
+		name   string
+		status int
+		h      http.Header
+		want   Verdict
+	}{
+		{"x true", 400, http.Header{"X-Should-Retry": {"true"}}, RetryableUnprocessed},
+		{"x false", 503, http.Header{"X-Should-Retry": {" FALSE "}}, Final},
+		{"stripe true", 400, http.Header{"Stripe-Should-Retry": {"true"}}, RetryableUnprocessed},
+		{"stripe false", 500, http.Header{"Stripe-Should-Retry": {"False"}}, Final},
+		{"x first", 500, http.Header{"X-Should-Retry": {"true"}, "Stripe-Should-Retry": {"false"}}, RetryableUnprocessed},
+		{"stripe after an x that says nothing", 500, http.Header{"X-Should-Retry": {"maybe"}, "Stripe-Should-Retry": {"false"}}, Final},
+		{"first value of several", 500, http.Header{"Stripe-Should-Retry": {"true", "false"}}, RetryableUnprocessed},
+		{"neither", 500, http.Header{"Stripe-Should-Retry": {"1"}}, UsePolicy},
+		{"none", 500, http.Header{}, UsePolicy},
+		{"not on a success", 200, http.Header{"Stripe-Should-Retry": {"true"}}, UsePolicy},
+		{"not on a redirect", 302, http.Header{"X-Should-Retry": {"false"}}, UsePolicy},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			got := serverVerdict(&http.Response{StatusCode: tt.status, Header: tt.h})
+			assert.Equal(t, tt.want, got, "got %v, want %v", got, tt.want)
+		})
+	}
+}
+
 // The IETF RateLimit field, read after Retry-After and before the
 // policy's delay headers: a spent quota (r=0 with a t) is a delay of its
 // longest t; anything else is no delay, and the next signal is read.

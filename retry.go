@@ -25,7 +25,10 @@ func (c *call) retry() (*http.Response, error) {
 			return c.answer(c.refusal(s)) // when there is nothing else to hand back
 		}
 		c.last.discard() // the next attempt goes: the last outcome is no longer needed
-		r := c.send(n, &ready)
+		r, err := c.send(n, &ready)
+		if err != nil {
+			return nil, c.fail(err)
+		}
 		s := c.after(&r)
 		for s.kind == stepResend || s.kind == stepReady {
 			s = c.sendAgain(s)
@@ -38,7 +41,6 @@ func (c *call) retry() (*http.Response, error) {
 			return c.answer(c.refusal(s))
 		}
 		c.backoff = s.backoff
-		var err error
 		if ready, err = c.newAttempt(n+1, how{}, c.avoid()); err != nil {
 			return c.noBody(n+1, err)
 		}
@@ -64,20 +66,29 @@ func (c *call) await(n int, again bool) step {
 	}
 }
 
-// send sends attempt n, made ready already or else now.
-func (c *call) send(n int, ready *attempt) result {
-	c.sent = n
-	c.attemptStarted(n, how{})
-	a := *ready
-	*ready = attempt{}
-	if a.req == nil {
-		var err error
-		if a, err = c.newAttempt(n, how{}, c.avoid()); err != nil {
-			return c.unsent(n, how{}, err)
+// send sends attempt n, made ready already or else now, once it is
+// prepared; it fails, nothing sent, when a Prepare does. Until it is
+// sent, the attempt stays in ready, which the loop lets go of should a
+// hook panic.
+func (c *call) send(n int, ready *attempt) (result, error) {
+	var err error
+	if ready.req == nil {
+		*ready, err = c.newAttempt(n, how{}, c.avoid())
+	}
+	if err == nil {
+		if err := c.prepare(ready); err != nil {
+			return result{}, err
 		}
 	}
+	c.sent = n
+	c.attemptStarted(n, how{})
+	if err != nil {
+		return c.unsent(n, how{}, err), nil
+	}
+	a := *ready
+	*ready = attempt{}
 	c.tried++
-	return a.send()
+	return a.send(), nil
 }
 
 // sendAgain carries out s, a resend of attempt s.attempt: at once and
@@ -93,13 +104,18 @@ func (c *call) sendAgain(s step) step {
 		return g
 	}
 	again := how{resend: true}
-	c.attemptStarted(s.attempt, again)
-	var r result
-	if a, err := c.newAttempt(s.attempt, again, c.avoid()); err != nil {
-		r = c.unsent(s.attempt, again, err) // take joins it to the first try's error
-	} else {
-		r = a.send()
+	a, err := c.newAttempt(s.attempt, again, c.avoid())
+	if err != nil {
+		c.attemptStarted(s.attempt, again)
+		r := c.unsent(s.attempt, again, err) // take joins it to the first try's error
+		return c.after(&r)
 	}
+	if err := c.prepare(&a); err != nil {
+		c.last = result{n: s.attempt, err: err} // nothing else is kept: the first try's outcome is c.resent
+		return step{kind: stepFail, attempt: s.attempt}
+	}
+	c.start(&a, again)
+	r := a.send()
 	return c.after(&r)
 }
 

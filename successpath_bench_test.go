@@ -21,10 +21,20 @@ func hedgePolicy() *policy.Config {
 	}}, Throttle: policy.Default().Throttle}
 }
 
+// errorCodesPolicy is policy.Default with an error table read from the
+// header, JSON and XML: a success must not pay for it.
+func errorCodesPolicy() *policy.Config {
+	cfg := policy.Default()
+	cfg.Rules[0].ErrorCodes = &policy.ErrorCodes{JSON: "__type", XML: "Error/Code", Header: "X-Amzn-ErrorType",
+		Throttled: []string{"ThrottlingException", "SlowDown"}}
+	return cfg
+}
+
 // BenchmarkSuccessPath measures what a request answered by its first
 // attempt costs through the Transport, against bare net/http in the same
-// run: GET, POST of 1 KiB with GetBody, GET under a hedging policy, and
-// GET with admission on.
+// run: GET, POST of 1 KiB with GetBody, GET under a hedging policy,
+// GET with admission on, GET and POST under a rule with an error table,
+// and GET with a Prepare, whose copy of each attempt is its cost.
 // The Transport is as its zero value has it (policy.Default, statistics,
 // budget, no hooks) but for the base, which is the same for all. The
 // figures include the loopback server's own allocations, the same in
@@ -53,8 +63,20 @@ func BenchmarkSuccessPath(b *testing.B) {
 			cfg.Admission = &policy.Admission{}
 			return &retryhttp.Transport{Base: rt, Policy: cfg}
 		}},
+		{"GET/retryhttp-errorcodes", get, func(rt http.RoundTripper) http.RoundTripper {
+			return &retryhttp.Transport{Base: rt, Policy: errorCodesPolicy()}
+		}},
+		{"GET/retryhttp-prepare", get, func(rt http.RoundTripper) http.RoundTripper {
+			return &retryhttp.Transport{Base: rt, Prepare: func(attempt int, req *http.Request) error {
+				req.Header.Set("Amz-Sdk-Request", "attempt=1; max=3")
+				return nil
+			}}
+		}},
 		{"POST-1KiB/bare", post, func(rt http.RoundTripper) http.RoundTripper { return rt }},
 		{"POST-1KiB/retryhttp", post, func(rt http.RoundTripper) http.RoundTripper { return &retryhttp.Transport{Base: rt} }},
+		{"POST-1KiB/retryhttp-errorcodes", post, func(rt http.RoundTripper) http.RoundTripper {
+			return &retryhttp.Transport{Base: rt, Policy: errorCodesPolicy()}
+		}},
 	} {
 		b.Run(bc.name, func(b *testing.B) {
 			base := &http.Transport{MaxIdleConnsPerHost: 64}

@@ -23,8 +23,8 @@ import (
 // The zero value is ready to use: set it as an [http.Client]'s Transport.
 // A Transport is safe for concurrent use. Its fields must not change after
 // its first use, which is its first request (or [Transport.SetPolicy]):
-// it reads them then, once. Hooks and Classify are the exceptions, read
-// by each request as it starts. A Base, Policy, Buffer, Fleet or
+// it reads them then, once. Hooks, Classify and Prepare are the
+// exceptions, read by each request as it starts. A Base, Policy, Buffer, Fleet or
 // OmitAttemptsHeader changed later is not taken: requests then fail with
 // an error that names the field, rather than go on as if it were
 // unchanged. Stats, CloseIdleConnections and ResetBackoff
@@ -72,8 +72,9 @@ type Transport struct {
 	// err) or err (with a nil resp) is the outcome. It is not asked
 	// about an attempt that provably never reached the server (its
 	// transparent resend keeps its number), nor once the caller's
-	// context has ended. Its [Verdict] overrides the rule's lists;
-	// [UsePolicy], the zero Verdict, leaves them to decide. It may read
+	// context has ended. Its [Verdict] overrides the rule: its error
+	// codes ([policy.ErrorCodes]), the server's own verdict and its
+	// status lists; [UsePolicy], the zero Verdict, leaves them to decide. It may read
 	// the response's body with [PeekBody], and must not close it or keep
 	// resp. It is called on the goroutine running the request (its hedge
 	// loop's, for hedges), one attempt at a time per request, and may be
@@ -84,6 +85,37 @@ type Transport struct {
 	// the body's buffer is let go, and then the panic is raised again,
 	// with its value, on the goroutine that called RoundTrip.
 	Classify func(attempt int, resp *http.Response, err error) Verdict
+
+	// Prepare, when set, is called with each attempt's request just
+	// before it is sent, once every wait for it is over: to sign it
+	// afresh, refresh a token, or set the attempt number an API asks
+	// for, as AWS's Amz-Sdk-Request: attempt=2; max=3. attempt is 1 for
+	// the request's first attempt, 2 for the next, hedges counted alike;
+	// the transparent resend of an attempt is prepared again, under the
+	// same number. req is the attempt's own copy of the caller's request:
+	// Prepare may change its Header (which holds [AttemptsHeader] on an
+	// attempt after the first), its URL and its Host, for that attempt
+	// alone. It must not read, close or replace req.Body, the attempt's
+	// own reader of the caller's body (to sign the payload, hash it
+	// before RoundTrip, or read a copy from req.GetBody); and what makes
+	// a request safe to send twice (its Method, an Idempotency-Key) is
+	// read from the caller's request, before any Prepare. A per-call
+	// Prepare ([WithPrepare]) is called after this one, each once per
+	// attempt sent.
+	//
+	// An error from Prepare ends the request with that error: RoundTrip
+	// returns an [*Error] that wraps it, whose Attempts counts the
+	// attempts sent before; nothing of the attempt is sent, hedges in
+	// flight are cancelled, and an answer kept for the caller is closed.
+	// Prepare is called on the goroutine running the request, one
+	// attempt at a time per request, and may be called concurrently for
+	// different requests. A Prepare that panics ends its request as a
+	// Classify that panics does.
+	//
+	// With no Prepare, a request's first attempt is sent as the caller's
+	// own request; with one, every attempt is a copy, whose header and
+	// URL cost allocations of their size.
+	Prepare func(attempt int, req *http.Request) error
 
 	// Fleet, when set, shares the per-host budget and holds with the
 	// other Transports of a fleet of processes (see [Fleet]). Nil means
@@ -260,7 +292,7 @@ func (t *Transport) RoundTrip(req *http.Request) (*http.Response, error) {
 	}
 	var c *call
 	if err == nil {
-		c, err = st.newCall(req, t.Hooks, t.Classify)
+		c, err = st.newCall(req, t.Hooks, t.Classify, t.Prepare)
 	}
 	if err != nil {
 		if req != nil && req.Body != nil {

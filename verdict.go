@@ -9,18 +9,20 @@ import (
 )
 
 // Verdict is what a [Transport.Classify] function says of one attempt's
-// outcome: one of the five verdicts below, which may carry the wait the
-// next attempt must keep ([Verdict.After]). Verdicts are comparable with
-// ==; a verdict with a wait equals only the same verdict with the same
-// wait, to the microsecond.
+// outcome, as a rule's error codes (policy.ErrorCodes) and the server's
+// own X-Should-Retry say it too: one of the five verdicts below, which
+// may carry the wait the next attempt must keep ([Verdict.After]).
+// Verdicts are comparable with ==; a verdict with a wait equals only the
+// same verdict with the same wait, to the microsecond.
 type Verdict int64
 
 // The verdicts. A value not listed here, with or without a wait, means
 // UsePolicy.
 const (
-	// UsePolicy leaves the outcome to the rule's lists: its retryable
-	// (or non-fatal) status codes, and the network errors it retries.
-	// It is the zero Verdict.
+	// UsePolicy leaves the outcome to the rule: its error codes (see
+	// policy.ErrorCodes), then the server's own X-Should-Retry or
+	// Stripe-Should-Retry, then its retryable (or non-fatal) status
+	// codes and the network errors it retries. It is the zero Verdict.
 	UsePolicy Verdict = iota
 	// Retryable makes the outcome one the rule retries, or, under a
 	// hedging rule, one that sends the next hedge at once. The
@@ -128,15 +130,25 @@ func (v Verdict) String() string {
 }
 
 // serverVerdict is the verdict a response's X-Should-Retry gives, as the
-// OpenAI and Anthropic APIs send it on their errors: "true" is
-// RetryableUnprocessed (the server says it may be sent again, whatever
-// the method), "false" is Final. It is read on statuses 400 and above
-// only; any other value, or none, is UsePolicy.
+// OpenAI and Anthropic APIs send it on their errors, or else its
+// Stripe-Should-Retry, which Stripe's API sends with the same meaning:
+// "true" is RetryableUnprocessed (the server says it may be sent again,
+// whatever the method), "false" is Final. It is read on statuses 400 and
+// above only; any other value, or none, is UsePolicy.
 func serverVerdict(resp *http.Response) Verdict {
 	if resp.StatusCode < 400 {
 		return UsePolicy
 	}
-	v, ok := firstValue(resp.Header, headerShouldRetry)
+	if v := shouldRetry(resp.Header, headerShouldRetry); v != UsePolicy {
+		return v
+	}
+	return shouldRetry(resp.Header, headerStripeShouldRetry)
+}
+
+// shouldRetry reads h's header name (canonical), a server's verdict on
+// whether its answer may be retried: "true" or "false", in any case.
+func shouldRetry(h http.Header, name string) Verdict {
+	v, ok := firstValue(h, name)
 	switch {
 	case !ok:
 	case strings.EqualFold(trimOWS(v), "true"):
@@ -159,9 +171,12 @@ func (v Verdict) or(server Verdict) Verdict {
 	return server
 }
 
-// headerShouldRetry is the server's own verdict on whether its answer may
-// be retried.
-const headerShouldRetry = "X-Should-Retry"
+// The headers of the server's own verdict on whether its answer may be
+// retried, in canonical form: the LLM APIs', and Stripe's.
+const (
+	headerShouldRetry       = "X-Should-Retry"
+	headerStripeShouldRetry = "Stripe-Should-Retry"
+)
 
 // judged applies v, the caller's verdict (or the server's), to r, whose
 // outcome by the rule's lists is out: the outcome it becomes.

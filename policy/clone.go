@@ -42,6 +42,7 @@ func (r Rule) clone() Rule {
 		hedge.NonFatalStatusCodes = slices.Clone(hedge.NonFatalStatusCodes)
 		r.Hedge = &hedge
 	}
+	r.ErrorCodes = r.ErrorCodes.clone()
 	return r
 }
 

@@ -16,8 +16,10 @@ import (
 func fullConfig(b Backoff) *Config {
 	c := validConfig()
 	c.Rules = append(c.Rules, Rule{
-		Name:  []Name{{Host: "api.example.com:443", Method: "PUT", Path: "/v1/"}},
-		Retry: &Retry{MaxAttempts: 6, Backoff: b, RetryableStatusCodes: []int{503}, PerAttemptTimeout: time.Second, RetryNonIdempotent: true},
+		Name: []Name{{Host: "api.example.com:443", Method: "PUT", Path: "/v1/"}},
+		Retry: &Retry{MaxAttempts: 6, Backoff: b, RetryableStatusCodes: []int{503}, PerAttemptTimeout: time.Second, RetryNonIdempotent: true,
+			ReadAhead: 1 << 20},
+		ErrorCodes: awsCodes(),
 	})
 	c.Rules[1].Hedge.MaxExtraLoad = 0.02
 	c.DelayHeaders = []DelayHeader{{Name: "X-RateLimit-Reset", Format: DelayUnixSeconds, Remaining: "X-RateLimit-Remaining"}}

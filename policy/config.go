@@ -31,8 +31,8 @@ type Config struct {
 	// "retryThrottling", {"off": true} to turn it off.
 	Throttle *Throttle
 	// MaxServerDelay is the longest server-directed delay
-	// (X-Retry-Pushback-Ms, Retry-After-Ms, Retry-After, RateLimit,
-	// DelayHeaders) that is waited for; a longer one sends the response
+	// (X-Retry-Pushback-Ms, Retry-After-Ms, x-amz-retry-after,
+	// Retry-After, RateLimit, DelayHeaders) that is waited for; a longer one sends the response
 	// back to the caller at once. Zero means [DefaultMaxServerDelay].
 	// JSON: "maxServerDelay".
 	MaxServerDelay time.Duration
@@ -40,7 +40,8 @@ type Config struct {
 	// its delay before a retry, each with the format of its value. They
 	// are read after the signals that are always read, in this order:
 	// X-Retry-Pushback-Ms, Retry-After-Ms (milliseconds, as the LLM APIs
-	// send it), Retry-After, and the IETF RateLimit field when it says a
+	// send it), x-amz-retry-after (milliseconds, as AWS sends it),
+	// Retry-After, and the IETF RateLimit field when it says a
 	// quota is spent (an item with r=0 and a t: the longest such t, in
 	// seconds; a malformed field is ignored); then DelayHeaders in the
 	// order listed. The first that is present and valid sets the wait,
@@ -116,6 +117,11 @@ type Rule struct {
 	Retry *Retry
 	// Hedge is the hedging policy. JSON: "hedgingPolicy".
 	Hedge *Hedge
+	// ErrorCodes, when set, reads the API's own error code from each
+	// answer of status 400 or above, and judges the answer by it before
+	// the status lists do (see [ErrorCodes]). Nil means none. JSON:
+	// "errorCodes".
+	ErrorCodes *ErrorCodes
 }
 
 // Name is a request pattern. Each field that is set must match: Host
@@ -191,7 +197,27 @@ type Retry struct {
 	// RetryNonIdempotent allows retrying methods that are not idempotent
 	// (POST, PATCH, ...) even without an Idempotency-Key header.
 	RetryNonIdempotent bool
+	// ReadAhead, when above 0, has the body of an answer about to be
+	// handed back (a success, or a status that is not retried) read
+	// into memory, up to ReadAhead bytes, before RoundTrip returns, so
+	// that a body that breaks off (a reset, a connection closed early) is
+	// an attempt that failed, retried under the idempotency rules as a
+	// reset before the headers would be, rather than an error the
+	// caller meets while reading. The response handed back then reads
+	// from memory. A body declared longer than ReadAhead is handed back
+	// unread, and one that turns out longer as it is, its first
+	// ReadAhead bytes read already. The read is bounded by the
+	// attempt's context, not by PerAttemptTimeout, which ends with the
+	// headers. When no further attempt follows a body that broke off,
+	// the request fails with an error that wraps the read's. In bytes,
+	// at most [MaxReadAhead]; 0 means none: the body is handed back
+	// unread. JSON: "readAhead".
+	ReadAhead int64
 }
+
+// MaxReadAhead bounds [Retry.ReadAhead], so that the bodies a Transport
+// holds in memory for its requests stay bounded: 8 MiB each.
+const MaxReadAhead = 8 << 20
 
 // Hedge is gRPC's hedging policy for HTTP: several copies of a request are
 // sent, staggered by HedgingDelay, and the first good answer wins.

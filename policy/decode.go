@@ -97,7 +97,7 @@ func describe(t reflect.Type) string {
 		return "an array of integers"
 	case t.Kind() == reflect.Slice:
 		return "an array"
-	case t.Kind() == reflect.Int:
+	case t.Kind() == reflect.Int, t.Kind() == reflect.Int64:
 		return "an integer"
 	case t.Kind() == reflect.Float64:
 		return "a number"

@@ -49,7 +49,7 @@ const maxDelayHeaders = 16
 
 // DelayHeader is a response header, beyond those always read (see
 // [Config.DelayHeaders]), in which a server says how long to wait before a
-// retry, such as X-RateLimit-Reset, RateLimit-Reset or x-amz-retry-after.
+// retry, such as X-RateLimit-Reset or RateLimit-Reset.
 //
 // Name is the header's name, matched case-insensitively; it must be an
 // HTTP field name, and neither X-Retry-Pushback-Ms nor Retry-After, which

@@ -89,8 +89,9 @@
 // the refusal wait for its end, or fail at once, instead of being sent.
 //
 // "serverDelayHeaders" names headers in which the server gives its own
-// delay, read after X-Retry-Pushback-Ms, Retry-After-Ms, Retry-After and
-// the IETF RateLimit field; see [Config.DelayHeaders]. The one shown is
+// delay, read after X-Retry-Pushback-Ms, Retry-After-Ms,
+// x-amz-retry-after, Retry-After and the IETF RateLimit field; see
+// [Config.DelayHeaders]. The one shown is
 // GitHub's: its X-RateLimit-Reset is a Unix time (read as "seconds", it
 // would ask for a wait of decades), and it is sent on every response, so
 // it counts only when X-RateLimit-Remaining reads 0.
@@ -112,4 +113,15 @@
 // and its throttle and holds turned off: the switch that turns retries
 // and hedging off for a whole Transport: each request is sent once, and
 // only an attempt that provably never reached the server is sent again.
+//
+// # An API's own errors
+//
+// An SDK that wraps a REST API declares the API's error table in its rule,
+// as data: [Rule.ErrorCodes] (JSON "errorCodes") says where the API puts
+// its error code (a JSON key path, an XML element path, a header) and which
+// codes are retried, are throttles, were not processed, or are final, as
+// "__type": "...#ProvisionedThroughputExceededException" in DynamoDB's 400s
+// or <Code>SlowDown</Code> in S3's 503s. [Retry.ReadAhead] (JSON
+// "readAhead") reads an answer's body before it is handed back, so that a
+// body that breaks off is retried as a failed attempt.
 package policy

@@ -38,7 +38,13 @@ import (
 //   - "table", a [Table]: {"steps": ["1s", "2s", "5s"]}.
 //
 // A hedgingPolicy's "maxExtraLoad" is [Hedge.MaxExtraLoad], a number in
-// [0, 1]; left out, it is 0, no cap.
+// [0, 1]; left out, it is 0, no cap. A retryPolicy's "readAhead" is
+// [Retry.ReadAhead], in bytes; left out, it is 0, none.
+//
+// A methodConfig entry's "errorCodes" is [Rule.ErrorCodes]: {"json":
+// "error.code", "xml": "Error/Code", "header": "X-Amzn-ErrorType",
+// "retryable": [...], "throttled": [...], "unprocessed": [...], "final":
+// [...]}, each key optional but for one of the first three and one list.
 //
 // "serverDelayHeaders" lists [Config.DelayHeaders] as
 // [{"name": "X-RateLimit-Reset", "format": "unixSeconds", "remaining":
@@ -123,6 +129,7 @@ type ruleJSON struct {
 	Name          []json.RawMessage `json:"name"`
 	RetryPolicy   json.RawMessage   `json:"retryPolicy"`
 	HedgingPolicy json.RawMessage   `json:"hedgingPolicy"`
+	ErrorCodes    json.RawMessage   `json:"errorCodes"`
 }
 
 type nameJSON struct {
@@ -144,6 +151,7 @@ type retryJSON struct {
 	RetryableStatusCodes []int           `json:"retryableStatusCodes"`
 	PerAttemptTimeout    *durationJSON   `json:"perAttemptTimeout"`
 	RetryNonIdempotent   bool            `json:"retryNonIdempotent"`
+	ReadAhead            int64           `json:"readAhead"`
 }
 
 type hedgeJSON struct {
@@ -278,6 +286,11 @@ func parseRule(path string, raw json.RawMessage) (Rule, error) {
 			return Rule{}, err
 		}
 	}
+	if !isNull(m.ErrorCodes) {
+		if r.ErrorCodes, err = parseErrorCodes(path+".errorCodes", m.ErrorCodes); err != nil {
+			return Rule{}, err
+		}
+	}
 	return r, nil
 }
 
@@ -290,6 +303,7 @@ func parseRetry(path string, raw json.RawMessage) (*Retry, error) {
 		MaxAttempts:          m.MaxAttempts,
 		RetryableStatusCodes: m.RetryableStatusCodes,
 		RetryNonIdempotent:   m.RetryNonIdempotent,
+		ReadAhead:            m.ReadAhead,
 	}
 	var err error
 	if isNull(m.Backoff) {

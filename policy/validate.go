@@ -33,6 +33,12 @@ import (
 // [GoogleAPI] needs Max not negative; a [Table] needs 1 to 100 steps, none
 // negative. A caller's own Backoff is accepted as it is.
 //
+// A Retry's ReadAhead is in [0, [MaxReadAhead]]. A Rule's [ErrorCodes]
+// must say where the code is (JSON, XML or Header, each well formed: no
+// empty key or element name, a Header that is an HTTP field name) and
+// list at least one code, none twice and none that a code read could
+// never be.
+//
 // DelayHeaders may list at most 16 headers, each Name an HTTP field name,
 // neither X-Retry-Pushback-Ms nor Retry-After (always read first) and not
 // repeated regardless of case, each Format one of the Delay constants,
@@ -103,10 +109,17 @@ func (r *Rule) validate(p path, named bool) error {
 		return &FieldError{Field: p.String(), Reason: "must not have both " + p.name("retryPolicy and hedgingPolicy", "Retry and Hedge")}
 	}
 	if r.Retry != nil {
-		return r.Retry.validate(p.key("retryPolicy", "Retry"))
+		if err := r.Retry.validate(p.key("retryPolicy", "Retry")); err != nil {
+			return err
+		}
 	}
 	if r.Hedge != nil {
-		return r.Hedge.validate(p.key("hedgingPolicy", "Hedge"))
+		if err := r.Hedge.validate(p.key("hedgingPolicy", "Hedge")); err != nil {
+			return err
+		}
+	}
+	if r.ErrorCodes != nil {
+		return r.ErrorCodes.validate(p.key("errorCodes", "ErrorCodes"))
 	}
 	return nil
 }
@@ -147,7 +160,14 @@ func (r *Retry) validate(p path) error {
 	if err := statusCodes(p.key("retryableStatusCodes", "RetryableStatusCodes"), r.RetryableStatusCodes); err != nil {
 		return err
 	}
-	return nonNegative(p.key("perAttemptTimeout", "PerAttemptTimeout"), r.PerAttemptTimeout)
+	if err := nonNegative(p.key("perAttemptTimeout", "PerAttemptTimeout"), r.PerAttemptTimeout); err != nil {
+		return err
+	}
+	if n := r.ReadAhead; n < 0 || n > MaxReadAhead {
+		return &FieldError{Field: p.key("readAhead", "ReadAhead").String(), Value: strconv.FormatInt(n, 10),
+			Reason: "must be in [0, " + strconv.Itoa(MaxReadAhead) + "] bytes (0 for none)"}
+	}
+	return nil
 }
 
 // validateNumeric checks the four fields that describe r's Exponential

@@ -1,0 +1,197 @@
+package retryhttp
+
+import (
+	"context"
+	"io"
+	"net/http"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/retryhttp/retryhttp/policy"
+)
+
+// Codes are read as the AWS SDKs read them: cut at ":", after "#".
+func TestCleanCode(t *testing.T) {
+	t.Parallel()
+	for in, want := range map[string]string{
+		"SlowDown": "SlowDown",
+		"com.amazonaws.dynamodb.v20120810#ProvisionedThroughputExceededException":         "ProvisionedThroughputExceededException",
+		"ValidationException:http://internal.amazon.com/coral/com.amazon.coral.validate/": "ValidationException",
+		"aws.protocols#ThrottlingException:http://internal.amazon.com/":                   "ThrottlingException",
+		"  lock_timeout\t": "lock_timeout",
+		"#":                "",
+		":x":               "",
+		"a#b#c":            "c",
+	} {
+		assert.Equal(t, want, cleanCode(in), "cleanCode(%q)", in)
+	}
+}
+
+// A JSON path names nested keys from the top; the first key given twice
+// counts; a number reads as written; anything else gives no code, and a
+// body cut short still gives a code that came before the cut.
+func TestJSONCode(t *testing.T) {
+	t.Parallel()
+	tests := []struct {
+		name, body, path, want string
+	}{
+		{"AWS __type", `{"__type":"com.amazonaws.dynamodb.v20120810#ProvisionedThroughputExceededException","message":"x"}`,
+			"__type", "ProvisionedThroughputExceededException"},
+		{"Stripe error.code", `{"error": {"message": "busy", "type": "invalid_request_error", "code": "lock_timeout"}}`,
+			"error.code", "lock_timeout"},
+		{"after skipped values", `{"a": [1, {"code": "no"}, []], "b": {"c": {"d": null}}, "error": {"x": true, "code": "yes"}}`,
+			"error.code", "yes"},
+		{"number", `{"error": {"code": 88}}`, "error.code", "88"},
+		{"first of two", `{"code": "first", "code": "second"}`, "code", "first"},
+		{"cut after the code", `{"code": "Throttling", "message": "Rate exceeded and then the body goes on` /* no end */, "code", "Throttling"},
+		{"missing", `{"error": {"message": "x"}}`, "error.code", ""},
+		{"not an object on the way", `{"error": "lock_timeout"}`, "error.code", ""},
+		{"an object at the end", `{"error": {"code": {"id": 1}}}`, "error.code", ""},
+		{"null", `{"code": null}`, "code", ""},
+		{"empty string", `{"code": ""}`, "code", ""},
+		{"only a prefix", `{"code": "com.example#"}`, "code", ""},
+		{"malformed", `{"code" "x"}`, "code", ""},
+		{"array at the top", `[{"code": "x"}]`, "code", ""},
+		{"cut before the code", `{"message": "a long mess`, "code", ""},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			got, ok := jsonCode([]byte(tt.body), tt.path)
+			assert.Equal(t, tt.want, got)
+			assert.Equal(t, tt.want != "", ok)
+		})
+	}
+}
+
+// An XML path is matched against the innermost elements, by local name,
+// wherever they are; the first match counts, and only its own text.
+func TestXMLCode(t *testing.T) {
+	t.Parallel()
+	tests := []struct {
+		name, body, path, want string
+	}{
+		{"S3", `<?xml version="1.0" encoding="UTF-8"?>` + "\n" +
+			`<Error><Code>SlowDown</Code><Message>Please reduce your request rate.</Message><RequestId>1</RequestId></Error>`,
+			"Error/Code", "SlowDown"},
+		{"EC2", `<Response><Errors><Error><Code>RequestLimitExceeded</Code><Message>x</Message></Error></Errors><RequestID>1</RequestID></Response>`,
+			"Error/Code", "RequestLimitExceeded"},
+		{"SQS, in a namespace", `<ErrorResponse xmlns="http://queue.amazonaws.com/doc/2012-11-05/"><Error><Type>Sender</Type>` +
+			`<Code>AWS.SimpleQueueService.NonExistentQueue</Code></Error></ErrorResponse>`, "Error/Code", "AWS.SimpleQueueService.NonExistentQueue"},
+		{"prefixed names", `<s:Error xmlns:s="urn:x"><s:Code> Throttling </s:Code></s:Error>`, "Error/Code", "Throttling"},
+		{"anchored at the parent", `<Error><Detail><Code>no</Code></Detail><Code>yes</Code></Error>`, "Error/Code", "yes"},
+		{"own text only", `<Error><Code>Slow<b>not this</b>Down</Code></Error>`, "Error/Code", "SlowDown"},
+		{"CDATA", `<Error><Code><![CDATA[SlowDown]]></Code></Error>`, "Error/Code", "SlowDown"},
+		{"one element", `<Code>SlowDown</Code>`, "Code", "SlowDown"},
+		{"first match counts", `<Error><Code></Code></Error><Error><Code>x</Code></Error>`, "Error/Code", ""},
+		{"cut after the code", `<Error><Code>SlowDown</Code><Message>Please reduce`, "Error/Code", "SlowDown"},
+		{"cut inside the code", `<Error><Code>Slow`, "Error/Code", ""},
+		{"missing", `<Error><Message>x</Message></Error>`, "Error/Code", ""},
+		{"malformed", `<Error><Code>SlowDown</Error></Code>`, "Error/Code", ""},
+		{"unknown entity", `<Error><Code>&slow;</Code></Error>`, "Error/Code", ""},
+		{"other charset", `<?xml version="1.0" encoding="ISO-8859-1"?><Error><Code>SlowDown</Code></Error>`, "Error/Code", ""},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			got, ok := xmlCode([]byte(tt.body), tt.path)
+			assert.Equal(t, tt.want, got)
+			assert.Equal(t, tt.want != "", ok)
+		})
+	}
+}
+
+// The code is read from the header first; the body, when it must be
+// read, as the form its first byte says, and left whole.
+func TestErrorCodeSources(t *testing.T) {
+	t.Parallel()
+	all := &policy.ErrorCodes{JSON: "__type", XML: "Error/Code", Header: "X-Amzn-ErrorType",
+		Throttled: []string{"ThrottlingException", "SlowDown"}, Retryable: []string{"RequestTimeout"},
+		Unprocessed: []string{"PriorRequestNotComplete"}, Final: []string{"ValidationException"}}
+	tests := []struct {
+		name   string
+		codes  *policy.ErrorCodes
+		header http.Header
+		body   string
+		want   Verdict
+	}{
+		{"header", all, http.Header{"X-Amzn-Errortype": {"ThrottlingException:http://internal.amazon.com/"}},
+			`{"__type": "ValidationException"}`, Throttled},
+		{"header first, listed or not", all, http.Header{"X-Amzn-Errortype": {"AccessDenied"}}, `{"__type": "ThrottlingException"}`, UsePolicy},
+		{"empty header: the body", all, http.Header{"X-Amzn-Errortype": {" "}}, `{"__type": "ValidationException"}`, Final},
+		{"JSON", all, nil, "\uFEFF \n" + `{"__type": "a#RequestTimeout"}`, Retryable},
+		{"XML", all, nil, `<Error><Code>PriorRequestNotComplete</Code></Error>`, RetryableUnprocessed},
+		{"JSON not read as XML", &policy.ErrorCodes{XML: "Error/Code", Final: []string{"x"}}, nil, `{"Error": {"Code": "x"}}`, UsePolicy},
+		{"XML not read as JSON", &policy.ErrorCodes{JSON: "code", Final: []string{"x"}}, nil, `<code>x</code>`, UsePolicy},
+		{"header only: body unread", &policy.ErrorCodes{Header: "X-Error", Final: []string{"x"}}, nil, `{"code": "x"}`, UsePolicy},
+		{"text", all, nil, `Service Unavailable`, UsePolicy},
+		{"empty body", all, nil, ``, UsePolicy},
+		{"listed nowhere", all, nil, `{"__type": "AccessDenied"}`, UsePolicy},
+		{"case counts", all, nil, `{"__type": "slowdown"}`, UsePolicy},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			h := tt.header
+			if h == nil {
+				h = http.Header{}
+			}
+			resp := &http.Response{StatusCode: 400, Header: h, Body: io.NopCloser(strings.NewReader(tt.body))}
+			assert.Equal(t, tt.want, codeVerdict(context.Background(), resp, tt.codes))
+			rest, err := io.ReadAll(resp.Body)
+			require.NoError(t, err)
+			assert.Equal(t, tt.body, string(rest), "the body is left whole")
+		})
+	}
+}
+
+// Only the first 64 KiB of a body are read for its code.
+func TestErrorCodePeekIsBounded(t *testing.T) {
+	t.Parallel()
+	codes := &policy.ErrorCodes{JSON: "code", Final: []string{"x"}}
+	pad := `{"pad": "` + strings.Repeat("a", codePeek) + `", "code": "x"}`
+	r := &countingReader{r: strings.NewReader(pad)}
+	resp := &http.Response{StatusCode: 400, Header: http.Header{}, Body: io.NopCloser(r)}
+	assert.Equal(t, UsePolicy, codeVerdict(context.Background(), resp, codes), "a code past the bound is not read")
+	assert.LessOrEqual(t, r.n, codePeek)
+	rest, err := io.ReadAll(resp.Body)
+	require.NoError(t, err)
+	assert.Equal(t, pad, string(rest))
+}
+
+type countingReader struct {
+	r io.Reader
+	n int
+}
+
+func (c *countingReader) Read(p []byte) (int, error) {
+	n, err := c.r.Read(p)
+	c.n += n
+	return n, err
+}
+
+// Any body, read as JSON or XML by any path, gives a code or none, never
+// a panic or a hang, and a code it gives is one a list could hold.
+func FuzzErrorCode(f *testing.F) {
+	for _, seed := range []struct{ body, path string }{
+		{`{"__type":"com.amazonaws.dynamodb.v20120810#ThrottlingException"}`, "__type"},
+		{`{"error": {"code": "lock_timeout"}}`, "error.code"},
+		{`<Error><Code>SlowDown</Code></Error>`, "Error/Code"},
+		{`<a><b><c>x</c></b></a>`, "b/c"},
+		{`{"a": [[[[{}]]]], "b": 1e400}`, "b"},
+		{`<!DOCTYPE x [<!ENTITY e "y">]><x>&e;</x>`, "x"},
+	} {
+		f.Add(seed.body, seed.path)
+	}
+	f.Fuzz(func(t *testing.T, body, path string) {
+		for _, code := range []func([]byte, string) (string, bool){jsonCode, xmlCode} {
+			got, ok := code([]byte(body), path)
+			if ok != (got != "") || got != strings.TrimSpace(got) || strings.ContainsAny(got, ":#") {
+				t.Fatalf("code %q, %v from %q at %q", got, ok, body, path)
+			}
+		}
+	})
+}
