@@ -1,0 +1,158 @@
+package retryhttp
+
+import (
+	"fmt"
+	"math/rand/v2"
+	"time"
+
+	"github.com/retryhttp/retryhttp/retrytrace"
+)
+
+// Before each attempt: the call gathers the facts of the gate, asks it
+// (decide.go), and carries out what it says of the host's limits: the
+// concurrency slot, the send slot, the probe of a capped hold, the hedge
+// budget. The loops ask admit once per attempt, and again after each
+// wait it says.
+
+// admit asks the gate whether attempt n (its resend under its number,
+// when again is set) may go now, and carries out what it says of the
+// host's limits: an attempt takes a slot under the host's concurrency
+// limit, or waits in line for one; takes a send slot of the host's pace,
+// and waits for it; goes first after a capped hold, or looks again at
+// once if another request did; and, a first attempt, earns its share of
+// a hedge, or, a hedge, spends one, refused if another request took the
+// last one since the facts were read. An attempt refused gives its
+// concurrency slot back.
+func (c *call) admit(n int, again bool) step {
+	now := time.Now()
+	if s, waiting := c.inLine(n, now); waiting {
+		return s
+	}
+	f := c.facts(now)
+	f.host = c.host.factsFor(c.rule, now, c.st.fleet, asks{holds: c.pol.cfg.Hold != nil, pace: c.pol.pacing,
+		budgets: n > 1 && !again, capped: c.capped()})
+	f.slotTaken = c.slot == n && !c.slotAt.Before(f.host.pace.cut)
+	if a := c.pol.cfg.Admission; a != nil {
+		f.host.admit, f.admitted, f.admitWait = c.host.admission(a.Concurrency()).facts(), c.admits&(1<<n) != 0, a.Wait()
+	}
+	s := gate(&f, n, again, rand.Float64())
+	s.at = now.Add(s.wait)
+	switch {
+	case s.kind == stepNoMore:
+		c.unadmit(n)
+		return s
+	case s.kind == stepWait && s.reason == retrytrace.WaitHold:
+		c.slot = 0 // a slot taken before the hold has passed unused: the attempt takes a new one after it
+	}
+	if s.acquire {
+		if w, ok := c.host.admit.Load().acquire(); !ok {
+			c.waiter, c.waitFor, c.waitUntil = w, n, now.Add(s.wait)
+			return step{kind: stepWait, attempt: n, wait: s.wait, reason: retrytrace.WaitAdmission, at: s.at, wake: w.ch}
+		}
+		c.admits |= 1 << n
+		s.wait, s.at = 0, now // a slot came free since the facts were read
+	}
+	if s.pace {
+		at := c.host.paces.take(c.rule, now)
+		c.slot, c.slotAt = n, now
+		if wait := at.Sub(now); wait > 0 {
+			return step{kind: stepWait, attempt: n, wait: wait, reason: retrytrace.WaitPace, at: at}
+		}
+	}
+	if s.probe {
+		if _, ok := c.host.holds.probe(c.rule, s.hold.until, now, now.Add(f.maxServerDelay)); !ok {
+			return c.admit(n, again) // another went first: wait for its answer
+		}
+	}
+	if !again {
+		c.host.sendingAt(now)
+	}
+	switch s.hedges {
+	case hedgeEarn:
+		c.host.hedges.earn(c.plan.hedge.MaxExtraLoad)
+	case hedgeSpend:
+		if !c.host.hedges.spend() {
+			c.unadmit(n)
+			s = noMore(n, retrytrace.RefusedHedgeBudget)
+		}
+	}
+	return s
+}
+
+// inLine settles the wait of attempt n in line for a concurrency slot at
+// now: a slot handed to it is its own, and the gate is asked again; a
+// wait that is not over goes on; one that is over leaves the line, and
+// the attempt is shed. It reports whether the attempt still waits (or is
+// shed), with its step.
+func (c *call) inLine(n int, now time.Time) (step, bool) {
+	w := c.waiter
+	if w == nil || c.waitFor != n {
+		return step{}, false
+	}
+	a := c.host.admit.Load()
+	if !a.granted(w) && now.Before(c.waitUntil) {
+		return step{kind: stepWait, attempt: n, wait: c.waitUntil.Sub(now), reason: retrytrace.WaitAdmission,
+			at: c.waitUntil, wake: w.ch}, true
+	}
+	c.waiter = nil
+	if a.leave(w) {
+		c.admits |= 1 << n
+		return step{}, false
+	}
+	s := noMore(n, retrytrace.RefusedShed)
+	s.limit = int(a.limitNow.Load())
+	return s, true
+}
+
+// unadmit gives back the concurrency slot attempt n holds, if any, with
+// nothing learnt: the attempt was not sent, or was cut off.
+func (c *call) unadmit(n int) {
+	if c.admits&(1<<n) == 0 {
+		return
+	}
+	c.admits &^= 1 << n
+	c.host.admit.Load().release(time.Now(), 0, false, false)
+}
+
+// unadmitAll gives back every concurrency slot the request holds, and its
+// place in line: the request is over.
+func (c *call) unadmitAll() {
+	if w := c.waiter; w != nil {
+		c.waiter = nil
+		if c.host.admit.Load().leave(w) {
+			c.admits |= 1 << c.waitFor
+		}
+	}
+	for n := range 32 {
+		c.unadmit(n)
+	}
+}
+
+// facts gathers what a decision at now reads of the caller and the
+// request.
+func (c *call) facts(now time.Time) facts {
+	deadline, _ := c.ctx.Deadline()
+	return facts{now: now, callerDone: c.ctx.Err() != nil, deadline: deadline, ready: c.waitsForReady(),
+		plan: c.plan, sent: c.sent, backoff: c.backoff, spare: c.spare, replayable: c.body.replayable(),
+		maxServerDelay: c.pol.cfg.ServerDelayLimit()}
+}
+
+// capped reports whether the request's plan caps its hedges.
+func (c *call) capped() bool { return c.plan.hedge != nil && c.plan.hedge.MaxExtraLoad > 0 }
+
+// refusal is why step s refused its attempt, when a limit of its host did
+// (a hold, the pace), for a request that has nothing else to hand back;
+// nil otherwise.
+func (c *call) refusal(s step) error {
+	switch s.refusal {
+	case retrytrace.RefusedHeld:
+		return &HoldError{Host: c.host.name, Remaining: s.hold.until.Sub(s.at), Status: s.hold.status}
+	case retrytrace.RefusedPaced:
+		return fmt.Errorf("host %s paced at %.3g requests/s: its next send slot is %v away (%w)",
+			c.host.name, s.rate, s.wait.Round(time.Millisecond), ErrPaced)
+	case retrytrace.RefusedShed:
+		return fmt.Errorf("host %s has %d attempts in flight, its concurrency limit, and no slot came in time (%w)",
+			c.host.name, s.limit, ErrShed)
+	}
+	return nil
+}
