@@ -101,8 +101,8 @@ type admitFacts struct {
 	queued          bool
 }
 
-// facts reads a for a decision.
-func (a *admission) facts() admitFacts {
+// factsNow reads a for a decision.
+func (a *admission) factsNow() admitFacts {
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	return admitFacts{limit: int(a.limit), inFlight: a.inFlight, queued: len(a.line) > 0}

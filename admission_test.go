@@ -21,7 +21,7 @@ func TestAdmissionSlots(t *testing.T) {
 	w1, ok := a.acquire()
 	require.False(t, ok)
 	w2, _ := a.acquire()
-	assert.Equal(t, admitFacts{limit: 2, inFlight: 2, queued: true}, a.facts())
+	assert.Equal(t, admitFacts{limit: 2, inFlight: 2, queued: true}, a.factsNow())
 
 	a.release(now, 0, false, false)
 	assert.True(t, a.granted(w1), "the oldest in line gets the slot")
@@ -29,7 +29,7 @@ func TestAdmissionSlots(t *testing.T) {
 	<-w1.ch // closed for it
 	assert.False(t, a.leave(w2), "nothing was handed to the second")
 	assert.True(t, a.leave(w1), "the first keeps its slot when it leaves")
-	assert.Equal(t, admitFacts{limit: 2, inFlight: 2}, a.facts())
+	assert.Equal(t, admitFacts{limit: 2, inFlight: 2}, a.factsNow())
 }
 
 // judgeWindow releases a full window of samples of latency d at now,

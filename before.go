@@ -33,7 +33,7 @@ func (c *call) admit(n int, again bool) step {
 		budgets: n > 1 && !again, capped: c.capped()})
 	f.slotTaken = c.slot == n && !c.slotAt.Before(f.host.pace.cut)
 	if a := c.pol.cfg.Admission; a != nil {
-		f.host.admit, f.admitted, f.admitWait = c.host.admission(a.Concurrency()).facts(), c.admits&(1<<n) != 0, a.Wait()
+		f.host.admit, f.admitted, f.admitWait = c.host.admission(a.Concurrency()).factsNow(), c.admits&(1<<n) != 0, a.Wait()
 	}
 	s := gate(&f, n, again, rand.Float64())
 	s.at = now.Add(s.wait)
