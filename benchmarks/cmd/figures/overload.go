@@ -19,9 +19,24 @@ func overloadName(sc benchmarks.Scenario, c benchmarks.Contender) string {
 	return overloadBench + "/" + sc.Name + "/" + c.Name
 }
 
-// ostat is unit's Stat for c in sc.
+// ostat is unit's Stat for c in sc. A run with no recovery (reported
+// as -1) is slower than any that recovered, so it counts as an infinite
+// recovery, which sorts last.
 func (r report) ostat(sc benchmarks.Scenario, c benchmarks.Contender, unit string) Stat {
-	return r.runs.stat(overloadName(sc, c), unit)
+	name := overloadName(sc, c)
+	if unit != "recovery-s" {
+		return r.runs.stat(name, unit)
+	}
+	runs := Runs{}
+	for _, m := range r.runs[name] {
+		if v, ok := m[unit]; ok {
+			if v < 0 {
+				v = inf
+			}
+			runs[name] = append(runs[name], map[string]float64{unit: v})
+		}
+	}
+	return runs.stat(name, unit)
 }
 
 // contending returns the contenders with results in sc.
@@ -79,9 +94,10 @@ func share(v float64) string {
 	}
 }
 
-// recovery writes a recovery time in seconds, negative for none.
+// recovery writes a recovery time in seconds, negative or infinite for
+// none.
 func recovery(v float64) string {
-	if v < 0 {
+	if v < 0 || math.IsInf(v, 1) {
 		return "none in the run"
 	}
 	return fmt.Sprintf("%.1f s", v)
@@ -92,7 +108,7 @@ func recovery(v float64) string {
 func (r report) writeOverload(w io.Writer, date string) error {
 	fmt.Fprintln(w, "## Overload: pace and admission")
 	fmt.Fprintln(w)
-	fmt.Fprintf(w, "Scripted hosts and clients in virtual time (`testing/synctest`, `%s` in `benchmarks/`): a 40 s scenario runs in a fraction of a second, and no figure depends on the machine's speed. Each client is a process of its own (its own Transport, budget, pace and limit) unless a scenario shares a Fleet. Measured on %s; each cell is the median of the runs, with their range where they differ (the clients sharing a rate limit wake in a different order in each run; the other scenarios come out the same every time).\n\n", overloadBench, date)
+	fmt.Fprintf(w, "Scripted hosts and clients in virtual time (`testing/synctest`, `%s` in `benchmarks/`): a 40 s scenario runs in a fraction of a second, and no figure depends on the machine's speed. Each client is a process of its own (its own Transport, budget, pace and limit) unless a scenario shares a Fleet. Measured on %s; each cell is the median of the runs, with their range where they differ: goroutines woken at the same virtual instant run in a different order in each run, which moves many figures a little.\n\n", overloadBench, date)
 	scs := benchmarks.Scenarios()
 	if len(r.contending(scs[0])) == 0 {
 		fmt.Fprintln(w, "Not measured in this run.")
@@ -104,7 +120,7 @@ func (r report) writeOverload(w io.Writer, date string) error {
 		rows = append(rows, []string{c.Label, strings.Join(c.Notes, "; ")})
 	}
 	table(w, []string{"contender", "set up as"}, rows)
-	fmt.Fprintln(w, "Goodput is the requests answered 2xx per second; the 429s are a share of the attempts the host saw; attempts per request count every attempt of each request started in the window, whenever it came (a request refused by the client counts 0); refused by the client is the share of requests failed without being sent on (paced, held, shed or throttled); recovery is the time from the end of the trouble until every 100 ms step holds 80% of the offered rate. The targets are those of DESIGN.md (\"Pace and admission\"); the last column says whether the median run of each retryhttp row meets its scenario's, and names the figures that miss.")
+	fmt.Fprintln(w, "Goodput is the requests answered 2xx per second; the 429s are a share of the attempts the host saw; attempts per request count every attempt of each request started in the window, whenever it came (a request refused by the client counts 0); refused by the client is the share of requests failed without being sent on (paced, held, shed or throttled); recovery is the time from the end of the trouble until every 100 ms step holds 80% of the offered rate. The targets are those of DESIGN.md (\"Pace and admission\"); the last column says whether each retryhttp row meets its scenario's, by the medians of its runs (and whether every run did), and names the figures that miss.")
 	fmt.Fprintln(w)
 	after := map[string]func(io.Writer) error{"S5-bare": r.writePaceChart, "S3-collapse": r.writeAdmissionChart}
 	for _, sc := range scs {

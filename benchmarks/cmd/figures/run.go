@@ -34,10 +34,10 @@ const fleetDir = "../redisfleet"
 // per count: their spread comes from -count. The success path runs
 // enough iterations to steady its per-op figures. Members alone in an
 // outage are counted exactly, so one run of them is enough. The overload
-// scenarios run in virtual time, 15 s of CPU a count; most of their
-// figures come out the same in every run, but those of a shared rate
-// limit vary with the order in which clients wake, hence three. Under
-// -quick they run at a quarter of their length.
+// scenarios run in virtual time, 15 s of CPU a count; many of their
+// figures vary a little with the order in which goroutines woken at the
+// same instant run, hence three. Under -quick they run at a quarter of
+// their length.
 var passes = []pass{
 	{bench: "^BenchmarkSuccess$/^(GET|POST-1KiB)$/", benchtime: "2000x", count: 5},
 	{bench: "^BenchmarkSuccess$/^POST-1MiB$/", benchtime: "200x", count: 5},
