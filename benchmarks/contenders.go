@@ -51,19 +51,24 @@ func Contenders() []Contender {
 func Admission() Contender {
 	cfg := policy.Default()
 	cfg.Admission = &policy.Admission{}
-	return Retryhttp("retryhttp-admission", "retryhttp with admission", cfg)
+	c := Retryhttp("retryhttp-admission", "retryhttp with admission", cfg)
+	c.Notes = []string{`policy.Default() with "admission": {} (maxConcurrency 1000, maxWait 0.5 s), one Transport per client`}
+	return c
 }
 
 // Bare sends each request once through the host: the baseline.
 func Bare() Contender {
 	return Contender{Name: "bare", Label: "net/http",
-		New: func(base http.RoundTripper) http.RoundTripper { return base }}
+		Notes: []string{"each request sent once, no retries"},
+		New:   func(base http.RoundTripper) http.RoundTripper { return base }}
 }
 
 // ZeroTransport is retryhttp's zero Transport over the host:
 // policy.Default.
 func ZeroTransport() Contender {
-	return Retryhttp("retryhttp", "retryhttp zero Transport", nil)
+	c := Retryhttp("retryhttp", "retryhttp zero Transport", nil)
+	c.Notes = []string{"policy.Default() (3 attempts, a retry budget, holds and pace per host), one Transport per client"}
+	return c
 }
 
 // Retryhttp is a retryhttp Transport with policy cfg (nil: the zero

@@ -1,6 +1,11 @@
 package benchmarks
 
-import "time"
+import (
+	"math"
+	"strconv"
+	"strings"
+	"time"
+)
 
 // Sample is one step of a run's series: rates per second over
 // [At, At+step).
@@ -90,4 +95,98 @@ func (t Trial) Recovery() (time.Duration, bool) {
 		return 0, false
 	}
 	return s[back].At - from, true
+}
+
+// SeriesStep is the step of the series that BenchmarkOverload logs for
+// each run of a scenario with a trouble, through [FormatSeries]: fine
+// enough to see a recovery within a second or two, coarse enough that
+// each step holds a hundred answers or more at the scenarios' rates.
+const SeriesStep = 250 * time.Millisecond
+
+// seriesTag opens a series written by [FormatSeries].
+const seriesTag = "series"
+
+// The rates of a written series, by the key that names each.
+var seriesRates = []struct {
+	key string
+	of  func(*Sample) *float64
+}{
+	{"goodput", func(s *Sample) *float64 { return &s.Goodput }},
+	{"attempts", func(s *Sample) *float64 { return &s.Attempts }},
+	{"throttled", func(s *Sample) *float64 { return &s.Throttled }},
+}
+
+// FormatSeries writes s, the series of benchmark name taken at step, as
+// one line of text for the benchmark's log, which go test prints beside
+// its results, so that the series travels with them in the raw output:
+//
+//	series NAME step=250ms goodput=640,636,... attempts=... throttled=...
+//
+// Each rate is per second, rounded to a hundredth. name must hold no
+// white space; [ParseSeries] reads the line back.
+func FormatSeries(name string, step time.Duration, s []Sample) string {
+	var b strings.Builder
+	b.WriteString(seriesTag + " " + name + " step=" + step.String())
+	for _, r := range seriesRates {
+		b.WriteString(" " + r.key + "=")
+		for i := range s {
+			if i > 0 {
+				b.WriteByte(',')
+			}
+			v := *r.of(&s[i])
+			if rounded := math.Round(v*100) / 100; !math.IsInf(rounded, 0) {
+				v = rounded // a rate too large to round is written whole
+			}
+			b.WriteString(strconv.FormatFloat(v, 'f', -1, 64))
+		}
+	}
+	return b.String()
+}
+
+// ParseSeries reads the series written by [FormatSeries] in line,
+// wherever it starts (a log puts the file and line before it), with
+// each sample's At set from the step. ok is false when line holds no
+// series, or a malformed one: a step that is not a positive duration, a
+// rate missing or not a finite number of at least 0, or rates of
+// different lengths.
+func ParseSeries(line string) (name string, s []Sample, ok bool) {
+	f := strings.Fields(line)
+	i := 0
+	for i < len(f) && f[i] != seriesTag {
+		i++
+	}
+	f = f[i:]
+	if len(f) != 3+len(seriesRates) {
+		return "", nil, false
+	}
+	v, ok := strings.CutPrefix(f[2], "step=")
+	step, err := time.ParseDuration(v)
+	if !ok || err != nil || step <= 0 {
+		return "", nil, false
+	}
+	for k, r := range seriesRates {
+		v, ok := strings.CutPrefix(f[3+k], r.key+"=")
+		if !ok {
+			return "", nil, false
+		}
+		var rates []string
+		if v != "" {
+			rates = strings.Split(v, ",")
+		}
+		if k == 0 {
+			s = make([]Sample, len(rates))
+		}
+		if len(rates) != len(s) {
+			return "", nil, false
+		}
+		for j, text := range rates {
+			x, err := strconv.ParseFloat(text, 64)
+			if err != nil || !(x >= 0) || math.IsInf(x, 0) {
+				return "", nil, false
+			}
+			*r.of(&s[j]) = x
+			s[j].At = time.Duration(j) * step
+		}
+	}
+	return f[1], s, true
 }

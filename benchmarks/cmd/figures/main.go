@@ -1,16 +1,21 @@
-// Command figures runs the benchmarks of the peers side by side, and the
-// redisfleet module's BenchmarkFleet against a real redis-server, and
-// writes their tables (docs/benchmarks.md) and charts (docs/benchmarks/)
-// into the repository's docs directory. Without redis-server in PATH the
-// fleet's figures are left out, saying so.
+// Command figures runs the benchmarks of the peers side by side, the
+// overload scenarios of the contenders (BenchmarkOverload, in virtual
+// time), and the redisfleet module's BenchmarkFleet against a real
+// redis-server, and writes their tables (docs/benchmarks.md) and charts
+// (docs/benchmarks/) into the repository's docs directory. Without
+// redis-server in PATH the fleet's figures are left out, saying so.
 //
 // Run it from the benchmarks directory:
 //
 //	go run ./cmd/figures
 //
-// It takes about five minutes on two cores, one of them for the fleet. -quick runs each benchmark
-// once, briefly, to try the tool; -from re-makes the tables and charts
-// from the raw output of an earlier run without measuring again.
+// It takes about six minutes on two cores, one of them for the fleet.
+// -quick runs each benchmark once, briefly, and the overload scenarios
+// at a quarter of their length, to try the tool; -from re-makes the
+// tables and charts from the raw output of an earlier run without
+// measuring again. The raw output is kept as docs/benchmarks/raw.txt:
+// benchstat reads its result lines; the series of the overload runs
+// travel in it as lines of the benchmarks' log.
 package main
 
 import (
@@ -59,8 +64,13 @@ func run(dir, from string, short bool) error {
 	if err != nil {
 		return err
 	}
+	series, err := parseSeries(bytes.NewReader(raw))
+	if err != nil {
+		return err
+	}
+	r := report{runs: runs, dir: dir, peers: benchmarks.Peers(), hedgers: benchmarks.HedgePeers(), series: series}
 	var md bytes.Buffer
-	if err := write(&md, report{runs: runs, dir: dir, peers: benchmarks.Peers(), hedgers: benchmarks.HedgePeers()}, meta); err != nil {
+	if err := write(&md, r, meta); err != nil {
 		return err
 	}
 	return os.WriteFile(filepath.Join(dir, "benchmarks.md"), md.Bytes(), 0o644)
@@ -129,13 +139,15 @@ func write(w io.Writer, r report, m Meta) error {
 	fmt.Fprintf(w, "# retryhttp beside its peers\n\n")
 	fmt.Fprintf(w, "Measured on %s: %s, %s, %d CPUs (%s). Command: `%s` (wall time %s). Raw output, for benchstat: [benchmarks/raw.txt](benchmarks/raw.txt).\n\n",
 		m.Date, m.Machine.Go, m.Machine.Platform, m.Machine.CPUs, m.Machine.CPU, m.Command, m.Wall)
-	fmt.Fprintln(w, "Everything runs in one process against loopback `httptest` servers. The machine is shared with other work, so claims rest on counts (allocations, bytes, server requests, connections), which do not depend on its speed; times are given as the median of the runs with their range.")
+	fmt.Fprintln(w, "Everything but the overload scenarios runs in one process against loopback `httptest` servers; the overload scenarios run against scripted hosts in virtual time (see their section). The machine is shared with other work, so claims rest on counts (allocations, bytes, server requests, connections), which do not depend on its speed; times are given as the median of the runs with their range.")
 	fmt.Fprintln(w)
 	r.writeSummary(w)
 	r.writePeers(w)
 	writeSpecs(w)
+	overload := func(w io.Writer) error { return r.writeOverload(w, m.Date) }
 	for _, section := range []func(io.Writer) error{
 		r.writeSuccess, r.writeStorm, r.writeFleet, r.writeTail, r.writeHedgeBudget, r.writeRetryAfter, r.writeUpload, r.writeKeepAlive,
+		overload,
 	} {
 		if err := section(w); err != nil {
 			return err

@@ -7,6 +7,8 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+
+	"github.com/retryhttp/retryhttp/benchmarks"
 )
 
 // Runs holds, for each benchmark name (its -GOMAXPROCS suffix dropped),
@@ -20,7 +22,7 @@ var procSuffix = regexp.MustCompile(`-\d+$`)
 // starting with Benchmark, an iteration count, then value-unit pairs.
 func parse(r io.Reader) (Runs, error) {
 	runs := Runs{}
-	sc := bufio.NewScanner(r)
+	sc := lines(r)
 	for sc.Scan() {
 		f := strings.Fields(sc.Text())
 		if len(f) < 4 || !strings.HasPrefix(f[0], "Benchmark") || len(f)%2 != 0 {
@@ -70,4 +72,37 @@ func (r Runs) stat(name, unit string) Stat {
 		med = (vs[len(vs)/2-1] + vs[len(vs)/2]) / 2
 	}
 	return Stat{Med: med, Min: vs[0], Max: vs[len(vs)-1], N: len(vs)}
+}
+
+// maxLine is the longest line the parsers read: a series of a few
+// hundred steps takes a few KiB.
+const maxLine = 1 << 20
+
+// lines scans r line by line, up to maxLine each.
+func lines(r io.Reader) *bufio.Scanner {
+	sc := bufio.NewScanner(r)
+	sc.Buffer(nil, maxLine)
+	return sc
+}
+
+// Series holds, for each benchmark name (its -GOMAXPROCS suffix
+// dropped), the series that its first run logged
+// ([benchmarks.FormatSeries]).
+type Series map[string][]benchmarks.Sample
+
+// parseSeries reads the series logged in go test -bench output.
+func parseSeries(r io.Reader) (Series, error) {
+	out := Series{}
+	sc := lines(r)
+	for sc.Scan() {
+		name, s, ok := benchmarks.ParseSeries(sc.Text())
+		if !ok {
+			continue
+		}
+		name = procSuffix.ReplaceAllString(name, "")
+		if _, seen := out[name]; !seen {
+			out[name] = s
+		}
+	}
+	return out, sc.Err()
 }

@@ -3,6 +3,7 @@ package main
 import (
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -30,4 +31,39 @@ PASS
 func TestStatEvenCount(t *testing.T) {
 	runs := Runs{"B": {{"x": 1}, {"x": 4}, {"x": 2}, {"x": 3}}}
 	assert.Equal(t, Stat{Med: 2.5, Min: 1, Max: 4, N: 4}, runs.stat("B", "x"))
+}
+
+// The series logged after result lines are read back by benchmark name,
+// the first run's of each; other lines, result lines and malformed
+// series alike, are passed over.
+func TestParseSeries(t *testing.T) {
+	out := `BenchmarkOverload/S2-metastable/retryhttp-2   	       1	 275430677 ns/op	         1.000 attempts/req
+--- BENCH: BenchmarkOverload/S2-metastable/retryhttp-2
+    bench_overload_test.go:44: series BenchmarkOverload/S2-metastable/retryhttp step=250ms goodput=616,640 attempts=620,640 throttled=0,4
+BenchmarkOverload/S2-metastable/retryhttp-2   	       1	 275430677 ns/op	         1.000 attempts/req
+--- BENCH: BenchmarkOverload/S2-metastable/retryhttp-2
+    bench_overload_test.go:44: series BenchmarkOverload/S2-metastable/retryhttp step=250ms goodput=1,1 attempts=1,1 throttled=1,1
+    bench_overload_test.go:44: series BenchmarkOverload/S2-metastable/static step=250ms goodput=1,1 attempts=1 throttled=1,1
+PASS
+`
+	series, err := parseSeries(strings.NewReader(out))
+	require.NoError(t, err)
+	assert.Equal(t, Series{"BenchmarkOverload/S2-metastable/retryhttp": {
+		{At: 0, Goodput: 616, Attempts: 620},
+		{At: 250 * time.Millisecond, Goodput: 640, Attempts: 640, Throttled: 4},
+	}}, series)
+	runs, err := parse(strings.NewReader(out))
+	require.NoError(t, err)
+	assert.Equal(t, 2, runs.stat("BenchmarkOverload/S2-metastable/retryhttp", "attempts/req").N, "the logs are no results")
+}
+
+// A line longer than bufio's default token, as a long series is, is
+// read all the same.
+func TestParseLongLines(t *testing.T) {
+	long := "    x.go:1: " + strings.Repeat("7", 100<<10) + "\nBenchmarkX-2 1 5 ns/op\n"
+	runs, err := parse(strings.NewReader(long))
+	require.NoError(t, err)
+	assert.Len(t, runs, 1)
+	_, err = parseSeries(strings.NewReader(long))
+	require.NoError(t, err)
 }

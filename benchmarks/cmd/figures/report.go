@@ -17,6 +17,8 @@ type report struct {
 	// peers are those of every scenario; hedgers, those of the
 	// heavy-tail scenarios.
 	peers, hedgers []benchmarks.Peer
+	// series are those the overload benchmarks logged.
+	series Series
 }
 
 // chartDir is where the charts go, under the docs directory.

@@ -45,3 +45,19 @@ func TestMeasureLeavesOutWhatItCannotRun(t *testing.T) {
 	assert.Empty(t, out)
 	assert.Contains(t, log.String(), "^BenchmarkFleet$ left out: no-such-program.test is not in PATH")
 }
+
+// -quick runs each pass once, briefly, and gives the overload scenarios
+// their flag to run shorter, leaving the full passes as they are.
+func TestQuick(t *testing.T) {
+	full := []pass{
+		{bench: "^BenchmarkSuccess$", benchtime: "2000x", count: 5},
+		{bench: "^BenchmarkOverload$", benchtime: "1x", count: 3, args: []string{"-a"}, quickArgs: []string{"-overload.scale", "0.25"}},
+	}
+	got := quick(full)
+	assert.Equal(t, []pass{
+		{bench: "^BenchmarkSuccess$", benchtime: "2x", count: 1},
+		{bench: "^BenchmarkOverload$", benchtime: "1x", count: 1, args: []string{"-a", "-overload.scale", "0.25"}, quickArgs: []string{"-overload.scale", "0.25"}},
+	}, got)
+	assert.Equal(t, []string{"-a"}, full[1].args, "the full pass unchanged")
+	assert.Contains(t, passes, pass{bench: "^BenchmarkOverload$", benchtime: "1x", count: 3, quickArgs: []string{"-overload.scale", "0.25"}})
+}
