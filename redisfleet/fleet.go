@@ -20,12 +20,6 @@ const (
 	DefaultTimeout       = time.Second
 )
 
-// closeWait is how long Close waits for the background work to end
-// before it returns anyway: long enough for a store that answers, short
-// enough to be prompt when the store is frozen and a command in flight
-// can end only by the client's own timeouts.
-const closeWait = 100 * time.Millisecond
-
 // Options configure a [Fleet]. The zero value works: each zero field
 // means its default.
 type Options struct {
@@ -57,11 +51,18 @@ type Options struct {
 	// after its last update: a host nobody reported on for that long is
 	// full again. Zero or less means DefaultExpiry, 10 minutes.
 	Expiry time.Duration
-	// Timeout bounds one round trip to the store, through the context
-	// of its commands; go-redis honours it only when the client's
-	// ContextTimeoutEnabled is set, and otherwise bounds each command
-	// by the client's ReadTimeout and WriteTimeout. Zero or less means
-	// DefaultTimeout, 1 s.
+	// Timeout bounds one round trip to the store, and so how long Close
+	// waits for the one in flight. The Fleet's commands carry a context
+	// with this deadline, which go-redis honours between its own
+	// retries (MaxRetries, after a backoff of MinRetryBackoff to
+	// MaxRetryBackoff) and, when the client's ContextTimeoutEnabled is
+	// set, while it reads and writes. Over a *redis.Client (a Sentinel's
+	// FailoverClient is one) the Fleet's commands go through a clone of
+	// it (Client.WithTimeout) whose ReadTimeout and WriteTimeout are
+	// Timeout, so that reads and writes are bounded even without
+	// ContextTimeoutEnabled; over a ClusterClient or a Ring without it,
+	// a read or write waits for the client's ReadTimeout or WriteTimeout
+	// (3 s by default). Zero or less means DefaultTimeout, 1 s.
 	Timeout time.Duration
 }
 
@@ -95,7 +96,7 @@ func (o Options) withDefaults() Options {
 //
 // Report and Look never wait for the store: they read and write the
 // member's own state, and two background goroutines, started by [New]
-// and ended by [Close], talk to the store. When the store is slow, down
+// and ended by [Fleet.Close], talk to the store. When the store is slow, down
 // or has not answered yet, Look answers the zero [retryhttp.FleetView]
 // ("allow, no hold"), so that the Transport's own budget decides.
 //
@@ -137,12 +138,21 @@ var _ retryhttp.Fleet = (*Fleet)(nil)
 // that the connection it opens is the one they find.
 //
 // The Fleet never closes client; [Fleet.Close] must be called before
-// the client is closed. New panics if client is nil.
+// the client is closed. Over a *redis.Client, the Fleet's commands go
+// through a clone of it with Options.Timeout as its read and write
+// timeouts: hooks added to client after New do not see them. New panics
+// if client is nil.
 func New(client redis.UniversalClient, opts Options) *Fleet {
 	if client == nil {
 		panic("redisfleet: New with a nil client")
 	}
 	f := newFleet(client, opts)
+	if c, ok := client.(*redis.Client); ok {
+		// Bounds every read and write of the Fleet's by Timeout, so
+		// that Close, which waits for them, is prompt even when the
+		// store accepts and never answers.
+		f.client = c.WithTimeout(f.opts.Timeout)
+	}
 	f.done.Add(2)
 	go f.flusher()
 	go f.listener()
@@ -242,12 +252,16 @@ func (f *Fleet) count(cut bool) {
 	}
 }
 
-// Close stops the Fleet's background work and returns nil. It does not
-// close the client. It returns promptly even when the store is frozen:
-// it waits at most 100 ms for the work to end, and a command still in
-// flight then ends by the client's own timeouts, with no command after
-// it. Deltas not yet sent are dropped. Close may be called more than
-// once; Report and Look may still be called after it and do nothing.
+// Close stops the Fleet's background work and returns nil once none of
+// it can touch the client any more, so that the client may be closed at
+// once. It does not close the client. It cancels the context of the
+// round trip in flight, if any, and waits for it to end: within
+// Options.Timeout even when the store accepts and never answers, except
+// over a ClusterClient or a Ring without ContextTimeoutEnabled, whose
+// reads wait for the client's ReadTimeout (see Options.Timeout). Deltas
+// not yet sent are dropped. Close may be called more than once, and
+// from several goroutines; Report and Look may still be called after it
+// and do nothing.
 func (f *Fleet) Close() error {
 	f.once.Do(func() {
 		f.closed.Store(true)
@@ -255,19 +269,13 @@ func (f *Fleet) Close() error {
 		f.cancel()
 		// The listener stores its PubSub before it checks closed, and
 		// Close checks the PubSub after it set closed, so one of them
-		// closes it whatever the order.
+		// closes it whatever the order. Closing it ends the listener's
+		// wait for a message at once.
 		if ps := f.pubsub.Load(); ps != nil {
 			_ = ps.Close()
 		}
 	})
-	ended := make(chan struct{})
-	go func() { f.done.Wait(); close(ended) }()
-	t := time.NewTimer(closeWait)
-	defer t.Stop()
-	select {
-	case <-ended:
-	case <-t.C:
-	}
+	f.done.Wait()
 	return nil
 }
 
