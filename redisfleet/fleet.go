@@ -2,6 +2,8 @@ package redisfleet
 
 import (
 	"context"
+	"fmt"
+	"math/rand/v2"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -105,6 +107,7 @@ type Fleet struct {
 	client  redis.UniversalClient
 	opts    Options
 	channel string
+	member  string    // the member's id, under which the store remembers its last budget batch
 	epoch   time.Time // readings are timed from it, on the monotonic clock
 
 	// mu guards the host map and its clocks. It exists only because a Go
@@ -167,6 +170,7 @@ func newFleet(client redis.UniversalClient, opts Options) *Fleet {
 		client:  client,
 		opts:    opts,
 		channel: opts.Prefix + holdChannel,
+		member:  fmt.Sprintf("%016x", rand.Uint64()),
 		epoch:   time.Now(),
 		hosts:   make(map[string]*host),
 		wake:    make(chan struct{}, 1),
@@ -302,11 +306,20 @@ func ceilMilli(t time.Time) int64 {
 // Stats are a Fleet's own figures, for monitoring the store's side. Each
 // field is read on its own, so fields may be a moment apart.
 type Stats struct {
-	// Flushes counts the round trips to the store that got an answer.
+	// Flushes counts the round trips to the store that it answered,
+	// taking every command.
 	Flushes uint64
-	// FlushErrors counts the round trips that got none: the store down,
-	// refusing, or slower than the timeouts.
+	// FlushErrors counts the round trips in which the store did not
+	// take every command: it did not answer some (down, slow, frozen, or
+	// one node of several gone), or refused them. The work of such a
+	// command waits for the next round trip; the commands answered are
+	// settled as such.
 	FlushErrors uint64
+	// StoreRefusals counts the round trips, of FlushErrors, in which the
+	// store answered some command with an error instead of doing its
+	// work: a password it does not take (or none where it wants one),
+	// LOADING, OOM, READONLY, a cluster moving or missing a slot.
+	StoreRefusals uint64
 	// RoundTrip is the time the last answered round trip took,
 	// MaxRoundTrip the longest one, and AvgRoundTrip a moving average
 	// (the last one weighing 1/8). Zero before the first answer.
@@ -330,6 +343,7 @@ type Stats struct {
 // goroutine (the flusher or the listener) or by atomic adds.
 type counters struct {
 	flushes, flushErrors         atomic.Uint64
+	refusals                     atomic.Uint64
 	rtt, maxRTT, avgRTT          atomic.Int64 // nanoseconds
 	dropped, learned, subscribed atomic.Uint64
 }
@@ -342,6 +356,7 @@ func (f *Fleet) Stats() Stats {
 	return Stats{
 		Flushes:       f.stats.flushes.Load(),
 		FlushErrors:   f.stats.flushErrors.Load(),
+		StoreRefusals: f.stats.refusals.Load(),
 		RoundTrip:     time.Duration(f.stats.rtt.Load()),
 		MaxRoundTrip:  time.Duration(f.stats.maxRTT.Load()),
 		AvgRoundTrip:  time.Duration(f.stats.avgRTT.Load()),

@@ -212,6 +212,19 @@ func ringPrefixOn(t testing.TB, r *redis.Ring, shards []*redisServer, host strin
 	return ""
 }
 
+// hostOn returns a host name that on accepts.
+func hostOn(t testing.TB, on func(string) bool) string {
+	t.Helper()
+	for i := range 10_000 {
+		h := fmt.Sprintf("api%d.example.com", i)
+		if on(h) {
+			return h
+		}
+	}
+	t.Fatal("no host name fits")
+	return ""
+}
+
 // sentinelSetup is a primary, its replica, and a Sentinel that watches
 // them under the name sentinelMaster.
 type sentinelSetup struct {
