@@ -41,7 +41,8 @@ func (f *Fleet) flusher() {
 // batch is one round trip's work. The flusher keeps one and reuses its
 // slices, so that steady flushing does not grow garbage of its own.
 type batch struct {
-	warm      bool      // every node took the scripts, through the flushes' pipelines
+	warm      bool      // every server took the scripts, through the flushes' pipelines
+	failing   bool      // the last round trip's items were not all taken
 	warmAfter time.Time // no warm-up before it: the last one failed, the rest answered
 	seq       uint64    // numbers the round trips, and so the budget batches they start
 	hosts     []*host
@@ -84,12 +85,14 @@ const (
 	fetchItem                  // a read of a host's holds
 )
 
-// flush makes one round trip with all the work waiting, after a
-// warm-up when one is due, and reports whether the store took all of
-// the work, and what the round trip carried. Each command is settled by
-// its own answer: what the store took is applied, the rest waits for the
-// next round trip (a budget batch as it was, which the script applies
-// once however often it comes).
+// flush makes one round trip with all the work waiting, and a warm-up
+// when one is due, and reports whether the store took all of the work,
+// and what the round trip carried. Each command is settled by its own
+// answer: what the store took is applied, the rest waits for the next
+// round trip (a budget batch as it was, which the script applies once
+// however often it comes). The warm-up is due at the start, and after a
+// round trip whose work the store did not all take; on a Cluster it
+// reads the slot map anew, which finds a promoted replica.
 func (f *Fleet) flush(b *batch) (ok bool, what carried) {
 	b.seq++
 	f.collect(b)
@@ -99,24 +102,36 @@ func (f *Fleet) flush(b *batch) (ok bool, what carried) {
 		return true, carriedFetches
 	}
 	var t tally
-	warmed := true
-	if warming {
-		a := f.warmUp()
-		t.add(a)
-		warmed = a == answered
-	}
-	if len(b.items) > 0 {
+	warm := answered
+	switch {
+	case warming && len(b.items) > 0:
+		// After failed round trips: the items need not wait for the
+		// warm-up, which waits out its deadline on a server that died.
+		c := make(chan answer, 1)
+		go func() { c <- f.warmUp() }()
+		f.send(b, &t)
+		warm = <-c
+	case warming:
+		warm = f.warmUp()
+	default:
 		f.send(b, &t)
 	}
+	if warming {
+		t.add(warm)
+	}
+	warmed := warm == answered
 	taken := t.itemsMissed == 0
+	b.failing = !taken
 	switch {
-	case warming && warmed:
-		b.warm = true
-	case t.itemsMissed > 0:
-		// Warm up again before the next round trip: a node may have
+	case !taken:
+		// Warm up again with the next round trip: a server may have
 		// gone, and another taken its place.
 		b.warm, b.warmAfter = false, time.Time{}
+	case warming && warmed:
+		b.warm = true
 	case warming:
+		// The work went through, a server did not: try it again
+		// later, not with every round trip.
 		b.warmAfter = time.Now().Add(maxStoreBackoff)
 	}
 	f.record(t, time.Since(start))
@@ -129,10 +144,15 @@ func (f *Fleet) flush(b *batch) (ok bool, what carried) {
 	return taken, carriedUrgent
 }
 
-// send makes the round trip of b's items, and settles each by its answer.
+// send makes the round trip of b's items, and settles each by its
+// answer. After a failed round trip, a Cluster's slot map is kept fresh
+// meanwhile (watchSlots).
 func (f *Fleet) send(b *batch, t *tally) {
 	ctx, cancel := context.WithTimeout(f.ctx, f.opts.Timeout)
 	defer cancel()
+	if b.failing {
+		defer f.watchSlots(ctx)()
+	}
 	pipe := f.client.Pipeline()
 	for i := range b.items {
 		f.queue(ctx, pipe, &b.items[i], false)

@@ -199,12 +199,12 @@ func shardOf(t testing.TB, r *redis.Ring, shards []*redisServer, key string) int
 }
 
 // ringPrefixOn returns a prefix under which r sends host's budget key
-// to shards[i].
-func ringPrefixOn(t testing.TB, r *redis.Ring, shards []*redisServer, host string, i int) string {
+// to shards[i], and the holds channel to shards[ch] (-1: anywhere).
+func ringPrefixOn(t testing.TB, r *redis.Ring, shards []*redisServer, host string, i, ch int) string {
 	t.Helper()
 	for n := range 10_000 {
 		p := fmt.Sprintf("p%d:", n)
-		if shardOf(t, r, shards, p+"budget:"+host) == i {
+		if shardOf(t, r, shards, p+"budget:"+host) == i && (ch < 0 || shardOf(t, r, shards, p+"holds") == ch) {
 			return p
 		}
 	}
