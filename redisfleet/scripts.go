@@ -1,6 +1,7 @@
 package redisfleet
 
 import (
+	"net/url"
 	"strconv"
 	"strings"
 
@@ -114,31 +115,36 @@ const (
 	holdChannel   = "holds"   // pub/sub: every hold a member sets
 )
 
-// holdMessage is the payload published for a hold: "end status host
-// rule". A URL host has no spaces, and the rule comes last, so a rule
-// may hold any byte.
+// holdMessage is the payload published for a hold: "END STATUS HOST
+// RULE", the host and the rule escaped as URL path segments are
+// (url.PathEscape), so that no field holds a space and any string goes
+// through whole: a host with an IPv6 zone may hold a space (Windows
+// names interfaces so), a rule anything.
 func holdMessage(end int64, status int, host, rule string) string {
-	var b strings.Builder
-	b.Grow(len(host) + len(rule) + 24)
-	b.WriteString(strconv.FormatInt(end, 10))
-	b.WriteByte(' ')
-	b.WriteString(strconv.Itoa(status))
-	b.WriteByte(' ')
-	b.WriteString(host)
-	b.WriteByte(' ')
-	b.WriteString(rule)
-	return b.String()
+	return strconv.FormatInt(end, 10) + " " + strconv.Itoa(status) + " " +
+		url.PathEscape(host) + " " + url.PathEscape(rule)
 }
 
 // parseHoldMessage reads a payload of holdMessage; ok is false for
-// anything else, which the listener ignores.
+// anything else, which the listener ignores. A message of a host and a
+// rule that need no escaping reads the same unescaped.
 func parseHoldMessage(p string) (end int64, status int, host, rule string, ok bool) {
-	parts := strings.SplitN(p, " ", 4)
-	if len(parts) != 4 || parts[2] == "" {
+	e, rest, _ := strings.Cut(p, " ")
+	s, rest, _ := strings.Cut(rest, " ")
+	h, r, found := strings.Cut(rest, " ")
+	if !found || strings.Contains(r, " ") {
 		return 0, 0, "", "", false
 	}
-	end, status, ok = parseHoldValue(parts[0] + " " + parts[1])
-	return end, status, parts[2], parts[3], ok
+	end, status, ok = parseEndStatus(e, s)
+	if !ok {
+		return 0, 0, "", "", false
+	}
+	host, herr := url.PathUnescape(h)
+	rule, rerr := url.PathUnescape(r)
+	if herr != nil || rerr != nil {
+		return 0, 0, "", "", false
+	}
+	return end, status, host, rule, true
 }
 
 // parseHoldValue reads a field of a hold key, "end status"; ok is false
@@ -148,6 +154,12 @@ func parseHoldValue(v string) (end int64, status int, ok bool) {
 	if !found {
 		return 0, 0, false
 	}
+	return parseEndStatus(e, s)
+}
+
+// parseEndStatus reads a hold's end, in Unix ms, and its status; ok is
+// false for anything else.
+func parseEndStatus(e, s string) (end int64, status int, ok bool) {
 	end, err := strconv.ParseInt(e, 10, 64)
 	if err != nil || end <= 0 {
 		return 0, 0, false

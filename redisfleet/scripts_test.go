@@ -2,6 +2,7 @@ package redisfleet
 
 import (
 	"context"
+	"strings"
 	"testing"
 	"time"
 
@@ -144,16 +145,64 @@ func TestHoldScriptOnlyExtends(t *testing.T) {
 }
 
 func TestHoldMessage(t *testing.T) {
-	p := holdMessage(1700000000123, 429, "api.example.com:8443", "methodConfig[0] with spaces")
-	end, status, host, rule, ok := parseHoldMessage(p)
-	require.True(t, ok, "got no parse of %q", p)
-	assert.Equal(t, int64(1700000000123), end)
-	assert.Equal(t, 429, status)
-	assert.Equal(t, "api.example.com:8443", host)
-	assert.Equal(t, "methodConfig[0] with spaces", rule)
+	tests := []struct {
+		name       string
+		host, rule string
+	}{
+		{"a host and a port", "api.example.com:8443", "methodConfig[0]"},
+		{"an IPv6 zone with a space, as Windows names interfaces", "[fe80::1%ethernet 2]:8080", "r"},
+		{"a zone with an escape in it", "[fe80::1%eth%250]:80", "r"},
+		{"a rule with spaces and escapes", "h", "methodConfig[0] with spaces %20 and +"},
+		{"bytes that are not UTF-8", "h\xff\x00", "\x80 r\n"},
+		{"an empty host and rule", "", ""},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			p := holdMessage(1700000000123, 429, tt.host, tt.rule)
+			assert.Equal(t, 3, strings.Count(p, " "), "got the fields of %q not four", p)
+			end, status, host, rule, ok := parseHoldMessage(p)
+			require.True(t, ok, "got no parse of %q", p)
+			assert.Equal(t, int64(1700000000123), end)
+			assert.Equal(t, 429, status)
+			assert.Equal(t, tt.host, host)
+			assert.Equal(t, tt.rule, rule)
+		})
+	}
+}
 
-	for _, bad := range []string{"", "1 2 3", "x 429 h r", "1 x h r", "-5 429 h r", "1 429  r", "0 429 h r"} {
+// TestHoldMessageOfAnEarlierMember reads a message of the earlier
+// format, unescaped, whose host and rule need no escaping: it reads the
+// same.
+func TestHoldMessageOfAnEarlierMember(t *testing.T) {
+	end, status, host, rule, ok := parseHoldMessage("1700000000123 503 api.example.com:8443 methodConfig[0]")
+	require.True(t, ok)
+	assert.Equal(t, int64(1700000000123), end)
+	assert.Equal(t, 503, status)
+	assert.Equal(t, "api.example.com:8443", host)
+	assert.Equal(t, "methodConfig[0]", rule)
+}
+
+func TestHoldMessageRefused(t *testing.T) {
+	for _, bad := range []string{"", "1 2 3", "x 429 h r", "1 x h r", "-5 429 h r", "0 429 h r",
+		"1 429 h r extra", "1 429 %zz r", "1 429 h %"} {
 		_, _, _, _, ok := parseHoldMessage(bad)
 		assert.False(t, ok, "got %q parsed, want it refused", bad)
 	}
+}
+
+// FuzzHoldMessage checks that any host and rule go through a message
+// whole, and that no payload makes the parser panic.
+func FuzzHoldMessage(f *testing.F) {
+	f.Add(int64(1700000000123), 429, "[fe80::1%ethernet 2]:8080", "methodConfig[0]", "1 429 h r")
+	f.Add(int64(1), -1, "", " ", "1 429 %zz r")
+	f.Fuzz(func(t *testing.T, end int64, status int, host, rule, payload string) {
+		parseHoldMessage(payload) // must not panic
+		if end <= 0 {
+			return
+		}
+		gotEnd, gotStatus, gotHost, gotRule, ok := parseHoldMessage(holdMessage(end, status, host, rule))
+		if !ok || gotEnd != end || gotStatus != status || gotHost != host || gotRule != rule {
+			t.Fatalf("got %d %d %q %q %v from the message of %d %d %q %q", gotEnd, gotStatus, gotHost, gotRule, ok, end, status, host, rule)
+		}
+	})
 }
