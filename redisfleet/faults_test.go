@@ -77,3 +77,17 @@ func TestScriptsLoadedAgain(t *testing.T) {
 	waitFor(t, "the next failure", func() bool { return stored(t, m, key) == 97_000 })
 	assert.Zero(t, a.Stats().Dropped)
 }
+
+// TestWarmUpRetriedWhileTheStoreIsDown starts a member while the store
+// is down: its warm-up, a round trip with no work in it, is tried again
+// until the store answers, so that the member's first flush finds the
+// scripts and an open connection.
+func TestWarmUpRetriedWhileTheStoreIsDown(t *testing.T) {
+	m := miniStore(t)
+	addr := m.Addr()
+	m.Close()
+	a := newMember(t, addr, redisfleet.Options{})
+	waitFor(t, "failed warm-ups", func() bool { return a.Stats().FlushErrors >= 2 })
+	require.NoError(t, m.Restart())
+	waitFor(t, "the warm-up", func() bool { return a.Stats().Flushes > 0 })
+}

@@ -104,7 +104,7 @@ func (f *Fleet) flush(b *batch) (ok bool, what carried) {
 	var t tally
 	warm := answered
 	switch {
-	case warming && len(b.items) > 0:
+	case warming:
 		// After failed round trips: the items need not wait for the
 		// warm-up, which waits out its deadline on a server that died.
 		c := make(chan answer, 1)
@@ -129,9 +129,10 @@ func (f *Fleet) flush(b *batch) (ok bool, what carried) {
 		b.warm, b.warmAfter = false, time.Time{}
 	case warming && warmed:
 		b.warm = true
-	case warming:
-		// The work went through, a server did not: try it again
-		// later, not with every round trip.
+	case warming && len(b.items) > 0:
+		// The work went through, a server did not: warm up again
+		// later, not with every round trip. (A warm-up alone that
+		// failed is tried again after the schedule's backoff.)
 		b.warmAfter = time.Now().Add(maxStoreBackoff)
 	}
 	f.record(t, time.Since(start))
@@ -289,6 +290,11 @@ func (f *Fleet) apply(it *item) {
 		it.h.inflight.Store(0)
 		if level, err := it.cmd.(*redis.Cmd).Int64(); err == nil {
 			it.h.setReading(f.sinceEpoch(time.Now()), 2*level <= it.capacity)
+		}
+		if it.h.pending.Load() != 0 {
+			// Deltas reported while the batch was in flight waited
+			// behind it, their wake-up spent: the next round trip is due.
+			signal(f.urgent)
 		}
 	case holdItem:
 		it.h.markSent(it.hold.rule, it.hold.end)

@@ -45,8 +45,13 @@ func TestBatchSentAgainAsItWas(t *testing.T) {
 	ok := again
 	ok.cmd = redis.NewCmd(context.Background())
 	ok.cmd.(*redis.Cmd).SetVal(int64(96_000))
+	select { // the wake-ups of the reports, spent by the round trips
+	case <-f.urgent:
+	default:
+	}
 	f.apply(&ok)
 	assert.Zero(t, h.inflight.Load(), "got the answered batch still in flight")
+	assert.Len(t, f.urgent, 1, "got the deltas that waited behind the batch not due")
 	assert.False(t, h.spent(f.sinceEpoch(time.Now()), time.Minute.Milliseconds()), "got 96 tokens read as spent")
 	next := budget()
 	assert.Equal(t, item{h: h, kind: budgetItem, seq: 3, delta: -1000, capacity: 100_000}, next)
