@@ -26,8 +26,10 @@ import (
 // whose answer was lost (or which go-redis sent twice, retrying a
 // pipeline whose replies came late), and changes nothing. A member's
 // record is forgotten an expiry after its last batch: two fields drawn
-// at random are checked at every call, so that the members that come
-// and go do not grow the hash while the bucket stays in debt.
+// at random are checked at every call (HRANDFIELD, Redis 6.2 or newer;
+// an older store keeps the records until the key goes), so that the
+// members that come and go do not grow the hash while the bucket stays
+// in debt.
 //
 // An absent key is a full bucket, so a healthy host costs the store
 // nothing: a bucket that reaches its capacity is deleted, records and
@@ -58,11 +60,13 @@ end
 redis.call('HSET', KEYS[1], 'level', level, ARGV[1], ARGV[2] .. ' ' .. ARGV[6])
 redis.call('PEXPIRE', KEYS[1], ARGV[5])
 local forget = tonumber(ARGV[6]) - tonumber(ARGV[5])
-local some = redis.call('HRANDFIELD', KEYS[1], 2, 'WITHVALUES')
-for i = 1, #some, 2 do
-  local at = tonumber(string.match(some[i + 1], ' (%d+)$') or '')
-  if at and at < forget then
-    redis.call('HDEL', KEYS[1], some[i])
+local some = redis.pcall('HRANDFIELD', KEYS[1], 2, 'WITHVALUES')
+if type(some) == 'table' and not some.err then
+  for i = 1, #some, 2 do
+    local at = tonumber(string.match(some[i + 1], ' (%d+)$') or '')
+    if at and at < forget then
+      redis.call('HDEL', KEYS[1], some[i])
+    end
   end
 end
 return level
