@@ -15,9 +15,11 @@ import (
 // for dead and subscribes anew on another.
 const pingEvery = 5 * time.Second
 
-// recheckEvery is how long the listener waits for a message at a time
-// before it checks that its subscription is still where the members
-// publish (a Ring may have mapped the channel to another shard).
+// recheckEvery is how long the listener over a Ring waits for a message
+// at a time before it checks that its subscription is still where the
+// members publish: the Ring may have mapped the channel to another
+// shard. Over another client, where nothing can move it, the listener
+// waits pingEvery.
 const recheckEvery = time.Second
 
 // listener keeps the member subscribed to the holds channel until Close,
@@ -58,13 +60,17 @@ func (f *Fleet) listener() {
 // each subscription is followed by a fetch of every tracked host's holds,
 // for those set while the member was not listening.
 func (f *Fleet) listen(ps *redis.PubSub, route *redis.Client) {
+	wait := pingEvery
+	if route != nil {
+		wait = recheckEvery
+	}
 	var quiet time.Duration // since the last message
 	pinged, fails := false, 0
 	for {
 		// A receive may reconnect first: the context bounds the dial by
-		// Timeout, the wait for a message by recheckEvery.
-		ctx, cancel := context.WithTimeout(f.ctx, recheckEvery+f.opts.Timeout)
-		msg, err := ps.ReceiveTimeout(ctx, recheckEvery)
+		// Timeout, the wait for a message by wait.
+		ctx, cancel := context.WithTimeout(f.ctx, wait+f.opts.Timeout)
+		msg, err := ps.ReceiveTimeout(ctx, wait)
 		if f.closed.Load() {
 			cancel()
 			return
@@ -74,7 +80,7 @@ func (f *Fleet) listen(ps *redis.PubSub, route *redis.Client) {
 			quiet, pinged, fails = 0, false, 0
 			f.receive(msg)
 		case isTimeout(err): // no message, on a live connection
-			quiet += recheckEvery
+			quiet += wait
 			switch {
 			case f.moved(route), pinged && quiet >= 2*pingEvery:
 				cancel()
