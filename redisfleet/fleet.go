@@ -326,7 +326,8 @@ type Stats struct {
 	RoundTrip, MaxRoundTrip, AvgRoundTrip time.Duration
 	// Dropped counts the reports whose effect was lost: cut by the bound
 	// on a host's pending deltas (a batch moves a bucket from full to
-	// empty at most), or pending on a host forgotten to make room.
+	// empty at most), or pending or in flight on a host forgotten to
+	// make room.
 	Dropped uint64
 	// HoldsLearned counts the holds learned from the store, through
 	// pub/sub or a fetch, that were new to this member or ended later
