@@ -73,7 +73,7 @@ func TestRealOneNodeDownCountsOnce(t *testing.T) {
 		r := ringClient(t, shards, func(o *redis.RingOptions) { o.HeartbeatFrequency = time.Hour })
 		live := hostOn(t, func(h string) bool { return shardOf(t, r, shards, redisfleet.DefaultPrefix+"budget:"+h) == 0 })
 		dead := hostOn(t, func(h string) bool { return shardOf(t, r, shards, redisfleet.DefaultPrefix+"budget:"+h) == 1 })
-		f := clientMember(t, r, redisfleet.Options{})
+		f := clientMember(t, r, redisfleet.Options{Timeout: 200 * time.Millisecond})
 		waitFor(t, "the warm-up", func() bool { return f.Stats().Flushes > 0 })
 		shards[1].Kill()
 		a := admin(t, shards[0].addr)
