@@ -40,7 +40,7 @@ import (
 // Each is run with the members alone (no Fleet: the baseline) and with
 // the Fleet set as Transport.Fleet (fleet).
 //
-//	go test -run XXX -bench Fleet -benchtime 1x .
+//	go test -run XXX -bench 'Fleet$' -benchtime 1x .
 func BenchmarkFleet(b *testing.B) {
 	s := startRedis(b)
 	b.Run("outage", func(b *testing.B) {
@@ -84,7 +84,7 @@ func benchOutage(b *testing.B, s *redisServer, w wiring, storeDown bool) {
 			var hits int
 			for b.Loop() {
 				flushStore(b, s)
-				members := newMembers(w, n, s.addr, nil, redisfleet.Options{})
+				members := newMembers(w, n, storeAt(s.addr), nil, redisfleet.Options{})
 				var onHalf func()
 				if storeDown {
 					s.Stop()
@@ -128,7 +128,7 @@ func benchFlaky(b *testing.B, s *redisServer, w wiring) {
 			var refused uint64
 			for b.Loop() {
 				flushStore(b, s)
-				members := newMembers(w, n, s.addr, quickPolicy(), quickFleet)
+				members := newMembers(w, n, storeAt(s.addr), quickPolicy(), quickFleet)
 				before := srv.Count()
 				o = runFleet(members, m, ts.URL, nil)
 				hits = srv.Count() - before
@@ -158,7 +158,7 @@ func benchAllocs(b *testing.B, s *redisServer, w wiring) {
 	ts := httptest.NewServer(&retryhttptest.Server{Script: []retryhttptest.Step{{}}})
 	defer ts.Close()
 	flushStore(b, s)
-	mb := newMembers(w, 1, s.addr, nil, redisfleet.Options{})[0]
+	mb := newMembers(w, 1, storeAt(s.addr), nil, redisfleet.Options{})[0]
 	defer mb.close()
 	req, err := http.NewRequest(http.MethodGet, ts.URL, nil)
 	if err != nil {
@@ -184,16 +184,14 @@ func benchAllocs(b *testing.B, s *redisServer, w wiring) {
 	b.ReportMetric(float64(after.TotalAlloc-before.TotalAlloc)/allocRequests, "B/req")
 }
 
-// newMembers returns n members, each warmed up as a process that has
-// run for a while is: its first round trip to the store made and its
-// subscription in place, unless the store is down.
-func newMembers(w wiring, n int, addr string, pol *policy.Config, opts redisfleet.Options) []*member {
+// newMembers returns n members, each with its own client of the store,
+// made by store, and warmed up as a process that has run for a while
+// is: its first round trip to the store made and its subscription in
+// place.
+func newMembers(w wiring, n int, store func() redis.UniversalClient, pol *policy.Config, opts redisfleet.Options) []*member {
 	members := make([]*member, n)
 	for i := range members {
-		members[i] = newFleetMember(w, addr, pol, opts)
-	}
-	if !ping(addr) {
-		return members
+		members[i] = newFleetMember(w, store, pol, opts)
 	}
 	deadline := time.Now().Add(time.Minute)
 	for _, mb := range members {

@@ -61,36 +61,57 @@ func (s *frozenStore) close() {
 
 func TestCloseWhileTheStoreIsFrozen(t *testing.T) {
 	const host = "api.example.com"
-	s := freeze(t)
-	// Timeouts of a minute: Close must not wait for them.
-	c := redis.NewClient(&redis.Options{Addr: s.ln.Addr().String(), MaxRetries: -1,
-		DialTimeout: time.Minute, ReadTimeout: time.Minute, WriteTimeout: time.Minute})
-	defer c.Close()
-	f := New(c, Options{})
-	deadline := time.Now().Add(10 * time.Second)
-	for s.accepted() < 2 { // the flusher's connection and the listener's
-		require.True(t, time.Now().Before(deadline), "got %d connections, want the flusher's and the listener's", s.accepted())
-		time.Sleep(time.Millisecond)
+	tests := []struct {
+		name   string
+		client func(addr string) redis.UniversalClient
+	}{
+		// Timeouts of a minute: Close must not wait for them. A Client's
+		// commands are bounded by Timeout whatever its options.
+		{"a Client", func(addr string) redis.UniversalClient {
+			return redis.NewClient(&redis.Options{Addr: addr, MaxRetries: -1,
+				DialTimeout: time.Minute, ReadTimeout: time.Minute, WriteTimeout: time.Minute})
+		}},
+		// A Ring's, by the context, with ContextTimeoutEnabled.
+		{"a Ring with ContextTimeoutEnabled", func(addr string) redis.UniversalClient {
+			return redis.NewRing(&redis.RingOptions{Addrs: map[string]string{"a": addr}, MaxRetries: -1,
+				DialTimeout: time.Minute, ReadTimeout: time.Minute, WriteTimeout: time.Minute,
+				ContextTimeoutEnabled: true})
+		}},
 	}
-	// The request path answers while the store does not.
-	f.Report(host, retryhttp.FleetReport{Budget: retryhttp.FleetFailure, Throttle: throttle})
-	assert.Equal(t, retryhttp.FleetView{}, f.Look(host, "r"))
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			s := freeze(t)
+			c := tt.client(s.ln.Addr().String())
+			defer c.Close()
+			f := New(c, Options{})
+			deadline := time.Now().Add(10 * time.Second)
+			for s.accepted() < 2 { // the flusher's connection and the listener's
+				require.True(t, time.Now().Before(deadline), "got %d connections, want the flusher's and the listener's", s.accepted())
+				time.Sleep(time.Millisecond)
+			}
+			// The request path answers while the store does not.
+			f.Report(host, retryhttp.FleetReport{Budget: retryhttp.FleetFailure, Throttle: throttle})
+			assert.Equal(t, retryhttp.FleetView{}, f.Look(host, "r"))
 
-	start := time.Now()
-	require.NoError(t, f.Close())
-	took := time.Since(start)
-	assert.Less(t, took, 30*time.Second, "got Close waiting %v, as long as the client's timeouts", took)
-	assert.Equal(t, retryhttp.FleetView{}, f.Look(host, "r"))
+			start := time.Now()
+			require.NoError(t, f.Close())
+			took := time.Since(start)
+			assert.Less(t, took, 30*time.Second, "got Close waiting %v, as long as the client's timeouts", took)
+			assert.Equal(t, retryhttp.FleetView{}, f.Look(host, "r"))
+			assert.True(t, ended(f), "got the background work running after Close returned")
+		})
+	}
+}
 
-	// The store goes away: the commands in flight end, and with them
-	// the background work, which sends nothing more.
-	s.close()
-	ended := make(chan struct{})
-	go func() { f.done.Wait(); close(ended) }()
+// ended reports whether f's background work has ended.
+func ended(f *Fleet) bool {
+	done := make(chan struct{})
+	go func() { f.done.Wait(); close(done) }()
 	select {
-	case <-ended:
-	case <-time.After(10 * time.Second):
-		t.Fatal("got the background work running 10 s after Close and the store's end")
+	case <-done:
+		return true
+	case <-time.After(time.Second):
+		return false
 	}
 }
 
@@ -102,4 +123,22 @@ func TestCloseIsIdempotentAndLeavesTheClient(t *testing.T) {
 	f.Report("h", retryhttp.FleetReport{Budget: retryhttp.FleetFailure, Throttle: throttle})
 	assert.Zero(t, f.Stats().Hosts, "got a report recorded after Close")
 	assert.NoError(t, c.Ping(t.Context()).Err(), "got the caller's client closed")
+}
+
+// TestRingWithEveryShardDown checks that the listener's subscription on a
+// Ring whose shards are all down fails with an error: Ring.Subscribe
+// panics then.
+func TestRingWithEveryShardDown(t *testing.T) {
+	r := redis.NewRing(&redis.RingOptions{Addrs: map[string]string{"a": "127.0.0.1:1"}, HeartbeatFrequency: 10 * time.Millisecond})
+	defer r.Close()
+	deadline := time.Now().Add(10 * time.Second)
+	for r.Len() > 0 {
+		require.True(t, time.Now().Before(deadline), "got the Ring's shard still up")
+		time.Sleep(time.Millisecond)
+	}
+	f := newFleet(r, Options{})
+	ps, _, err := f.subscribe(t.Context())
+	assert.Nil(t, ps)
+	assert.Error(t, err)
+	assert.True(t, f.moved(nil), "got the channel on a shard of a Ring with none")
 }

@@ -51,20 +51,37 @@
 // Every key and the channel begin with Options.Prefix ("retryhttp:" by
 // default). For a host (a URL host, lowercased, port kept):
 //
-//	PREFIX budget:HOST  a string: the bucket in milli-tokens, only while
-//	                    below its capacity (absent: full), expiring
+//	PREFIX budget:HOST  a hash, only while the bucket is below its
+//	                    capacity (absent: full): "level" -> the bucket
+//	                    in milli-tokens, and MEMBER -> "NUMBER AT", the
+//	                    last batch each member sent and when; expiring
 //	                    Options.Expiry (10 min) after its last update
 //	PREFIX hold:HOST    a hash: rule -> "END STATUS", END in Unix ms;
 //	                    expiring with its longest hold, never earlier
-//	PREFIX holds        the pub/sub channel: "END STATUS HOST RULE"
+//	PREFIX holds        the pub/sub channel: "END STATUS HOST RULE", the
+//	                    host and the rule escaped as URL path segments
 //
 // Two Lua scripts, run by EVALSHA (EVAL when the store answers
-// NOSCRIPT, after a restart say), update them: one applies a delta to a
-// bucket, clamps it to [0, capacity], deletes it when full and sets its
-// expiry; the other extends a hold, never shortens it, and raises the
-// key's expiry to its longest hold. Each touches one key, so the layout
-// suits Redis Cluster whatever the prefix. The capacity and refill come
-// from each report's Throttle; a report without one changes no budget.
+// NOSCRIPT, after a restart or a failover say), update them: one applies
+// a batch of deltas to a bucket, clamps it to [0, capacity], deletes it
+// when full and sets its expiry; the other extends a hold, never
+// shortens it, and raises the key's expiry to its longest hold. Each
+// touches one key, so the layout suits Redis Cluster whatever the
+// prefix. The capacity and refill come from each report's Throttle; a
+// report without one changes no budget.
+//
+// A batch counts once, however often it is sent. A member numbers its
+// batches and sends one the store did not answer again as it was, the
+// deltas reported since waiting behind it; the script remembers each
+// member's last number for an expiry (Redis 6.2 or newer forgets it
+// then; an older store, when the key goes), and applies a batch numbered
+// no higher as a no-op. So neither the member's own resending nor
+// go-redis's (it retries a pipeline whose replies came late, and
+// reports the commands of a Cluster pipeline as failed, answered ones
+// included, once its retries outlast the context) counts a failure
+// twice. The one gap: a bucket that refills to full is deleted, records
+// and all, and a batch of failures applied just before, whose answer
+// was lost, then counts twice when sent again.
 //
 // # How holds travel, and why
 //
@@ -83,39 +100,81 @@
 // connection per member and nothing per request. Holds are rare, so
 // the channel carries little; a member ignores the holds of hosts it has
 // not met. On a Ring, the message is routed by the channel's name, to
-// the shard the members subscribe on; Redis Cluster carries it to every
-// node. Holds are Unix times, so members' clocks should agree, as they
-// do under NTP.
+// the shard the members subscribe on, which they follow when the Ring
+// maps the channel elsewhere; Redis Cluster carries it to every node.
+// Holds are Unix times, so members' clocks should agree, as they do
+// under NTP.
 //
 // # Faults
 //
 // A store that is down, refusing, slow or frozen costs the request path
 // nothing: the flusher's round trips fail or take long, the readings go
-// stale, and Look answers "allow". The flusher keeps the deltas it could
-// not send (up to one bucket's swing per host; more would be clamped at
-// the store anyway) and tries again after a backoff that grows from
-// FlushInterval to 1 s with jitter. go-redis reconnects by itself; the
-// scripts are sent whole when the store answers NOSCRIPT, the listener
-// subscribes again (go-redis redials, or the listener does after a ping
-// goes unanswered for 5 s) and then fetches every tracked host's holds.
-// A round trip whose answer was lost may have been applied: its deltas
-// are sent again and may count twice.
+// stale, and Look answers "allow". Each command of a round trip is
+// settled by its own answer: when one server of several does not answer,
+// the others' answers count. The flusher keeps the work the store did
+// not take (a batch in flight and the deltas since, each clamped to one
+// bucket's swing per host; more would be clamped at the store anyway),
+// and tries again after a backoff that grows from FlushInterval to
+// 500 ms with jitter. A store that refuses (a password it does not take,
+// LOADING, OOM) keeps the work waiting too, and Stats says so
+// (StoreRefusals). go-redis reconnects by itself; the scripts are sent
+// whole when the store answers NOSCRIPT, the listener subscribes again
+// (go-redis redials, or the listener does after a ping goes unanswered
+// for 5 s) and then fetches every tracked host's holds.
 //
-// The first round trip loads the scripts through the same pipeline the
-// flushes use, so the connection it opens is the one they reuse: a
-// member's first flush during an outage of the HTTP server does not wait
-// to dial the store.
+// The warm-up, at the start and after a round trip whose work did not
+// all go through, loads the scripts into every server that serves keys
+// (each primary of a Cluster, each live shard of a Ring), through that
+// server's own pipeline, so the connection it opens is the one the
+// flushes reuse: a member's first flush during an outage of the HTTP
+// server does not wait to dial the store, whichever server holds the
+// host's keys.
 //
-// Close stops the flusher and the listener and returns within 100 ms,
-// even when the store is frozen; a command then in flight ends by the
-// client's own timeouts (its context deadline, Options.Timeout, applies
-// only with go-redis's ContextTimeoutEnabled), and nothing follows it.
-// Close never closes the client.
+// A Cluster failover: while the primary of a host's slot is dead, its
+// round trips fail (the rest of the fleet's work goes through), and
+// every member falls back to its own budget for that host. The Fleet
+// has go-redis read the slot map anew after each failed round trip, and
+// every 200 ms while one is in flight, and the listener before it
+// redials, so that the fleet shares its bucket and holds again within
+// about a second of the replica's promotion (0.9 s in the tests, on
+// loopback) instead of the minute after which go-redis would reload the
+// map by itself. A Sentinel failover (go-redis's FailoverClient) takes
+// about half a second after the Sentinel switches.
+//
+// A Ring's dead shard: go-redis takes it out of the Ring after three
+// failed heartbeats (1.5 s by default); until then the round trips of
+// its hosts fail. Then its hosts' keys map to the other shards, where
+// their buckets start full and their holds are gone from the store (the
+// members that knew them keep them); a Ring has no replicas. When it
+// answers again, the Ring puts it back, and the hosts go back to what it
+// still holds: nothing after a restart without persistence, the buckets
+// and holds of before otherwise. The listener follows the channel to
+// whichever shard the Ring maps it to, within a second.
+//
+// Options.Timeout bounds a round trip: its commands carry a context
+// with that deadline. go-redis honours it between its own retries
+// (MaxRetries of a pipeline, MaxRedirects of a Cluster's, each after a
+// backoff from MinRetryBackoff to MaxRetryBackoff, and its dial retries)
+// and, with the client's ContextTimeoutEnabled, while it reads and
+// writes; without it, a read waits for the client's ReadTimeout. Over a
+// *redis.Client (a FailoverClient too) the Fleet's commands go through a
+// clone of it whose ReadTimeout and WriteTimeout are Timeout, so its
+// reads are bounded either way; over a ClusterClient or a Ring, set
+// ContextTimeoutEnabled. go-redis's retries within the deadline are
+// welcome: a retried budget batch counts once.
+//
+// Close stops the flusher and the listener and returns once neither can
+// touch the client, so the client may be closed right after it: it
+// cancels the round trip in flight and waits for it, within Timeout even
+// when the store is frozen (within the client's ReadTimeout over a
+// ClusterClient or a Ring without ContextTimeoutEnabled). Close never
+// closes the client.
 //
 // # Memory
 //
 // A Fleet keeps at most MaxHosts hosts (4096), forgetting idle ones
-// with nothing to send first; per host, a few words, the pending delta
-// clamped to one bucket's swing, and at most 16 holds. Nothing queues:
+// with nothing to send first; per host, a few words, the batch in
+// flight and the pending delta, each clamped to one bucket's swing, and
+// at most 16 holds. Nothing queues:
 // the wake-ups of the flusher are channels of one slot.
 package redisfleet

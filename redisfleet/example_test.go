@@ -20,14 +20,23 @@ func Example() {
 	_ = client // client.Get(...) as usual
 }
 
-// Any go-redis client serves: a cluster, or a ring of shards.
+// Any go-redis client serves: a cluster, or a ring of shards. With
+// ContextTimeoutEnabled, Options.Timeout bounds every read of the
+// Fleet's, and so Close, even on a server that accepts and never
+// answers.
 func Example_shared() {
-	cluster := redis.NewClusterClient(&redis.ClusterOptions{Addrs: []string{"node1:6379", "node2:6379", "node3:6379"}})
+	cluster := redis.NewClusterClient(&redis.ClusterOptions{
+		Addrs:                 []string{"node1:6379", "node2:6379", "node3:6379"},
+		ContextTimeoutEnabled: true,
+	})
 	defer cluster.Close()
 	fleet := redisfleet.New(cluster, redisfleet.Options{})
 	defer fleet.Close()
 
-	ring := redis.NewRing(&redis.RingOptions{Addrs: map[string]string{"a": "shard1:6379", "b": "shard2:6379"}})
+	ring := redis.NewRing(&redis.RingOptions{
+		Addrs:                 map[string]string{"a": "shard1:6379", "b": "shard2:6379"},
+		ContextTimeoutEnabled: true,
+	})
 	defer ring.Close()
 	sharded := redisfleet.New(ring, redisfleet.Options{})
 	defer sharded.Close()

@@ -51,8 +51,9 @@ func TestStoreRefusing(t *testing.T) {
 	for range 3 {
 		a.Report(host, failure)
 	}
-	waitFor(t, "a refused round trip", func() bool { return a.Stats().Flushes > 1 })
+	waitFor(t, "a refused round trip", func() bool { return a.Stats().StoreRefusals > 0 })
 	assert.False(t, m.Exists(key))
+	assert.GreaterOrEqual(t, a.Stats().FlushErrors, a.Stats().StoreRefusals, "got refused round trips not counted as failed")
 	m.SetError("")
 	waitFor(t, "the kept failures in the store", func() bool { return stored(t, m, key) == 97_000 })
 }
@@ -75,4 +76,18 @@ func TestScriptsLoadedAgain(t *testing.T) {
 	a.Report(host, failure) // by EVALSHA again: EVAL cached the script
 	waitFor(t, "the next failure", func() bool { return stored(t, m, key) == 97_000 })
 	assert.Zero(t, a.Stats().Dropped)
+}
+
+// TestWarmUpRetriedWhileTheStoreIsDown starts a member while the store
+// is down: its warm-up, a round trip with no work in it, is tried again
+// until the store answers, so that the member's first flush finds the
+// scripts and an open connection.
+func TestWarmUpRetriedWhileTheStoreIsDown(t *testing.T) {
+	m := miniStore(t)
+	addr := m.Addr()
+	m.Close()
+	a := newMember(t, addr, redisfleet.Options{})
+	waitFor(t, "failed warm-ups", func() bool { return a.Stats().FlushErrors >= 2 })
+	require.NoError(t, m.Restart())
+	waitFor(t, "the warm-up", func() bool { return a.Stats().Flushes > 0 })
 }

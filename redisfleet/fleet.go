@@ -2,6 +2,8 @@ package redisfleet
 
 import (
 	"context"
+	"fmt"
+	"math/rand/v2"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -19,12 +21,6 @@ const (
 	DefaultExpiry        = 10 * time.Minute
 	DefaultTimeout       = time.Second
 )
-
-// closeWait is how long Close waits for the background work to end
-// before it returns anyway: long enough for a store that answers, short
-// enough to be prompt when the store is frozen and a command in flight
-// can end only by the client's own timeouts.
-const closeWait = 100 * time.Millisecond
 
 // Options configure a [Fleet]. The zero value works: each zero field
 // means its default.
@@ -57,11 +53,18 @@ type Options struct {
 	// after its last update: a host nobody reported on for that long is
 	// full again. Zero or less means DefaultExpiry, 10 minutes.
 	Expiry time.Duration
-	// Timeout bounds one round trip to the store, through the context
-	// of its commands; go-redis honours it only when the client's
-	// ContextTimeoutEnabled is set, and otherwise bounds each command
-	// by the client's ReadTimeout and WriteTimeout. Zero or less means
-	// DefaultTimeout, 1 s.
+	// Timeout bounds one round trip to the store, and so how long Close
+	// waits for the one in flight. The Fleet's commands carry a context
+	// with this deadline, which go-redis honours between its own
+	// retries (MaxRetries, after a backoff of MinRetryBackoff to
+	// MaxRetryBackoff) and, when the client's ContextTimeoutEnabled is
+	// set, while it reads and writes. Over a *redis.Client (a Sentinel's
+	// FailoverClient is one) the Fleet's commands go through a clone of
+	// it (Client.WithTimeout) whose ReadTimeout and WriteTimeout are
+	// Timeout, so that reads and writes are bounded even without
+	// ContextTimeoutEnabled; over a ClusterClient or a Ring without it,
+	// a read or write waits for the client's ReadTimeout or WriteTimeout
+	// (3 s by default). Zero or less means DefaultTimeout, 1 s.
 	Timeout time.Duration
 }
 
@@ -95,7 +98,7 @@ func (o Options) withDefaults() Options {
 //
 // Report and Look never wait for the store: they read and write the
 // member's own state, and two background goroutines, started by [New]
-// and ended by [Close], talk to the store. When the store is slow, down
+// and ended by [Fleet.Close], talk to the store. When the store is slow, down
 // or has not answered yet, Look answers the zero [retryhttp.FleetView]
 // ("allow, no hold"), so that the Transport's own budget decides.
 //
@@ -104,6 +107,7 @@ type Fleet struct {
 	client  redis.UniversalClient
 	opts    Options
 	channel string
+	member  string    // the member's id, under which the store remembers its last budget batch
 	epoch   time.Time // readings are timed from it, on the monotonic clock
 
 	// mu guards the host map and its clocks. It exists only because a Go
@@ -137,12 +141,21 @@ var _ retryhttp.Fleet = (*Fleet)(nil)
 // that the connection it opens is the one they find.
 //
 // The Fleet never closes client; [Fleet.Close] must be called before
-// the client is closed. New panics if client is nil.
+// the client is closed. Over a *redis.Client, the Fleet's commands go
+// through a clone of it with Options.Timeout as its read and write
+// timeouts: hooks added to client after New do not see them. New panics
+// if client is nil.
 func New(client redis.UniversalClient, opts Options) *Fleet {
 	if client == nil {
 		panic("redisfleet: New with a nil client")
 	}
 	f := newFleet(client, opts)
+	if c, ok := client.(*redis.Client); ok {
+		// Bounds every read and write of the Fleet's by Timeout, so
+		// that Close, which waits for them, is prompt even when the
+		// store accepts and never answers.
+		f.client = c.WithTimeout(f.opts.Timeout)
+	}
 	f.done.Add(2)
 	go f.flusher()
 	go f.listener()
@@ -157,6 +170,7 @@ func newFleet(client redis.UniversalClient, opts Options) *Fleet {
 		client:  client,
 		opts:    opts,
 		channel: opts.Prefix + holdChannel,
+		member:  fmt.Sprintf("%016x", rand.Uint64()),
 		epoch:   time.Now(),
 		hosts:   make(map[string]*host),
 		wake:    make(chan struct{}, 1),
@@ -242,12 +256,16 @@ func (f *Fleet) count(cut bool) {
 	}
 }
 
-// Close stops the Fleet's background work and returns nil. It does not
-// close the client. It returns promptly even when the store is frozen:
-// it waits at most 100 ms for the work to end, and a command still in
-// flight then ends by the client's own timeouts, with no command after
-// it. Deltas not yet sent are dropped. Close may be called more than
-// once; Report and Look may still be called after it and do nothing.
+// Close stops the Fleet's background work and returns nil once none of
+// it can touch the client any more, so that the client may be closed at
+// once. It does not close the client. It cancels the context of the
+// round trip in flight, if any, and waits for it to end: within
+// Options.Timeout even when the store accepts and never answers, except
+// over a ClusterClient or a Ring without ContextTimeoutEnabled, whose
+// reads wait for the client's ReadTimeout (see Options.Timeout). Deltas
+// not yet sent are dropped. Close may be called more than once, and
+// from several goroutines; Report and Look may still be called after it
+// and do nothing.
 func (f *Fleet) Close() error {
 	f.once.Do(func() {
 		f.closed.Store(true)
@@ -255,19 +273,13 @@ func (f *Fleet) Close() error {
 		f.cancel()
 		// The listener stores its PubSub before it checks closed, and
 		// Close checks the PubSub after it set closed, so one of them
-		// closes it whatever the order.
+		// closes it whatever the order. Closing it ends the listener's
+		// wait for a message at once.
 		if ps := f.pubsub.Load(); ps != nil {
 			_ = ps.Close()
 		}
 	})
-	ended := make(chan struct{})
-	go func() { f.done.Wait(); close(ended) }()
-	t := time.NewTimer(closeWait)
-	defer t.Stop()
-	select {
-	case <-ended:
-	case <-t.C:
-	}
+	f.done.Wait()
 	return nil
 }
 
@@ -294,18 +306,28 @@ func ceilMilli(t time.Time) int64 {
 // Stats are a Fleet's own figures, for monitoring the store's side. Each
 // field is read on its own, so fields may be a moment apart.
 type Stats struct {
-	// Flushes counts the round trips to the store that got an answer.
+	// Flushes counts the round trips to the store that it answered,
+	// taking every command.
 	Flushes uint64
-	// FlushErrors counts the round trips that got none: the store down,
-	// refusing, or slower than the timeouts.
+	// FlushErrors counts the round trips in which the store did not
+	// take every command: it did not answer some (down, slow, frozen, or
+	// one node of several gone), or refused them. The work of such a
+	// command waits for the next round trip; the commands answered are
+	// settled as such.
 	FlushErrors uint64
+	// StoreRefusals counts the round trips, of FlushErrors, in which the
+	// store answered some command with an error instead of doing its
+	// work: a password it does not take (or none where it wants one),
+	// LOADING, OOM, READONLY, a cluster moving or missing a slot.
+	StoreRefusals uint64
 	// RoundTrip is the time the last answered round trip took,
 	// MaxRoundTrip the longest one, and AvgRoundTrip a moving average
 	// (the last one weighing 1/8). Zero before the first answer.
 	RoundTrip, MaxRoundTrip, AvgRoundTrip time.Duration
 	// Dropped counts the reports whose effect was lost: cut by the bound
 	// on a host's pending deltas (a batch moves a bucket from full to
-	// empty at most), or pending on a host forgotten to make room.
+	// empty at most), or pending or in flight on a host forgotten to
+	// make room.
 	Dropped uint64
 	// HoldsLearned counts the holds learned from the store, through
 	// pub/sub or a fetch, that were new to this member or ended later
@@ -322,6 +344,7 @@ type Stats struct {
 // goroutine (the flusher or the listener) or by atomic adds.
 type counters struct {
 	flushes, flushErrors         atomic.Uint64
+	refusals                     atomic.Uint64
 	rtt, maxRTT, avgRTT          atomic.Int64 // nanoseconds
 	dropped, learned, subscribed atomic.Uint64
 }
@@ -334,6 +357,7 @@ func (f *Fleet) Stats() Stats {
 	return Stats{
 		Flushes:       f.stats.flushes.Load(),
 		FlushErrors:   f.stats.flushErrors.Load(),
+		StoreRefusals: f.stats.refusals.Load(),
 		RoundTrip:     time.Duration(f.stats.rtt.Load()),
 		MaxRoundTrip:  time.Duration(f.stats.maxRTT.Load()),
 		AvgRoundTrip:  time.Duration(f.stats.avgRTT.Load()),

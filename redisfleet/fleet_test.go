@@ -5,6 +5,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/alicebob/miniredis/v2"
 	"github.com/retryhttp/retryhttp"
 	"github.com/retryhttp/retryhttp/redisfleet"
 	"github.com/stretchr/testify/assert"
@@ -31,14 +32,14 @@ func TestMembersShareABudget(t *testing.T) {
 	assert.Equal(t, retryhttp.FleetView{}, a.Look("other.example.com", "methodConfig[0]"), "got another host's view changed")
 }
 
-// get reads an integer key of m.
-func stored(t *testing.T, m interface{ Get(string) (string, error) }, key string) int64 {
+// stored returns the level of the bucket at key in m, in milli-tokens:
+// -1 for no bucket (full).
+func stored(t *testing.T, m *miniredis.Miniredis, key string) int64 {
 	t.Helper()
-	v, err := m.Get(key)
-	if err != nil {
+	if !m.Exists(key) {
 		return -1
 	}
-	n, err := strconv.ParseInt(v, 10, 64)
+	n, err := strconv.ParseInt(m.HGet(key, "level"), 10, 64)
 	require.NoError(t, err)
 	return n
 }

@@ -2,15 +2,14 @@ package redisfleet
 
 import (
 	"context"
-	"errors"
 	"math/rand/v2"
 	"time"
 
 	"github.com/redis/go-redis/v9"
 )
 
-// flusher sends the members' reports to the store, one pipelined round
-// trip at a time, as the schedule allows, until Close.
+// flusher sends the members' reports to the store, one round trip at a
+// time, as the schedule allows, until Close.
 func (f *Fleet) flusher() {
 	defer f.done.Done()
 	s := schedule{interval: f.opts.FlushInterval}
@@ -32,16 +31,8 @@ func (f *Fleet) flusher() {
 		case <-f.wake:
 			s.work(time.Now(), false)
 		case <-due:
-			warm := b.warm
 			s.start(time.Now())
-			ok := f.flush(&b)
-			what := carriedUrgent
-			switch {
-			case !warm && b.warm:
-				what = carriedWarmUp
-			case !b.urgent():
-				what = carriedFetches
-			}
+			ok, what := f.flush(&b)
 			s.end(ok, what, rand.Float64())
 		}
 	}
@@ -50,10 +41,13 @@ func (f *Fleet) flusher() {
 // batch is one round trip's work. The flusher keeps one and reuses its
 // slices, so that steady flushing does not grow garbage of its own.
 type batch struct {
-	warm  bool // the scripts were loaded through the pipeline once
-	hosts []*host
-	holds []hold
-	items []item
+	warm      bool      // every server took the scripts, through the flushes' pipelines
+	failing   bool      // the last round trip's items were not all taken
+	warmAfter time.Time // no warm-up before it: the last one failed, the rest answered
+	seq       uint64    // numbers the round trips, and so the budget batches they start
+	hosts     []*host
+	holds     []hold
+	items     []item
 }
 
 // urgent reports whether b's round trip carried urgent work: a delta or a
@@ -67,70 +61,129 @@ func (b *batch) urgent() bool {
 	return false
 }
 
-// item is one command of a round trip, with what its answer applies to.
+// item is one piece of a round trip's work, with its commands and what
+// became of them.
 type item struct {
-	h        *host
-	kind     itemKind
-	delta    int64 // budget: milli-tokens sent
-	capacity int64 // budget: the capacity sent with them
-	hold     hold  // hold: the hold sent
-	cmd      redis.Cmder
-	noScript bool // the store did not have the script: send it whole
+	h         *host
+	kind      itemKind
+	seq       uint64 // budget: the batch's number
+	delta     int64  // budget: milli-tokens sent
+	capacity  int64  // budget: the capacity sent with them
+	hold      hold   // hold: the hold sent
+	cmd       redis.Cmder
+	pub       *redis.Cmd // hold: its message, nil once the store took it
+	published bool       // hold: the store took the message
+	answer    answer
 }
 
 // itemKind is what an item carries.
 type itemKind uint8
 
 const (
-	budgetItem itemKind = iota // a batched delta, by budgetLua
+	budgetItem itemKind = iota // a batch of deltas, by budgetLua
 	holdItem                   // a hold, by holdLua, and its message
 	fetchItem                  // a read of a host's holds
 )
 
-// flush makes one round trip with all the work waiting, and reports
-// whether the store took all of it. Work the store did not take is put
-// back to be sent again: deltas (within their bound), holds, fetches.
-//
-// The first round trip loads the scripts through the pipeline, which
-// also opens the connection the later ones reuse: a member whose first
-// flush comes during an outage of the HTTP server finds it open.
-func (f *Fleet) flush(b *batch) bool {
+// flush makes one round trip with all the work waiting, and a warm-up
+// when one is due, and reports whether the store took all of the work,
+// and what the round trip carried. Each command is settled by its own
+// answer: what the store took is applied, the rest waits for the next
+// round trip (a budget batch as it was, which the script applies once
+// however often it comes). The warm-up is due at the start, and after a
+// round trip whose work the store did not all take; on a Cluster it
+// reads the slot map anew, which finds a promoted replica.
+func (f *Fleet) flush(b *batch) (ok bool, what carried) {
+	b.seq++
 	f.collect(b)
-	if b.warm && len(b.items) == 0 {
-		return true
+	start := time.Now()
+	warming := !b.warm && !start.Before(b.warmAfter)
+	if !warming && len(b.items) == 0 {
+		return true, carriedFetches
 	}
+	var t tally
+	warm := answered
+	switch {
+	case warming:
+		// After failed round trips: the items need not wait for the
+		// warm-up, which waits out its deadline on a server that died.
+		c := make(chan answer, 1)
+		go func() { c <- f.warmUp() }()
+		f.send(b, &t)
+		warm = <-c
+	case warming:
+		warm = f.warmUp()
+	default:
+		f.send(b, &t)
+	}
+	if warming {
+		t.add(warm)
+	}
+	warmed := warm == answered
+	taken := t.itemsMissed == 0
+	b.failing = !taken
+	switch {
+	case !taken:
+		// Warm up again with the next round trip: a server may have
+		// gone, and another taken its place.
+		b.warm, b.warmAfter = false, time.Time{}
+	case warming && warmed:
+		b.warm = true
+	case warming && len(b.items) > 0:
+		// The work went through, a server did not: warm up again
+		// later, not with every round trip. (A warm-up alone that
+		// failed is tried again after the schedule's backoff.)
+		b.warmAfter = time.Now().Add(maxStoreBackoff)
+	}
+	f.record(t, time.Since(start))
+	switch {
+	case len(b.items) == 0:
+		return warmed, carriedWarmUp
+	case !b.urgent():
+		return taken, carriedFetches
+	}
+	return taken, carriedUrgent
+}
+
+// send makes the round trip of b's items, and settles each by its
+// answer. After a failed round trip, a Cluster's slot map is kept fresh
+// meanwhile (watchSlots).
+func (f *Fleet) send(b *batch, t *tally) {
 	ctx, cancel := context.WithTimeout(f.ctx, f.opts.Timeout)
 	defer cancel()
-	pipe := f.client.Pipeline()
-	var loads [2]*redis.StringCmd
-	if !b.warm {
-		loads[0] = pipe.ScriptLoad(ctx, budgetLua)
-		loads[1] = pipe.ScriptLoad(ctx, holdLua)
+	if b.failing {
+		defer f.watchSlots(ctx)()
 	}
+	pipe := f.client.Pipeline()
 	for i := range b.items {
 		f.queue(ctx, pipe, &b.items[i], false)
 	}
-	if !f.exec(ctx, pipe) {
-		f.settle(b.items, false)
-		return false
-	}
-	b.warm = b.warm || (loads[0].Err() == nil && loads[1].Err() == nil)
-	ok := f.settle(b.items, true) && b.warm
+	_, err := pipe.Exec(ctx)
+	f.settle(b.items, err)
 	if retry := b.noScript(); len(retry) > 0 {
-		// The store lost its scripts (a restart, SCRIPT FLUSH, another
-		// node of a cluster): EVAL sends them whole, and caches them
-		// for the next EVALSHA.
+		// The store lost its scripts (a restart, SCRIPT FLUSH, a
+		// replica promoted): EVAL sends them whole, and caches them for
+		// the next EVALSHA.
 		pipe = f.client.Pipeline()
 		for i := range retry {
 			f.queue(ctx, pipe, &retry[i], true)
 		}
-		ok = f.exec(ctx, pipe) && ok
-		ok = f.settle(retry, true) && ok
+		_, err = pipe.Exec(ctx)
+		f.settle(retry, err)
 	}
-	return ok
+	for _, it := range b.items {
+		if it.answer != noScript { // counted by its copy, sent whole
+			t.add(it.answer)
+			if it.answer != answered {
+				t.itemsMissed++
+			}
+		}
+	}
 }
 
-// collect gathers the work waiting on every host into b.items.
+// collect gathers the work waiting on every host into b.items: the
+// budget batch the store has not answered, as it was, or else a new one
+// of the deltas reported since; the holds to send; the fetches.
 func (f *Fleet) collect(b *batch) {
 	f.mu.RLock()
 	for _, h := range f.hosts {
@@ -140,9 +193,13 @@ func (f *Fleet) collect(b *batch) {
 	now := time.Now().UnixMilli()
 	b.items = b.items[:0]
 	for _, h := range b.hosts {
-		if d := h.pending.Swap(0); d != 0 {
-			capacity, _ := unpack(h.limits.Load())
-			b.items = append(b.items, item{h: h, kind: budgetItem, delta: d, capacity: capacity})
+		if d := h.inflight.Load(); d != 0 {
+			b.items = append(b.items, item{h: h, kind: budgetItem, seq: h.batchSeq, delta: d, capacity: h.batchCap})
+		} else if d := h.pending.Swap(0); d != 0 {
+			h.batchSeq = b.seq
+			h.batchCap, _ = unpack(h.limits.Load())
+			h.inflight.Store(d)
+			b.items = append(b.items, item{h: h, kind: budgetItem, seq: h.batchSeq, delta: d, capacity: h.batchCap})
 		}
 		b.holds = h.unsent(b.holds[:0], now)
 		for _, k := range b.holds {
@@ -156,22 +213,24 @@ func (f *Fleet) collect(b *batch) {
 	b.hosts = b.hosts[:0]
 }
 
-// queue adds the command of it to pipe: by EVALSHA, or by EVAL when whole.
-// A hold also publishes its message, on a command routed by the channel
-// name, so that a Ring sends it to the shard its subscribers listen on.
+// queue adds the commands of it to pipe: by EVALSHA, or by EVAL when
+// whole. A hold also publishes its message, until the store takes it,
+// on a command routed by the channel's name, so that a Ring sends it to
+// the shard its subscribers listen on.
 func (f *Fleet) queue(ctx context.Context, pipe redis.Pipeliner, it *item, whole bool) {
 	switch it.kind {
 	case budgetItem:
 		it.cmd = evalScript(ctx, pipe, budgetScript, whole, it.h.budgetKey,
-			it.delta, it.capacity, f.opts.Expiry.Milliseconds())
+			f.member, it.seq, it.delta, it.capacity, f.opts.Expiry.Milliseconds(), time.Now().UnixMilli())
 	case holdItem:
 		k := it.hold
 		ttl := max(k.end-time.Now().UnixMilli(), 1)
 		it.cmd = evalScript(ctx, pipe, holdScript, whole, it.h.holdKey, k.rule, k.end, k.status, ttl)
-		if !whole { // the message went with the first try
-			pub := redis.NewIntCmd(ctx, "publish", f.channel, holdMessage(k.end, k.status, it.h.name, k.rule))
-			pub.SetFirstKeyPos(1)
-			_ = pipe.Process(ctx, pub)
+		it.pub = nil
+		if !it.published {
+			it.pub = redis.NewCmd(ctx, "publish", f.channel, holdMessage(k.end, k.status, it.h.name, k.rule))
+			it.pub.SetFirstKeyPos(1)
+			_ = pipe.Process(ctx, it.pub)
 		}
 	case fetchItem:
 		it.cmd = pipe.HGetAll(ctx, it.h.holdKey)
@@ -186,63 +245,39 @@ func evalScript(ctx context.Context, pipe redis.Pipeliner, s script, whole bool,
 	return pipe.EvalSha(ctx, s.sha, []string{key}, args...)
 }
 
-// exec sends pipe and reports whether the store answered (each command
-// may still carry an error of its own); it records the round trip.
-func (f *Fleet) exec(ctx context.Context, pipe redis.Pipeliner) bool {
-	start := time.Now()
-	_, err := pipe.Exec(ctx)
-	if err != nil && !isReply(err) {
-		f.stats.flushErrors.Add(1)
-		return false
-	}
-	f.stats.roundTrip(time.Since(start))
-	return true
-}
-
-// isReply reports whether err is the store's own answer (such as
-// NOSCRIPT or OOM), as opposed to no answer at all.
-func isReply(err error) bool {
-	var e redis.Error
-	return errors.As(err, &e)
-}
-
-// errNoAnswer stands for the error of a command in a round trip the
-// store did not answer.
-var errNoAnswer = errors.New("redisfleet: no answer from the store")
-
-// settle applies the answers to items, or puts their work back when
-// there was no answer (answered false) or the command failed. A command
-// that failed for want of its script is left for noScript. It reports
-// whether every command succeeded.
-func (f *Fleet) settle(items []item, answered bool) bool {
-	ok := true
+// settle records what became of each item of a round trip whose Exec
+// returned execErr, and applies the store's answers, or keeps the work
+// of the items the store did not take for the next round trip. An item
+// whose script the store lacked is left for noScript.
+func (f *Fleet) settle(items []item, execErr error) {
 	for i := range items {
 		it := &items[i]
-		err := errNoAnswer
-		if answered {
-			err = it.cmd.Err()
+		it.answer = answerOf(it.cmd, execErr)
+		if it.pub != nil {
+			pub := answerOf(it.pub, execErr)
+			it.published = pub == answered
+			if it.answer != noScript {
+				it.answer = max(it.answer, pub)
+			}
 		}
-		it.noScript = answered && it.kind != fetchItem && redis.HasErrorPrefix(err, "NOSCRIPT")
-		if it.noScript {
-			continue
+		switch it.answer {
+		case answered:
+			f.apply(it)
+		case noScript:
+		default:
+			f.keep(it)
 		}
-		if err != nil {
-			ok = false
-			f.restore(it)
-			continue
-		}
-		f.apply(it)
 	}
-	return ok
 }
 
-// noScript returns copies of the items whose command met NOSCRIPT,
+// noScript returns copies of the items whose script the store lacked,
 // appended to b.items.
 func (b *batch) noScript() []item {
 	n := len(b.items)
 	for _, it := range b.items[:n] {
-		if it.noScript {
-			b.items = append(b.items, item{h: it.h, kind: it.kind, delta: it.delta, capacity: it.capacity, hold: it.hold})
+		if it.answer == noScript {
+			b.items = append(b.items, item{h: it.h, kind: it.kind, seq: it.seq, delta: it.delta,
+				capacity: it.capacity, hold: it.hold, published: it.published})
 		}
 	}
 	return b.items[n:]
@@ -252,9 +287,14 @@ func (b *batch) noScript() []item {
 func (f *Fleet) apply(it *item) {
 	switch it.kind {
 	case budgetItem:
-		level, err := it.cmd.(*redis.Cmd).Int64()
-		if err == nil {
+		it.h.inflight.Store(0)
+		if level, err := it.cmd.(*redis.Cmd).Int64(); err == nil {
 			it.h.setReading(f.sinceEpoch(time.Now()), 2*level <= it.capacity)
+		}
+		if it.h.pending.Load() != 0 {
+			// Deltas reported while the batch was in flight waited
+			// behind it, their wake-up spent: the next round trip is due.
+			signal(f.urgent)
 		}
 	case holdItem:
 		it.h.markSent(it.hold.rule, it.hold.end)
@@ -268,17 +308,47 @@ func (f *Fleet) apply(it *item) {
 	}
 }
 
-// restore puts back the work of an item the store did not take. A delta
-// may have been applied all the same (an answer lost on its way back),
-// so it may count twice; a store that is down, the common case, applied
-// nothing.
-func (f *Fleet) restore(it *item) {
-	switch it.kind {
-	case budgetItem:
-		f.count(it.h.add(it.delta, it.capacity))
-	case holdItem:
-		// Still unsent in the host's list: the next round trip has it.
-	case fetchItem:
+// keep leaves the work of an item the store did not take for the next
+// round trip. A budget batch stays in flight, to be sent again as it
+// was: the store may have applied it, its answer lost, and the script
+// applies it once whatever. A hold stays unsent in its host's list.
+func (f *Fleet) keep(it *item) {
+	if it.kind == fetchItem {
 		it.h.fetch.Store(true)
 	}
 }
+
+// record counts a round trip in the Fleet's figures: answered, and how
+// long it took, when the store took every command; failed otherwise,
+// and refused as well when the store answered some with an error.
+func (f *Fleet) record(t tally, d time.Duration) {
+	if t.missed() == 0 {
+		f.stats.roundTrip(d)
+		return
+	}
+	f.stats.flushErrors.Add(1)
+	if t.refused > 0 {
+		f.stats.refusals.Add(1)
+	}
+}
+
+// tally counts what became of a round trip's commands.
+type tally struct {
+	answered, refused, unanswered int
+	itemsMissed                   int // items, of the refused and unanswered: work that waits
+}
+
+// add counts one answer.
+func (t *tally) add(a answer) {
+	switch a {
+	case answered:
+		t.answered++
+	case refused:
+		t.refused++
+	default:
+		t.unanswered++
+	}
+}
+
+// missed returns the commands the store did not take.
+func (t *tally) missed() int { return t.refused + t.unanswered }

@@ -35,21 +35,30 @@ const successWeight = 16
 const maxHolds = 16
 
 // host is what a member knows of one host: the budget deltas not yet
-// sent, the fleet's bucket as the store last returned it, and the holds
-// on the host's rules. Report and Look use its atomics without a lock;
-// only holds, rarely set, take its mutex.
+// sent, the batch of them the store has not answered yet, the fleet's
+// bucket as the store last returned it, and the holds on the host's
+// rules. Report and Look use its atomics without a lock; only holds,
+// rarely set, take its mutex.
 type host struct {
 	name      string
 	budgetKey string
 	holdKey   string
 
 	pending   atomic.Int64  // milli-tokens not yet sent, within [-capacity, capacity]
+	inflight  atomic.Int64  // milli-tokens sent and not answered (the batch); 0: none
 	successes atomic.Uint64 // successes seen, from a random phase, for sampling
 	limits    atomic.Uint64 // capacity<<32 | refill, in milli-tokens; 0: no throttle seen
 	reading   atomic.Uint64 // the bucket as last read: (ms since epoch + 1)<<1 | spent; 0: none
 	fetch     atomic.Bool   // the store's holds on this host are still to be read
 	seen      atomic.Uint64 // hostMap.clock at the last lookup, for eviction
 	holdEnd   atomic.Int64  // Unix ms: no hold here ends later; Look's lock-free "no hold"
+
+	// The flusher's alone: the in-flight batch's number, which the
+	// budget script remembers so as to apply a batch sent twice once,
+	// and the capacity it was sent with. inflight is an atomic only for
+	// quiet, which the eviction calls under the host map's lock.
+	batchSeq uint64
+	batchCap int64
 
 	// mu guards holds: a hold's end, status and sent flag change
 	// together, and the list grows; Look reads it only while holdEnd
@@ -242,7 +251,7 @@ func (h *host) markSent(rule string, end int64) {
 }
 
 // quiet reports whether the host has nothing to lose if evicted at now
-// (Unix ms): no delta to send and no hold in force.
+// (Unix ms): no delta to send or unanswered, and no hold in force.
 func (h *host) quiet(now int64) bool {
-	return h.pending.Load() == 0 && now >= h.holdEnd.Load()
+	return h.pending.Load() == 0 && h.inflight.Load() == 0 && now >= h.holdEnd.Load()
 }

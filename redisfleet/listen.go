@@ -1,6 +1,7 @@
 package redisfleet
 
 import (
+	"context"
 	"errors"
 	"math/rand/v2"
 	"net"
@@ -14,54 +15,91 @@ import (
 // for dead and subscribes anew on another.
 const pingEvery = 5 * time.Second
 
+// recheckEvery is how long the listener over a Ring waits for a message
+// at a time before it checks that its subscription is still where the
+// members publish: the Ring may have mapped the channel to another
+// shard. Over another client, where nothing can move it, the listener
+// waits pingEvery.
+const recheckEvery = time.Second
+
 // listener keeps the member subscribed to the holds channel until Close,
-// subscribing anew whenever its connection dies.
+// subscribing anew whenever its connection dies or the channel moves.
 func (f *Fleet) listener() {
 	defer f.done.Done()
-	for {
-		// Subscribe dials, and may wait on a frozen store as long as
-		// the client's timeouts let it; Close does not wait that long.
-		ps := f.client.Subscribe(f.ctx, f.channel)
+	fails := 0
+	for !f.closed.Load() {
+		// Subscribing dials, and waits on a frozen store as long as the
+		// client's timeouts let it: the context bounds it by Timeout
+		// where go-redis honours it.
+		ctx, cancel := context.WithTimeout(f.ctx, f.opts.Timeout)
+		ps, route, err := f.subscribe(ctx)
+		cancel()
+		if err != nil { // a Ring with every shard down
+			fails++
+			if !f.pause(backoff(fails, f.opts.FlushInterval, rand.Float64())) {
+				return
+			}
+			continue
+		}
+		fails = 0
 		f.pubsub.Store(ps)
 		if f.closed.Load() { // Close may have missed ps: see Close
 			_ = ps.Close()
 			return
 		}
-		f.listen(ps)
+		f.listen(ps, route)
 		_ = ps.Close()
-		if f.closed.Load() {
-			return
-		}
 	}
 }
 
-// listen applies the messages ps receives until Close, or until its
-// connection stops answering pings. go-redis reconnects ps by itself
-// after an error and subscribes again; each subscription is followed by
-// a fetch of every tracked host's holds, for those set while the member
-// was not listening.
-func (f *Fleet) listen(ps *redis.PubSub) {
+// listen applies the messages ps receives until Close, or until the
+// subscription must be made anew: its connection answers no ping, or the
+// channel moved from route. go-redis reconnects ps by itself after an
+// error and subscribes again, on the server that carries the channel
+// then (after a reload of a Cluster's slot map, which listen asks for);
+// each subscription is followed by a fetch of every tracked host's holds,
+// for those set while the member was not listening.
+func (f *Fleet) listen(ps *redis.PubSub, route *redis.Client) {
+	wait := pingEvery
+	if route != nil {
+		wait = recheckEvery
+	}
+	var quiet time.Duration // since the last message
 	pinged, fails := false, 0
 	for {
-		msg, err := ps.ReceiveTimeout(f.ctx, pingEvery)
+		// A receive may reconnect first: the context bounds the dial by
+		// Timeout, the wait for a message by wait.
+		ctx, cancel := context.WithTimeout(f.ctx, wait+f.opts.Timeout)
+		msg, err := ps.ReceiveTimeout(ctx, wait)
 		if f.closed.Load() {
+			cancel()
 			return
 		}
 		switch {
 		case err == nil:
-			pinged, fails = false, 0
+			quiet, pinged, fails = 0, false, 0
 			f.receive(msg)
-		case isTimeout(err) && !pinged:
-			_ = ps.Ping(f.ctx)
-			pinged = true
-		case isTimeout(err):
-			return
-		default: // the store down or refusing: go-redis redials on the next receive
+		case isTimeout(err): // no message, on a live connection
+			quiet += wait
+			switch {
+			case f.moved(route), pinged && quiet >= 2*pingEvery:
+				cancel()
+				return
+			case !pinged && quiet >= pingEvery:
+				_ = ps.Ping(ctx)
+				pinged = true
+			}
+		default: // the store down, refusing, or gone elsewhere: go-redis redials on the next receive
 			fails++
-			if !f.pause(backoff(fails, f.opts.FlushInterval, rand.Float64())) {
+			if f.moved(route) || !f.pause(backoff(fails, f.opts.FlushInterval, rand.Float64())) {
+				cancel()
 				return
 			}
+			// Just before the redial, so that it goes where the
+			// channel's slot is served now.
+			f.reload(ctx)
 		}
+		cancel()
 	}
 }
 
@@ -110,9 +148,10 @@ func (f *Fleet) pause(d time.Duration) bool {
 	}
 }
 
-// isTimeout reports whether err is a network timeout: a receive that
-// found no message in time, not a broken connection.
+// isTimeout reports whether err is a receive that found no message in
+// time on a live connection, not a broken connection nor a dial that
+// outlasted the context (whose error also says "timeout").
 func isTimeout(err error) bool {
 	var ne net.Error
-	return errors.As(err, &ne) && ne.Timeout()
+	return errors.As(err, &ne) && ne.Timeout() && !errors.Is(err, context.DeadlineExceeded)
 }

@@ -34,20 +34,28 @@ type member struct {
 	client *http.Client
 	tr     *retryhttp.Transport
 	fleet  *redisfleet.Fleet
-	store  *redis.Client
+	store  redis.UniversalClient
+}
+
+// storeAt returns a function that makes a member's own client of the
+// one server at addr.
+func storeAt(addr string) func() redis.UniversalClient {
+	return func() redis.UniversalClient {
+		return redis.NewClient(&redis.Options{Addr: addr, MaxRetries: -1,
+			DialTimeout: time.Second, ReadTimeout: time.Second, WriteTimeout: time.Second})
+	}
 }
 
 // newFleetMember returns a member that sends with pol (nil:
-// policy.Default) and shares a fleet, made with opts, through the store
-// at addr.
-func newFleetMember(w wiring, addr string, pol *policy.Config, opts redisfleet.Options) *member {
+// policy.Default) and shares a fleet, made with opts, through its own
+// client of the store, made by store.
+func newFleetMember(w wiring, store func() redis.UniversalClient, pol *policy.Config, opts redisfleet.Options) *member {
 	tr := &retryhttp.Transport{Policy: pol}
 	m := &member{tr: tr, client: &http.Client{Transport: tr}}
 	if w == alone {
 		return m
 	}
-	m.store = redis.NewClient(&redis.Options{Addr: addr, MaxRetries: -1,
-		DialTimeout: time.Second, ReadTimeout: time.Second, WriteTimeout: time.Second})
+	m.store = store()
 	m.fleet = redisfleet.New(m.store, opts)
 	tr.Fleet = m.fleet
 	return m

@@ -19,7 +19,7 @@ func storeLevel(t *testing.T, addr, host string) int64 {
 	t.Helper()
 	c := redis.NewClient(&redis.Options{Addr: addr})
 	defer c.Close()
-	v, err := c.Get(context.Background(), redisfleet.DefaultPrefix+"budget:"+host).Int64()
+	v, err := c.HGet(context.Background(), redisfleet.DefaultPrefix+"budget:"+host, "level").Int64()
 	if err == redis.Nil {
 		return -1
 	}

@@ -4,9 +4,11 @@ import "time"
 
 // maxStoreBackoff caps the wait between two round trips while the store
 // does not answer: short enough that a member finds the store soon after
-// it returns, long enough that a fleet of members does not hammer a store
-// that is down.
-const maxStoreBackoff = time.Second
+// it returns (within a second of a failover's promotion, with the slot
+// map's reload and the subscription's), long enough that a fleet of
+// members does not hammer a store that is down (two round trips a second
+// per member, each bounded by Options.Timeout).
+const maxStoreBackoff = 500 * time.Millisecond
 
 // schedule is the flusher's timing, kept apart from its I/O so that
 // tests drive it with the times they choose. The zero schedule is not

@@ -62,9 +62,9 @@ func TestSchedule(t *testing.T) {
 			{"start", 0, -1}, {"fail", 0, 100}, {"urgent", 10, 100},
 			{"start", 100, -1}, {"fail", 100, 300}, // 2 x interval, rnd 0.5
 			{"start", 300, -1}, {"fail", 300, 700},
-			{"start", 700, -1}, {"fail", 700, 1500},
-			{"start", 1500, -1}, {"fail", 1500, 2500}, // capped at 1 s
-			{"start", 2500, -1}, {"ok", 2500, -1}, {"urgent", 2550, 2600},
+			{"start", 700, -1}, {"fail", 700, 1200}, // capped at 500 ms
+			{"start", 1200, -1}, {"fail", 1200, 1700},
+			{"start", 1700, -1}, {"ok", 1700, -1}, {"urgent", 1750, 1800},
 		}},
 	}
 	for _, tt := range tests {
@@ -130,11 +130,11 @@ func TestBackoff(t *testing.T) {
 	}{
 		{1, 100 * time.Millisecond, 0.5, 100 * time.Millisecond},
 		{2, 100 * time.Millisecond, 0.5, 200 * time.Millisecond},
-		{4, 100 * time.Millisecond, 0.5, 800 * time.Millisecond},
-		{5, 100 * time.Millisecond, 0.5, time.Second},
-		{50, 100 * time.Millisecond, 0.5, time.Second},
+		{3, 100 * time.Millisecond, 0.5, 400 * time.Millisecond},
+		{4, 100 * time.Millisecond, 0.5, 500 * time.Millisecond},
+		{50, 100 * time.Millisecond, 0.5, 500 * time.Millisecond},
 		{1, 100 * time.Millisecond, 0, 80 * time.Millisecond},
-		{50, 100 * time.Millisecond, 0.999999, 1199999 * time.Microsecond},
+		{50, 100 * time.Millisecond, 0.999999, 599999 * time.Microsecond},
 		{3, 5 * time.Second, 0.5, 5 * time.Second}, // a long interval is its own cap
 	}
 	for _, tt := range tests {

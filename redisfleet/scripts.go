@@ -1,33 +1,55 @@
 package redisfleet
 
 import (
+	"net/url"
 	"strconv"
 	"strings"
 
 	"github.com/redis/go-redis/v9"
 )
 
-// budgetLua applies one member's batched delta to a host's bucket.
+// budgetLua applies one batch of a member's deltas to a host's bucket,
+// once however often it is sent.
 //
-// KEYS[1] is the host's budget key; ARGV[1] the delta in milli-tokens
-// (negative for failures), ARGV[2] the bucket's capacity in milli-tokens,
-// ARGV[3] the key's expiry in milliseconds. It returns the bucket's level
-// after the delta, in milli-tokens, within [0, capacity].
+// KEYS[1] is the host's budget key, a hash; ARGV[1] is the member's id,
+// ARGV[2] the batch's number, ARGV[3] its delta in milli-tokens
+// (negative for failures), ARGV[4] the bucket's capacity in
+// milli-tokens, ARGV[5] the key's expiry in milliseconds, ARGV[6] the
+// member's clock in Unix milliseconds. It returns the bucket's level
+// after the batch, in milli-tokens, within [0, capacity].
+//
+// The hash holds the level under "level" and, under each member's id,
+// "NUMBER AT": the number of the member's last batch it applied, and
+// when. A member numbers its batches in the order it sends them and
+// sends a batch again, as it was, until the store answers it; a batch
+// numbered no higher than the member's last is one applied already,
+// whose answer was lost (or which go-redis sent twice, retrying a
+// pipeline whose replies came late), and changes nothing. A member's
+// record is forgotten an expiry after its last batch: two fields drawn
+// at random are checked at every call (HRANDFIELD, Redis 6.2 or newer;
+// an older store keeps the records until the key goes), so that the
+// members that come and go do not grow the hash while the bucket stays
+// in debt.
 //
 // An absent key is a full bucket, so a healthy host costs the store
-// nothing: a bucket that reaches its capacity is deleted, and only a
-// bucket in debt is a key. A stored level above the capacity (a member
-// with a smaller throttle than the one that wrote it) reads as the
-// capacity, as the core's bucket does. Every write sets the expiry, so a
-// host nobody has reported on for that long is full again: the fleet
-// forgets old debt rather than refusing retries forever.
+// nothing: a bucket that reaches its capacity is deleted, records and
+// all, and only a bucket in debt is a key. A stored level above the
+// capacity (a member with a smaller throttle than the one that wrote it)
+// reads as the capacity, as the core's bucket does. Every write sets the
+// expiry, so a host nobody has reported on for that long is full again:
+// the fleet forgets old debt rather than refusing retries forever.
 const budgetLua = `
-local capacity = tonumber(ARGV[2])
-local level = tonumber(redis.call('GET', KEYS[1]) or '')
+local capacity = tonumber(ARGV[4])
+local level = tonumber(redis.call('HGET', KEYS[1], 'level') or '')
 if level == nil or level > capacity then
   level = capacity
 end
-level = level + tonumber(ARGV[1])
+local last = redis.call('HGET', KEYS[1], ARGV[1])
+local applied = last and tonumber(string.match(last, '^%d+') or '')
+if applied and applied >= tonumber(ARGV[2]) then
+  return level
+end
+level = level + tonumber(ARGV[3])
 if level >= capacity then
   redis.call('DEL', KEYS[1])
   return capacity
@@ -35,7 +57,18 @@ end
 if level < 0 then
   level = 0
 end
-redis.call('SET', KEYS[1], level, 'PX', ARGV[3])
+redis.call('HSET', KEYS[1], 'level', level, ARGV[1], ARGV[2] .. ' ' .. ARGV[6])
+redis.call('PEXPIRE', KEYS[1], ARGV[5])
+local forget = tonumber(ARGV[6]) - tonumber(ARGV[5])
+local some = redis.pcall('HRANDFIELD', KEYS[1], 2, 'WITHVALUES')
+if type(some) == 'table' and not some.err then
+  for i = 1, #some, 2 do
+    local at = tonumber(string.match(some[i + 1], ' (%d+)$') or '')
+    if at and at < forget then
+      redis.call('HDEL', KEYS[1], some[i])
+    end
+  end
+end
 return level
 `
 
@@ -81,36 +114,41 @@ var (
 // key, so the layout is safe for Redis Cluster whatever the prefix: no
 // call needs two keys in one slot.
 const (
-	budgetKeyPart = "budget:" // + host: the bucket, in milli-tokens
+	budgetKeyPart = "budget:" // + host: hash of "level" -> the bucket in milli-tokens, member -> its last batch
 	holdKeyPart   = "hold:"   // + host: hash of rule -> "end status"
 	holdChannel   = "holds"   // pub/sub: every hold a member sets
 )
 
-// holdMessage is the payload published for a hold: "end status host
-// rule". A URL host has no spaces, and the rule comes last, so a rule
-// may hold any byte.
+// holdMessage is the payload published for a hold: "END STATUS HOST
+// RULE", the host and the rule escaped as URL path segments are
+// (url.PathEscape), so that no field holds a space and any string goes
+// through whole: a host with an IPv6 zone may hold a space (Windows
+// names interfaces so), a rule anything.
 func holdMessage(end int64, status int, host, rule string) string {
-	var b strings.Builder
-	b.Grow(len(host) + len(rule) + 24)
-	b.WriteString(strconv.FormatInt(end, 10))
-	b.WriteByte(' ')
-	b.WriteString(strconv.Itoa(status))
-	b.WriteByte(' ')
-	b.WriteString(host)
-	b.WriteByte(' ')
-	b.WriteString(rule)
-	return b.String()
+	return strconv.FormatInt(end, 10) + " " + strconv.Itoa(status) + " " +
+		url.PathEscape(host) + " " + url.PathEscape(rule)
 }
 
 // parseHoldMessage reads a payload of holdMessage; ok is false for
-// anything else, which the listener ignores.
+// anything else, which the listener ignores. A message of a host and a
+// rule that need no escaping reads the same unescaped.
 func parseHoldMessage(p string) (end int64, status int, host, rule string, ok bool) {
-	parts := strings.SplitN(p, " ", 4)
-	if len(parts) != 4 || parts[2] == "" {
+	e, rest, _ := strings.Cut(p, " ")
+	s, rest, _ := strings.Cut(rest, " ")
+	h, r, found := strings.Cut(rest, " ")
+	if !found || strings.Contains(r, " ") {
 		return 0, 0, "", "", false
 	}
-	end, status, ok = parseHoldValue(parts[0] + " " + parts[1])
-	return end, status, parts[2], parts[3], ok
+	end, status, ok = parseEndStatus(e, s)
+	if !ok {
+		return 0, 0, "", "", false
+	}
+	host, herr := url.PathUnescape(h)
+	rule, rerr := url.PathUnescape(r)
+	if herr != nil || rerr != nil {
+		return 0, 0, "", "", false
+	}
+	return end, status, host, rule, true
 }
 
 // parseHoldValue reads a field of a hold key, "end status"; ok is false
@@ -120,6 +158,12 @@ func parseHoldValue(v string) (end int64, status int, ok bool) {
 	if !found {
 		return 0, 0, false
 	}
+	return parseEndStatus(e, s)
+}
+
+// parseEndStatus reads a hold's end, in Unix ms, and its status; ok is
+// false for anything else.
+func parseEndStatus(e, s string) (end int64, status int, ok bool) {
 	end, err := strconv.ParseInt(e, 10, 64)
 	if err != nil || end <= 0 {
 		return 0, 0, false

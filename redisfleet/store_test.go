@@ -8,7 +8,9 @@ import (
 	"net"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"strconv"
+	"strings"
 	"sync"
 	"syscall"
 	"testing"
@@ -27,6 +29,9 @@ type redisServer struct {
 	dir  string
 	port int
 	addr string
+	conf string   // a configuration file, the first argument; "" for none
+	args []string // more arguments, after the defaults
+	bus  int      // a second free port, for a cluster's bus
 
 	cmd  *exec.Cmd
 	out  *bytes.Buffer
@@ -37,6 +42,13 @@ type redisServer struct {
 // there is none in PATH (fails it when RETRYHTTP_REQUIRE_REDIS=1).
 func startRedis(t testing.TB) *redisServer {
 	t.Helper()
+	return startRedisWith(t, "")
+}
+
+// redisPath returns the path of redis-server, or skips the test when there
+// is none in PATH (fails it when RETRYHTTP_REQUIRE_REDIS=1).
+func redisPath(t testing.TB) string {
+	t.Helper()
 	path, err := exec.LookPath("redis-server")
 	if err != nil {
 		msg := "redis-server is not in PATH; install it (apt-get install -y redis-server) to run the tests against a real store"
@@ -45,11 +57,32 @@ func startRedis(t testing.TB) *redisServer {
 		}
 		t.Skip(msg)
 	}
-	s := &redisServer{path: path, dir: t.TempDir()}
+	return path
+}
+
+// startRedisWith starts a redis-server as startRedis does, from the
+// configuration conf, written to its directory, when conf is not "", and
+// with args after the default arguments. "PORT" in conf and args stands
+// for the server's port, "BUSPORT" for another free port.
+func startRedisWith(t testing.TB, conf string, args ...string) *redisServer {
+	t.Helper()
+	s := &redisServer{path: redisPath(t), dir: t.TempDir()}
 	var last error
 	for range 3 { // a free port may be taken between the look and the start
 		s.port = freePort(t)
 		s.addr = net.JoinHostPort("127.0.0.1", strconv.Itoa(s.port))
+		s.bus = freePort(t)
+		ports := strings.NewReplacer("BUSPORT", strconv.Itoa(s.bus), "PORT", strconv.Itoa(s.port))
+		s.args = make([]string, len(args))
+		for i, a := range args {
+			s.args[i] = ports.Replace(a)
+		}
+		if conf != "" {
+			s.conf = filepath.Join(s.dir, "redis.conf")
+			if err := os.WriteFile(s.conf, []byte(ports.Replace(conf)), 0o600); err != nil {
+				t.Fatal(err)
+			}
+		}
 		if last = s.Start(); last == nil {
 			t.Cleanup(s.Stop)
 			return s
@@ -72,8 +105,13 @@ func freePort(t testing.TB) int {
 // Start starts the server on its port and waits until it answers PING.
 func (s *redisServer) Start() error {
 	s.out = new(bytes.Buffer)
-	s.cmd = exec.Command(s.path, "--port", strconv.Itoa(s.port), "--bind", "127.0.0.1",
+	var args []string
+	if s.conf != "" {
+		args = append(args, s.conf)
+	}
+	args = append(args, "--port", strconv.Itoa(s.port), "--bind", "127.0.0.1",
 		"--save", "", "--appendonly", "no", "--dir", s.dir)
+	s.cmd = exec.Command(s.path, append(args, s.args...)...)
 	s.cmd.Stdout, s.cmd.Stderr = s.out, s.out
 	if err := s.cmd.Start(); err != nil {
 		return err
@@ -98,11 +136,12 @@ func (s *redisServer) Start() error {
 }
 
 // Stop stops the server, with SIGTERM and, past 10 s, SIGKILL, and waits
-// for it to exit.
+// for it to exit. A paused server is resumed first, to hear the SIGTERM.
 func (s *redisServer) Stop() {
 	if s.cmd == nil {
 		return
 	}
+	_ = s.cmd.Process.Signal(syscall.SIGCONT)
 	_ = s.cmd.Process.Signal(syscall.SIGTERM)
 	select {
 	case <-s.done:
@@ -113,7 +152,26 @@ func (s *redisServer) Stop() {
 	s.cmd = nil
 }
 
-// ping reports whether a store answers PING at addr.
+// Kill kills the server with SIGKILL, as a crash does, and waits for it
+// to exit.
+func (s *redisServer) Kill() {
+	if s.cmd == nil {
+		return
+	}
+	_ = s.cmd.Process.Kill()
+	<-s.done
+	s.cmd = nil
+}
+
+// Pause stops the server with SIGSTOP: the kernel still accepts
+// connections for it, and nothing answers them, as with a frozen store.
+func (s *redisServer) Pause() { _ = s.cmd.Process.Signal(syscall.SIGSTOP) }
+
+// Resume lets a paused server run again.
+func (s *redisServer) Resume() { _ = s.cmd.Process.Signal(syscall.SIGCONT) }
+
+// ping reports whether a store answers PING at addr, if only to ask for
+// a password.
 func ping(addr string) bool {
 	c, err := net.DialTimeout("tcp", addr, time.Second)
 	if err != nil {
@@ -125,7 +183,8 @@ func ping(addr string) bool {
 		return false
 	}
 	line, err := bufio.NewReader(c).ReadString('\n')
-	return err == nil && line == "+PONG\r\n"
+	// A store that requires a password answers, refusing.
+	return err == nil && (line == "+PONG\r\n" || strings.HasPrefix(line, "-NOAUTH"))
 }
 
 // slowProxy forwards loopback connections to a store, holding each

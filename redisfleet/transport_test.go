@@ -29,7 +29,7 @@ func TestTransportsShareAFleet(t *testing.T) {
 		t.Run(w.String(), func(t *testing.T) {
 			members := make([]*member, n)
 			for i := range members {
-				members[i] = newFleetMember(w, s.addr, quickPolicy(), quickFleet)
+				members[i] = newFleetMember(w, storeAt(s.addr), quickPolicy(), quickFleet)
 			}
 			defer func() {
 				for _, mb := range members {
