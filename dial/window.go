@@ -56,7 +56,7 @@ func (e *BackoffError) Unwrap() []error {
 // b = Backoff.Duration(n). Attempts that start with the same n are one
 // round: however many of them fail, they move n on once, and the window
 // lasts until the latest of the times their algorithm gives. A connection
-// accepted, or [Dialer.Reset], ends the window and brings n back to 0; a
+// accepted, or [Dialer.ResetBackoff], ends the window and brings n back to 0; a
 // failure of an attempt that started before either is ignored. An attempt
 // ended by the caller's context counts neither way.
 type Algorithm uint8
