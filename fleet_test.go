@@ -11,62 +11,36 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/retryhttp/retryhttp"
+	"github.com/retryhttp/retryhttp/internal/memfleet"
 	"github.com/retryhttp/retryhttp/policy"
 	rt "github.com/retryhttp/retryhttp/retryhttptest"
 	"github.com/retryhttp/retryhttp/retrytrace"
 )
 
-// memFleet is a Fleet kept in memory, with nothing between its members:
-// one A6 bucket per host, and holds per host and rule. It stands for the
-// shared store in tests of what the Transport does with a Fleet.
+// memFleet is the in-memory Fleet that stands for a shared store in tests
+// of what the Transport does with a Fleet, recording what it is told and
+// asked.
 type memFleet struct {
+	*memfleet.Fleet
 	mu      sync.Mutex
-	tokens  map[string]float64 // by host; absent: full
-	max     map[string]float64 // each host's capacity, from its reports
-	holds   map[[2]string]retryhttp.FleetView
 	reports []retryhttp.FleetReport
 	looks   int
 }
 
-func newMemFleet() *memFleet {
-	return &memFleet{tokens: map[string]float64{}, max: map[string]float64{}, holds: map[[2]string]retryhttp.FleetView{}}
-}
+func newMemFleet() *memFleet { return &memFleet{Fleet: memfleet.New()} }
 
 func (f *memFleet) Report(host string, r retryhttp.FleetReport) {
 	f.mu.Lock()
-	defer f.mu.Unlock()
 	f.reports = append(f.reports, r)
-	if th := r.Throttle; th != nil {
-		f.max[host] = th.MaxTokens
-		tokens, ok := f.tokens[host]
-		if !ok {
-			tokens = th.MaxTokens
-		}
-		switch r.Budget {
-		case retryhttp.FleetFailure:
-			tokens = max(tokens-1, 0)
-		case retryhttp.FleetSuccess:
-			tokens = min(tokens+th.TokenRatio, th.MaxTokens)
-		}
-		f.tokens[host] = tokens
-	}
-	if !r.HoldUntil.IsZero() {
-		key := [2]string{host, r.Rule}
-		if r.HoldUntil.After(f.holds[key].HoldUntil) {
-			f.holds[key] = retryhttp.FleetView{HoldUntil: r.HoldUntil, HoldStatus: r.HoldStatus}
-		}
-	}
+	f.mu.Unlock()
+	f.Fleet.Report(host, r)
 }
 
 func (f *memFleet) Look(host, rule string) retryhttp.FleetView {
 	f.mu.Lock()
-	defer f.mu.Unlock()
 	f.looks++
-	v := f.holds[[2]string{host, rule}]
-	if tokens, ok := f.tokens[host]; ok {
-		v.Spent = tokens <= f.max[host]/2
-	}
-	return v
+	f.mu.Unlock()
+	return f.Fleet.Look(host, rule)
 }
 
 // budgets returns how many reports of each budget effect f received.

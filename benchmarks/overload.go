@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/retryhttp/retryhttp"
+	"github.com/retryhttp/retryhttp/internal/memfleet"
 )
 
 // Scenario is one overload scenario: a scripted [Host], the load that its
@@ -34,8 +35,9 @@ type Scenario struct {
 	// outage), zero when it never is: figures "during" it are read
 	// there, and recovery is timed from its end.
 	Trouble Window
-	// Fleet, when set, makes the run's clients share one [MemFleet];
-	// only contenders that can share one ([Contender.InFleet]) run it.
+	// Fleet, when set, makes the run's clients share one Fleet kept in
+	// memory (internal/memfleet); only contenders that can share one
+	// ([Contender.InFleet]) run it.
 	Fleet bool
 	// Seed seeds the host's draws and the clients' phases.
 	Seed uint64
@@ -124,7 +126,7 @@ func (sc Scenario) Run(c Contender) Trial {
 	host := sc.Host(sc)
 	var fleet retryhttp.Fleet
 	if sc.Fleet {
-		fleet = NewMemFleet()
+		fleet = memfleet.New()
 	}
 	d := driver{start: time.Now(), c: c}
 	var sends []send

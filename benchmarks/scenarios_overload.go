@@ -99,8 +99,9 @@ func S3() Scenario {
 // S4 is an outage with sporadic clients: an [OutageHost] answering 503
 // from 5 s to 35 s, offered, for 45 s, 0.2 requests per second by each of
 // 1000 clients and 200 per second by one more, each request under a 5 s
-// deadline; with fleet, the clients share one [MemFleet]. Attempts per
-// request are read over the outage; recovery is timed from its end.
+// deadline; with fleet, the clients share one Fleet kept in memory
+// (internal/memfleet). Attempts per request are read over the outage;
+// recovery is timed from its end.
 func S4(fleet bool) Scenario {
 	sc := Scenario{Name: "S4-outage", Title: "S4, outage with sporadic clients, independent",
 		Host: func(sc Scenario) Host { return NewOutageHost(sc.Trouble.From, sc.Trouble.To) },

@@ -1,4 +1,4 @@
-package benchmarks
+package memfleet
 
 import (
 	"testing"
@@ -11,9 +11,9 @@ import (
 
 // The fleet's bucket is spent at half its capacity, refills by the
 // throttle's ratio, and is one per host whoever reports.
-func TestMemFleetSharesABucketPerHost(t *testing.T) {
+func TestSharesABucketPerHost(t *testing.T) {
 	th := &policy.Throttle{MaxTokens: 10, TokenRatio: 0.5}
-	f := NewMemFleet()
+	f := New()
 	assert.False(t, f.Look("a.test", "r").Spent, "full before any report")
 	for range 4 {
 		f.Report("a.test", retryhttp.FleetReport{Rule: "r", Budget: retryhttp.FleetFailure, Throttle: th})
@@ -29,8 +29,8 @@ func TestMemFleetSharesABucketPerHost(t *testing.T) {
 }
 
 // A hold is kept per host and rule, and the latest end wins.
-func TestMemFleetKeepsTheLatestHold(t *testing.T) {
-	f := NewMemFleet()
+func TestKeepsTheLatestHold(t *testing.T) {
+	f := New()
 	now := time.Date(2000, 1, 1, 0, 0, 0, 0, time.UTC)
 	f.Report("a.test", retryhttp.FleetReport{Rule: "r", HoldUntil: now.Add(time.Second), HoldStatus: 429})
 	f.Report("a.test", retryhttp.FleetReport{Rule: "r", HoldUntil: now.Add(time.Millisecond), HoldStatus: 503})

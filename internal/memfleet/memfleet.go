@@ -1,4 +1,6 @@
-package benchmarks
+// Package memfleet is a [retryhttp.Fleet] kept in memory, for tests and
+// benchmarks of clients that share one within a process.
+package memfleet
 
 import (
 	"sync"
@@ -6,7 +8,7 @@ import (
 	"github.com/retryhttp/retryhttp"
 )
 
-// MemFleet is a [retryhttp.Fleet] kept in memory, for clients that share
+// Fleet is a [retryhttp.Fleet] kept in memory, for clients that share
 // it within one process: what a shared store such as redisfleet gives a
 // fleet of processes, with no store in between (no delay, no batching,
 // never down). It keeps one bucket per host for every member, with the
@@ -15,23 +17,23 @@ import (
 // first), spent at half its capacity or less, and one hold per host and
 // rule, the latest end winning.
 //
-// The zero MemFleet is not usable; make one with [NewMemFleet]. It is
+// The zero Fleet is not usable; make one with [New]. It is
 // safe for concurrent use.
-type MemFleet struct {
+type Fleet struct {
 	mu     sync.Mutex         // one lock for all: Look and Report are short and do no I/O
 	tokens map[string]float64 // by host; absent: full
 	max    map[string]float64 // each host's capacity, from its reports
 	holds  map[[2]string]retryhttp.FleetView
 }
 
-// NewMemFleet returns an empty MemFleet: every bucket full, no hold.
-func NewMemFleet() *MemFleet {
-	return &MemFleet{tokens: map[string]float64{}, max: map[string]float64{},
+// New returns an empty Fleet: every bucket full, no hold.
+func New() *Fleet {
+	return &Fleet{tokens: map[string]float64{}, max: map[string]float64{},
 		holds: map[[2]string]retryhttp.FleetView{}}
 }
 
 // Report implements retryhttp.Fleet.
-func (f *MemFleet) Report(host string, r retryhttp.FleetReport) {
+func (f *Fleet) Report(host string, r retryhttp.FleetReport) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	if th := r.Throttle; th != nil {
@@ -57,7 +59,7 @@ func (f *MemFleet) Report(host string, r retryhttp.FleetReport) {
 }
 
 // Look implements retryhttp.Fleet.
-func (f *MemFleet) Look(host, rule string) retryhttp.FleetView {
+func (f *Fleet) Look(host, rule string) retryhttp.FleetView {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	v := f.holds[[2]string{host, rule}]
