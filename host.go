@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/retryhttp/retryhttp/dial"
+	"github.com/retryhttp/retryhttp/internal/tokens"
 	"github.com/retryhttp/retryhttp/policy"
 )
 
@@ -238,8 +239,8 @@ func holdAsked(r *result, holds bool) (time.Duration, bool) {
 // of its latencies. It makes nothing, not even a latency sketch.
 func (h *host) read(hs *HostStats, capacity int64, now time.Time) {
 	if capacity > 0 {
-		hs.Tokens = float64(min(h.bucket.tokens.Load(), capacity)) / milliPerToken
-		hs.MaxTokens = float64(capacity) / milliPerToken
+		hs.Tokens = float64(min(h.bucket.tokens.Load(), capacity)) / tokens.PerToken
+		hs.MaxTokens = float64(capacity) / tokens.PerToken
 	}
 	hs.HedgeTokens = h.hedges.hedges()
 	for _, hd := range h.holds.inForce(now) {

@@ -7,6 +7,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/retryhttp/retryhttp/internal/tokens"
 	"github.com/retryhttp/retryhttp/policy"
 )
 
@@ -77,8 +78,8 @@ func (h *host) idle(capacity int64, now time.Time) bool {
 //
 // Its methods are safe for concurrent use.
 type hostTable struct {
-	limits   atomic.Pointer[limits] // nil: no throttle
-	maxHosts int                    // bound on len(hosts), at least 1
+	limits   atomic.Uint64 // tokens.Limits; zero: no throttle
+	maxHosts int           // bound on len(hosts), at least 1
 	// stats keeps each host's counters apart from its record, as Stats
 	// documents: they outlive an eviction.
 	stats *hostMap[counters]
@@ -116,12 +117,7 @@ func newHostTable(t *policy.Throttle, maxHosts int) *hostTable {
 // rejects are clamped rather than trusted: capacity to [0.001, 1000] tokens,
 // and the refill to at least 0.001 so that successes always refill a bucket.
 func (ht *hostTable) set(t *policy.Throttle) {
-	if t == nil {
-		ht.limits.Store(nil)
-		return
-	}
-	maxMilli := toMilli(t.MaxTokens)
-	ht.limits.Store(&limits{maxMilli: maxMilli, ratioMilli: min(toMilli(t.TokenRatio), maxMilli)})
+	ht.limits.Store(uint64(tokens.LimitsOf(t)))
 }
 
 // get returns the record of name, a URL host already lowercased (a call
@@ -177,9 +173,9 @@ func (ht *hostTable) evict(now time.Time) {
 	want := max(ht.maxHosts/8, 1)
 	freed := 0
 	rest := make([]evictee, 0, len(ht.hosts))
-	capacity := int64(maxMilliTokens)
-	if l := ht.limits.Load(); l != nil {
-		capacity = l.maxMilli
+	capacity := tokens.Limits(ht.limits.Load()).Capacity()
+	if capacity == 0 {
+		capacity = tokens.Max
 	}
 	for name, h := range ht.hosts {
 		idle, seen := h.idle(capacity, now), h.seen.Load()
@@ -222,10 +218,7 @@ func (e evictee) compare(o evictee) int {
 // capacity is the retry budget's capacity in force, in milli-tokens; 0
 // without a throttle.
 func (ht *hostTable) capacity() int64 {
-	if l := ht.limits.Load(); l != nil {
-		return l.maxMilli
-	}
-	return 0
+	return tokens.Limits(ht.limits.Load()).Capacity()
 }
 
 // reset ends what the table keeps against name (a URL host, lowercased),

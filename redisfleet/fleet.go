@@ -10,6 +10,7 @@ import (
 
 	"github.com/redis/go-redis/v9"
 	"github.com/retryhttp/retryhttp"
+	"github.com/retryhttp/retryhttp/internal/tokens"
 )
 
 // Defaults of [Options].
@@ -201,12 +202,12 @@ func (f *Fleet) Report(hostname string, r retryhttp.FleetReport) {
 	if r.Throttle == nil {
 		return
 	}
-	l := limitsOf(r.Throttle)
+	l := tokens.LimitsOf(r.Throttle)
 	h.setLimits(l)
-	capacity, refill := unpack(l)
+	capacity, refill := l.Capacity(), l.Refill()
 	switch r.Budget {
 	case retryhttp.FleetFailure:
-		f.count(h.add(-milliPerToken, capacity))
+		f.count(h.add(-tokens.PerToken, capacity))
 		signal(f.urgent)
 	case retryhttp.FleetSuccess:
 		// Sampled successes are sent even while the bucket is believed

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/redis/go-redis/v9"
+	"github.com/retryhttp/retryhttp/internal/tokens"
 )
 
 // flusher sends the members' reports to the store, one round trip at a
@@ -197,7 +198,7 @@ func (f *Fleet) collect(b *batch) {
 			b.items = append(b.items, item{h: h, kind: budgetItem, seq: h.batchSeq, delta: d, capacity: h.batchCap})
 		} else if d := h.pending.Swap(0); d != 0 {
 			h.batchSeq = b.seq
-			h.batchCap, _ = unpack(h.limits.Load())
+			h.batchCap = tokens.Limits(h.limits.Load()).Capacity()
 			h.inflight.Store(d)
 			b.items = append(b.items, item{h: h, kind: budgetItem, seq: h.batchSeq, delta: d, capacity: h.batchCap})
 		}

@@ -1,21 +1,11 @@
 package redisfleet
 
 import (
-	"math"
 	"sync"
 	"sync/atomic"
 
-	"github.com/retryhttp/retryhttp/policy"
+	"github.com/retryhttp/retryhttp/internal/tokens"
 )
-
-// milliPerToken is the scale of the buckets, the core's: gRPC's retry
-// design gives tokenRatio at most three decimals, so thousandths of a
-// token keep every step exact in an integer.
-const milliPerToken = 1000
-
-// maxMilliTokens is the largest capacity, 1000 tokens, the bound that
-// policy.Config.Validate puts on maxTokens.
-const maxMilliTokens = 1000 * milliPerToken
 
 // successWeight is how many successes one sampled success stands for:
 // a host's every successWeight-th success is sent, with that weight. A
@@ -47,7 +37,7 @@ type host struct {
 	pending   atomic.Int64  // milli-tokens not yet sent, within [-capacity, capacity]
 	inflight  atomic.Int64  // milli-tokens sent and not answered (the batch); 0: none
 	successes atomic.Uint64 // successes seen, from a random phase, for sampling
-	limits    atomic.Uint64 // capacity<<32 | refill, in milli-tokens; 0: no throttle seen
+	limits    atomic.Uint64 // the tokens.Limits last reported; 0: no throttle seen
 	reading   atomic.Uint64 // the bucket as last read: (ms since epoch + 1)<<1 | spent; 0: none
 	fetch     atomic.Bool   // the store's holds on this host are still to be read
 	seen      atomic.Uint64 // hostMap.clock at the last lookup, for eviction
@@ -73,33 +63,6 @@ type hold struct {
 	end    int64 // Unix milliseconds
 	status int
 	sent   bool // the store has it, or was told by the member that set it
-}
-
-// limitsOf packs a throttle's capacity and refill, in milli-tokens, as
-// the core rounds them: to the nearest thousandth, capacity in [0.001,
-// 1000] tokens, refill at least 0.001 and at most the capacity. A nil
-// throttle packs to 0.
-func limitsOf(t *policy.Throttle) uint64 {
-	if t == nil {
-		return 0
-	}
-	capacity := toMilli(t.MaxTokens)
-	return uint64(capacity)<<32 | uint64(min(toMilli(t.TokenRatio), capacity))
-}
-
-// unpack returns the capacity and refill of packed limits.
-func unpack(l uint64) (capacity, refill int64) {
-	return int64(l >> 32), int64(l & math.MaxUint32)
-}
-
-// toMilli converts tokens to milli-tokens, rounded and clamped to [1,
-// maxMilliTokens]; NaN gives 1.
-func toMilli(tokens float64) int64 {
-	m := math.Round(tokens * milliPerToken)
-	if !(m >= 1) {
-		return 1
-	}
-	return int64(min(m, maxMilliTokens))
 }
 
 // add adds d milli-tokens to the deltas not yet sent, clamped to
@@ -131,9 +94,9 @@ func (h *host) success() int64 {
 
 // setLimits records the throttle in force, writing only on change so
 // that a busy host's steady reports do not keep writing its cache line.
-func (h *host) setLimits(l uint64) {
-	if h.limits.Load() != l {
-		h.limits.Store(l)
+func (h *host) setLimits(l tokens.Limits) {
+	if tokens.Limits(h.limits.Load()) != l {
+		h.limits.Store(uint64(l))
 	}
 }
 

@@ -2,34 +2,11 @@ package redisfleet
 
 import (
 	"fmt"
-	"math"
 	"testing"
 
-	"github.com/retryhttp/retryhttp/policy"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 )
-
-func TestLimitsOf(t *testing.T) {
-	tests := []struct {
-		throttle            *policy.Throttle
-		wantCap, wantRefill int64
-	}{
-		{nil, 0, 0},
-		{&policy.Throttle{MaxTokens: 100, TokenRatio: 0.25}, 100_000, 250},
-		{&policy.Throttle{MaxTokens: 10, TokenRatio: 0.1}, 10_000, 100},
-		{&policy.Throttle{MaxTokens: 5000, TokenRatio: 0.0001}, 1_000_000, 1},
-		{&policy.Throttle{MaxTokens: 0.0004, TokenRatio: 1}, 1, 1},
-		{&policy.Throttle{MaxTokens: math.NaN(), TokenRatio: math.NaN()}, 1, 1},
-	}
-	for _, tt := range tests {
-		t.Run(fmt.Sprint(tt.throttle), func(t *testing.T) {
-			gotCap, gotRefill := unpack(limitsOf(tt.throttle))
-			assert.Equal(t, tt.wantCap, gotCap, "got capacity %d, want %d", gotCap, tt.wantCap)
-			assert.Equal(t, tt.wantRefill, gotRefill, "got refill %d, want %d", gotRefill, tt.wantRefill)
-		})
-	}
-}
 
 func TestPendingDeltasAreClamped(t *testing.T) {
 	tests := []struct {
