@@ -186,11 +186,7 @@ func (f *Fleet) send(b *batch, t *tally) {
 // budget batch the store has not answered, as it was, or else a new one
 // of the deltas reported since; the holds to send; the fetches.
 func (f *Fleet) collect(b *batch) {
-	f.mu.RLock()
-	for _, h := range f.hosts {
-		b.hosts = append(b.hosts, h)
-	}
-	f.mu.RUnlock()
+	b.hosts = f.hosts.Append(b.hosts)
 	now := time.Now().UnixMilli()
 	b.items = b.items[:0]
 	for _, h := range b.hosts {

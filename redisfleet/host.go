@@ -1,9 +1,12 @@
 package redisfleet
 
 import (
+	"math/rand/v2"
 	"sync"
 	"sync/atomic"
+	"time"
 
+	"github.com/retryhttp/retryhttp/internal/hostmap"
 	"github.com/retryhttp/retryhttp/internal/tokens"
 )
 
@@ -40,7 +43,6 @@ type host struct {
 	limits    atomic.Uint64 // the tokens.Limits last reported; 0: no throttle seen
 	reading   atomic.Uint64 // the bucket as last read: (ms since epoch + 1)<<1 | spent; 0: none
 	fetch     atomic.Bool   // the store's holds on this host are still to be read
-	seen      atomic.Uint64 // hostMap.clock at the last lookup, for eviction
 	holdEnd   atomic.Int64  // Unix ms: no hold here ends later; Look's lock-free "no hold"
 
 	// The flusher's alone: the in-flight batch's number, which the
@@ -217,4 +219,35 @@ func (h *host) markSent(rule string, end int64) {
 // (Unix ms): no delta to send or unanswered, and no hold in force.
 func (h *host) quiet(now int64) bool {
 	return h.pending.Load() == 0 && h.inflight.Load() == 0 && now >= h.holdEnd.Load()
+}
+
+// host returns the state of the host named name, making it on first
+// meeting (see [Fleet.meet]). A known host costs a map lookup under the
+// read lock and no allocation.
+func (f *Fleet) host(name string) *host { return f.hosts.Get(name) }
+
+// tracked returns the state of the host named name, or nil when the
+// member has not met it (or has forgotten it).
+func (f *Fleet) tracked(name string) *host { return f.hosts.Peek(name) }
+
+// meet makes the state of a host met for the first time, or again after
+// it was forgotten. Its holds are to be fetched from the store, with the
+// next round trip that can wait: a member that meets hosts without end
+// still makes at most one round trip per FlushInterval for them. It runs
+// under the host map's lock, so the flusher, which lists the map, finds
+// the host when the signal wakes it.
+func (f *Fleet) meet(name string, h *host) {
+	h.name = name
+	h.budgetKey = f.opts.Prefix + budgetKeyPart + name
+	h.holdKey = f.opts.Prefix + holdKeyPart + name
+	h.successes.Store(rand.Uint64N(successWeight)) // the sampling's phase
+	h.fetch.Store(true)
+	signal(f.wake)
+}
+
+// rank is what an eviction at now reads of h: a quiet host holds
+// nothing the store does not, and forgetting one that is not loses its
+// pending deltas, which Stats.Dropped counts.
+func (f *Fleet) rank(h *host, now time.Time) hostmap.Rank {
+	return hostmap.Rank{Idle: h.quiet(now.UnixMilli())}
 }
