@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/retryhttp/retryhttp/dial"
+	"github.com/retryhttp/retryhttp/internal/holdlist"
 	"github.com/retryhttp/retryhttp/internal/tokens"
 	"github.com/retryhttp/retryhttp/policy"
 )
@@ -21,8 +22,8 @@ import (
 // a request of the rule stands against it.
 func (h *host) held(rule string, now time.Time, v FleetView) (hold, holdState) {
 	hd, state := h.holds.get(rule, now)
-	if v.HoldUntil.After(now) && v.HoldUntil.After(hd.until) {
-		hd, state = hold{rule: rule, since: now, until: v.HoldUntil, status: v.HoldStatus}, holdHeld
+	if v.HoldUntil.After(now) && v.HoldUntil.After(hd.Until) {
+		hd, state = hold{Hold: holdlist.Hold{Rule: rule, Until: v.HoldUntil, Status: v.HoldStatus}, since: now}, holdHeld
 	}
 	return hd, state
 }
@@ -133,7 +134,7 @@ func (h *host) learn(r *result, l lesson) (holdSet bool) {
 	if wait, ok := holdAsked(r, l.cfg.Hold != nil); ok {
 		if hd, set := h.holds.set(l.rule, l.now, wait, l.cfg.ServerDelayLimit(), r.resp.StatusCode); set {
 			holdSet = true
-			report.HoldUntil, report.HoldStatus = hd.until, hd.status
+			report.HoldUntil, report.HoldStatus = hd.Until, hd.Status
 		}
 	} else if l.out != outNeverSent && l.out != outCancelled && l.out != outNoBody {
 		h.holds.answered(l.rule, l.now, r.resp != nil)
@@ -244,7 +245,7 @@ func (h *host) read(hs *HostStats, capacity int64, now time.Time) {
 	}
 	hs.HedgeTokens = h.hedges.hedges()
 	for _, hd := range h.holds.inForce(now) {
-		hs.Holds = append(hs.Holds, Hold{Rule: hd.rule, Status: hd.status, Since: hd.since, Until: hd.until})
+		hs.Holds = append(hs.Holds, Hold{Rule: hd.Rule, Status: hd.Status, Since: hd.since, Until: hd.Until})
 	}
 	if a := h.admit.Load(); a != nil {
 		hs.Limit, hs.InFlight = int(a.limitNow.Load()), int(a.inFlightNow.Load())

@@ -221,11 +221,12 @@ func (f *Fleet) queue(ctx context.Context, pipe redis.Pipeliner, it *item, whole
 			f.member, it.seq, it.delta, it.capacity, f.opts.Expiry.Milliseconds(), time.Now().UnixMilli())
 	case holdItem:
 		k := it.hold
-		ttl := max(k.end-time.Now().UnixMilli(), 1)
-		it.cmd = evalScript(ctx, pipe, holdScript, whole, it.h.holdKey, k.rule, k.end, k.status, ttl)
+		end := k.Until.UnixMilli()
+		ttl := max(end-time.Now().UnixMilli(), 1)
+		it.cmd = evalScript(ctx, pipe, holdScript, whole, it.h.holdKey, k.Rule, end, k.Status, ttl)
 		it.pub = nil
 		if !it.published {
-			it.pub = redis.NewCmd(ctx, "publish", f.channel, holdMessage(k.end, k.status, it.h.name, k.rule))
+			it.pub = redis.NewCmd(ctx, "publish", f.channel, holdMessage(end, k.Status, it.h.name, k.Rule))
 			it.pub.SetFirstKeyPos(1)
 			_ = pipe.Process(ctx, it.pub)
 		}
@@ -294,7 +295,7 @@ func (f *Fleet) apply(it *item) {
 			signal(f.urgent)
 		}
 	case holdItem:
-		it.h.markSent(it.hold.rule, it.hold.end)
+		it.h.markSent(it.hold.Rule, it.hold.Until.UnixMilli())
 	case fetchItem:
 		now := time.Now().UnixMilli()
 		for rule, v := range it.cmd.(*redis.MapStringStringCmd).Val() {

@@ -2,10 +2,10 @@ package redisfleet
 
 import (
 	"math/rand/v2"
-	"sync"
 	"sync/atomic"
 	"time"
 
+	"github.com/retryhttp/retryhttp/internal/holdlist"
 	"github.com/retryhttp/retryhttp/internal/hostmap"
 	"github.com/retryhttp/retryhttp/internal/tokens"
 )
@@ -31,7 +31,7 @@ const maxHolds = 16
 // sent, the batch of them the store has not answered yet, the fleet's
 // bucket as the store last returned it, and the holds on the host's
 // rules. Report and Look use its atomics without a lock; only holds,
-// rarely set, take its mutex.
+// rarely set, take their list's lock.
 type host struct {
 	name      string
 	budgetKey string
@@ -43,7 +43,6 @@ type host struct {
 	limits    atomic.Uint64 // the tokens.Limits last reported; 0: no throttle seen
 	reading   atomic.Uint64 // the bucket as last read: (ms since epoch + 1)<<1 | spent; 0: none
 	fetch     atomic.Bool   // the store's holds on this host are still to be read
-	holdEnd   atomic.Int64  // Unix ms: no hold here ends later; Look's lock-free "no hold"
 
 	// The flusher's alone: the in-flight batch's number, which the
 	// budget script remembers so as to apply a batch sent twice once,
@@ -52,19 +51,15 @@ type host struct {
 	batchSeq uint64
 	batchCap int64
 
-	// mu guards holds: a hold's end, status and sent flag change
-	// together, and the list grows; Look reads it only while holdEnd
-	// says a hold may be in force.
-	mu    sync.Mutex
-	holds []hold
+	// holds are the holds on the host's rules; Look reads the list only
+	// while one may be in force.
+	holds holdlist.List[hold]
 }
 
-// hold is a "not before" on one rule of a host.
+// hold is a "not before" on one rule of a host, as the member keeps it.
 type hold struct {
-	rule   string
-	end    int64 // Unix milliseconds
-	status int
-	sent   bool // the store has it, or was told by the member that set it
+	holdlist.Hold
+	sent bool // the store has it, or was told by the member that set it
 }
 
 // add adds d milli-tokens to the deltas not yet sent, clamped to
@@ -124,17 +119,11 @@ func (h *host) spent(ms, stale int64) bool {
 
 // holdOn returns the hold in force on rule at now (Unix ms), if any.
 func (h *host) holdOn(rule string, now int64) (end int64, status int, ok bool) {
-	if now >= h.holdEnd.Load() {
-		return 0, 0, false // the common case: no lock, no scan
+	k, ok := h.holds.Get(rule, time.UnixMilli(now))
+	if !ok || k.Until.UnixMilli() <= now {
+		return 0, 0, false
 	}
-	h.mu.Lock()
-	defer h.mu.Unlock()
-	for _, k := range h.holds {
-		if k.rule == rule && k.end > now {
-			return k.end, k.status, true
-		}
-	}
-	return 0, 0, false
+	return k.Until.UnixMilli(), k.Status, true
 }
 
 // setHold records a hold on rule ending at end (Unix ms), extending only.
@@ -142,83 +131,51 @@ func (h *host) holdOn(rule string, now int64) (end int64, status int, ok bool) {
 // store) or the member must send it (a hold it met). It reports whether
 // the hold was extended, now being Unix ms.
 func (h *host) setHold(rule string, end int64, status int, sent bool, now int64) bool {
-	if end <= now {
-		return false
-	}
-	h.mu.Lock()
-	defer h.mu.Unlock()
-	i := h.slot(rule, now)
-	if i < 0 {
-		return false
-	}
-	k := &h.holds[i]
-	if k.end >= end && (k.rule == rule || k.end > now) {
-		return false // as long a hold on the rule, or a full list of longer ones
-	}
-	*k = hold{rule: rule, end: end, status: status, sent: sent}
-	if end > h.holdEnd.Load() {
-		h.holdEnd.Store(end)
-	}
-	return true
-}
-
-// slot returns the index of rule's hold, making room for it if need be:
-// a new entry while under maxHolds, else the entry that ends first
-// (ended ones first of all). h.mu must be held.
-func (h *host) slot(rule string, now int64) int {
-	first := -1
-	for i, k := range h.holds {
-		if k.rule == rule {
-			return i
-		}
-		if first < 0 || k.end < h.holds[first].end {
-			first = i
-		}
-	}
-	if len(h.holds) < maxHolds {
-		h.holds = append(h.holds, hold{rule: rule})
-		return len(h.holds) - 1
-	}
-	return first
+	k := hold{Hold: holdlist.Hold{Rule: rule, Until: time.UnixMilli(end), Status: status}, sent: sent}
+	_, _, ok := h.holds.Set(k, time.UnixMilli(now), maxHolds)
+	return ok
 }
 
 // unsent appends to dst the holds the store is still to be told of, and
 // forgets those that ended before now (Unix ms) unsent.
 func (h *host) unsent(dst []hold, now int64) []hold {
-	if now >= h.holdEnd.Load() {
+	t := time.UnixMilli(now)
+	if !h.holds.Any(t) {
 		return dst
 	}
-	h.mu.Lock()
-	defer h.mu.Unlock()
-	for i := range h.holds {
-		k := &h.holds[i]
-		switch {
-		case k.sent:
-		case k.end <= now:
-			k.sent = true // ended: nothing to tell
-		default:
-			dst = append(dst, *k)
+	h.holds.Edit(func(list []hold) []hold {
+		for i := range list {
+			k := &list[i]
+			switch {
+			case k.sent:
+			case !k.Until.After(t):
+				k.sent = true // ended: nothing to tell
+			default:
+				dst = append(dst, *k)
+			}
 		}
-	}
+		return list
+	})
 	return dst
 }
 
-// markSent records that the store has rule's hold ending at end, unless
-// the hold was extended since it was sent.
+// markSent records that the store has rule's hold ending at end (Unix
+// ms), unless the hold was extended since it was sent.
 func (h *host) markSent(rule string, end int64) {
-	h.mu.Lock()
-	defer h.mu.Unlock()
-	for i := range h.holds {
-		if k := &h.holds[i]; k.rule == rule && k.end == end {
-			k.sent = true
+	h.holds.Edit(func(list []hold) []hold {
+		for i := range list {
+			if k := &list[i]; k.Rule == rule && k.Until.UnixMilli() == end {
+				k.sent = true
+			}
 		}
-	}
+		return list
+	})
 }
 
 // quiet reports whether the host has nothing to lose if evicted at now
 // (Unix ms): no delta to send or unanswered, and no hold in force.
 func (h *host) quiet(now int64) bool {
-	return h.pending.Load() == 0 && h.inflight.Load() == 0 && now >= h.holdEnd.Load()
+	return h.pending.Load() == 0 && h.inflight.Load() == 0 && !h.holds.Any(time.UnixMilli(now))
 }
 
 // host returns the state of the host named name, making it on first
