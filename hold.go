@@ -129,6 +129,9 @@ func (hs *holds) any(now time.Time) bool { return hs.list.Any(now) }
 // get returns the hold on rule at now, and where a request of the rule
 // stands against it.
 func (hs *holds) get(rule string, now time.Time) (hold, holdState) {
+	if !hs.list.Any(now) {
+		return hold{}, holdNone // the common case, inlined: no call, no lock
+	}
 	if h, ok := hs.list.Get(rule, now); ok {
 		return h, h.state(now)
 	}

@@ -239,8 +239,8 @@ func (f *Fleet) Look(hostname, rule string) retryhttp.FleetView {
 // view is Look at now.
 func (f *Fleet) view(h *host, rule string, now time.Time) retryhttp.FleetView {
 	v := retryhttp.FleetView{Spent: h.spent(f.sinceEpoch(now), f.opts.StaleAfter.Milliseconds())}
-	if end, status, ok := h.holdOn(rule, now.UnixMilli()); ok {
-		v.HoldUntil, v.HoldStatus = time.UnixMilli(end), status
+	if k, ok := h.holdOn(rule, now); ok {
+		v.HoldUntil, v.HoldStatus = k.Until, k.Status
 	}
 	return v
 }

@@ -117,13 +117,13 @@ func (h *host) spent(ms, stale int64) bool {
 	return ms-(int64(r>>1)-1) < stale
 }
 
-// holdOn returns the hold in force on rule at now (Unix ms), if any.
-func (h *host) holdOn(rule string, now int64) (end int64, status int, ok bool) {
-	k, ok := h.holds.Get(rule, time.UnixMilli(now))
-	if !ok || k.Until.UnixMilli() <= now {
-		return 0, 0, false
+// holdOn returns the hold in force on rule at now, if any.
+func (h *host) holdOn(rule string, now time.Time) (hold, bool) {
+	if !h.holds.Any(now) {
+		return hold{}, false // the common case, inlined: no call, no lock
 	}
-	return k.Until.UnixMilli(), k.Status, true
+	k, ok := h.holds.Get(rule, now)
+	return k, ok && k.Until.After(now)
 }
 
 // setHold records a hold on rule ending at end (Unix ms), extending only.

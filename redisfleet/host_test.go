@@ -3,6 +3,7 @@ package redisfleet
 import (
 	"fmt"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -109,13 +110,15 @@ func TestHoldsOnlyExtend(t *testing.T) {
 		got := h.setHold(s.rule, s.end, s.status, s.sent, s.now)
 		require.Equal(t, s.wantExtend, got, "step %d: got extended %v, want %v", i, got, s.wantExtend)
 	}
-	end, status, ok := h.holdOn("r", 1000)
+	k, ok := h.holdOn("r", time.UnixMilli(1000))
 	assert.True(t, ok)
-	assert.Equal(t, int64(6000), end)
-	assert.Equal(t, 503, status)
-	_, _, ok = h.holdOn("r", 6000)
+	assert.Equal(t, int64(6000), k.Until.UnixMilli())
+	assert.Equal(t, 503, k.Status)
+	_, ok = h.holdOn("r", time.UnixMilli(6000))
 	assert.False(t, ok, "got a hold at its end, want none")
-	_, _, ok = h.holdOn("none", 1000)
+	_, ok = h.holdOn("r", time.UnixMilli(6000).Add(-time.Nanosecond))
+	assert.True(t, ok, "got no hold just before its end")
+	_, ok = h.holdOn("none", time.UnixMilli(1000))
 	assert.False(t, ok, "got a hold on a rule that has none")
 
 	unsent := h.unsent(nil, 1000)
@@ -132,9 +135,9 @@ func TestHoldsPerHostAreBounded(t *testing.T) {
 	}
 	assert.Equal(t, maxHolds, h.holdCount(), "got %d holds kept, want %d", h.holdCount(), maxHolds)
 	// The longest holds stay; the shortest made room.
-	_, _, ok := h.holdOn(fmt.Sprint("rule", 3*maxHolds-1), 1000)
+	_, ok := h.holdOn(fmt.Sprint("rule", 3*maxHolds-1), time.UnixMilli(1000))
 	assert.True(t, ok, "got the longest hold dropped")
-	_, _, ok = h.holdOn("rule0", 1000)
+	_, ok = h.holdOn("rule0", time.UnixMilli(1000))
 	assert.False(t, ok, "got the shortest hold kept over longer ones")
 	// A shorter hold than all kept does not push a longer one out.
 	assert.False(t, h.setHold("late", 1500, 429, true, 1000))
