@@ -62,7 +62,7 @@ type spread struct {
 	// lookup ends; pinned the transport of each address. Lookups and
 	// dials happen outside their locks.
 	hosts  *hostmap.Map[hostKey, atomic.Pointer[hostEntry]]
-	pinned *hostmap.Map[pinKey, pinned]
+	pinned *hostmap.Map[string, pinned] // by host:port "@" ip:port
 }
 
 // hostKey names what spread knows of a URL host: the host as the URL
@@ -78,12 +78,7 @@ type hostEntry struct {
 	until  time.Time
 	target string   // host:port, as the base would dial it
 	addrs  []string // ip:port of each address, when there are several
-}
-
-// pinKey names an address's transport: the target it stands in for
-// (host:port) and the address it dials (ip:port).
-type pinKey struct {
-	target, addr string
+	keys   []string // each address's key in pinned
 }
 
 // pinned is the transport of one address.
@@ -106,7 +101,7 @@ func newSpread(base *http.Transport, d *Dialer) *spread {
 			e := p.Load()
 			return hostmap.Rank{Idle: e == nil || !now.Before(e.until)} // to be looked up again anyway
 		}})
-	s.pinned = hostmap.New(hostmap.Options[pinKey, pinned]{Bound: maxPinned, Init: s.pin,
+	s.pinned = hostmap.New(hostmap.Options[string, pinned]{Bound: maxPinned, Init: s.pin,
 		// Every transport is worth keeping (its pool may hold
 		// connections): the least recently used go, closed.
 		Rank:    func(*pinned, time.Time) hostmap.Rank { return hostmap.Rank{} },
@@ -190,7 +185,9 @@ func (s *spread) lookup(ctx context.Context, u *url.URL) *hostEntry {
 		return e
 	}
 	for _, a := range addrs[:min(len(addrs), maxAddrs)] {
-		e.addrs = append(e.addrs, netip.AddrPortFrom(a.Unmap(), uint16(p)).String())
+		ap := netip.AddrPortFrom(a.Unmap(), uint16(p)).String()
+		e.addrs = append(e.addrs, ap)
+		e.keys = append(e.keys, e.target+"@"+ap)
 	}
 	return e
 }
@@ -201,13 +198,14 @@ func (s *spread) lookup(ctx context.Context, u *url.URL) *hostEntry {
 // addresses, the transports least recently used are closed (connections
 // in use stay open until their response ends) and made anew when used.
 func (s *spread) transport(e *hostEntry, i int) *http.Transport {
-	return s.pinned.Get(pinKey{e.target, e.addrs[i]}).t
+	return s.pinned.Get(e.keys[i]).t
 }
 
-// pin makes the transport of the address key names: a clone of the base
-// whose dials for key's target go to key's address.
-func (s *spread) pin(key pinKey, p *pinned) {
-	target, ip := key.target, key.addr
+// pin makes the transport of the address key names (target "@" ip): a
+// clone of the base whose dials for target go to ip. A URL host holds no
+// "@", so the first one ends target.
+func (s *spread) pin(key string, p *pinned) {
+	target, ip, _ := strings.Cut(key, "@")
 	t := s.base.Clone()
 	// Dials for anything but target (none are expected, as requests
 	// through a proxy are not routed here) go where they were meant to.
@@ -259,5 +257,5 @@ func (s *spread) addrsOf(host string) []string {
 
 // closeIdle closes the idle connections of every address's transport.
 func (s *spread) closeIdle() {
-	s.pinned.Each(func(_ pinKey, p *pinned) { p.t.CloseIdleConnections() })
+	s.pinned.Each(func(_ string, p *pinned) { p.t.CloseIdleConnections() })
 }
