@@ -7,7 +7,6 @@
 package hostmap
 
 import (
-	"cmp"
 	"slices"
 	"sync"
 	"sync/atomic"
@@ -147,7 +146,7 @@ func (m *Map[K, V]) insert(key K) *V {
 func (m *Map[K, V]) evict(now time.Time) {
 	want := max(m.opts.Bound/8, 1)
 	freed := 0
-	rest := make([]evictee[K, V], 0, len(m.m))
+	rest := make([]evictee[K], 0, len(m.m))
 	for k, e := range m.m {
 		r, seen := m.opts.Rank(&e.v, now), e.seen.Load()
 		if r.Idle && seen < m.swept {
@@ -155,13 +154,15 @@ func (m *Map[K, V]) evict(now time.Time) {
 			freed++
 			continue
 		}
-		rest = append(rest, evictee[K, V]{key: k, e: e, rank: r, seen: seen})
+		rest = append(rest, evictee[K]{key: k, order: orderOf(r, seen)})
 	}
 	if freed < want {
-		slices.SortFunc(rest, compare)
+		// A closure over a plain method, not a generic function value,
+		// so that each comparison is one call and the order inlined.
+		slices.SortFunc(rest, func(a, b evictee[K]) int { return a.compare(b.order) })
 		for _, o := range rest[:min(want-freed, len(rest))] {
-			if !o.rank.Idle && m.opts.Dropped != nil {
-				m.opts.Dropped(&o.e.v)
+			if o.busy() && m.opts.Dropped != nil {
+				m.opts.Dropped(&m.m[o.key].v)
 			}
 			delete(m.m, o.key)
 		}
@@ -172,23 +173,44 @@ func (m *Map[K, V]) evict(now time.Time) {
 // evictee is a snapshot of one entry, taken to rank it for eviction: the
 // records' state may change during the sort, and a sort needs an order
 // that holds still.
-type evictee[K comparable, V any] struct {
-	key  K
-	e    *entry[V]
-	rank Rank
-	seen uint64
+type evictee[K comparable] struct {
+	key K
+	order
 }
 
-// compare orders evictees first to last to evict: idle before not, then
-// least recently looked up, then least Loss.
-func compare[K comparable, V any](a, b evictee[K, V]) int {
-	if a.rank.Idle != b.rank.Idle {
-		if a.rank.Idle {
-			return -1
-		}
-		return 1
+// order is what an eviction ranks an entry by, packed so that a sort
+// compares two words: first whether it is busy (the top bit) and then
+// when it was last looked up (a count of insertions, which never reaches
+// the top bit), then its loss.
+type order struct {
+	when uint64
+	loss int64
+}
+
+// busyBit marks an order's entry as not idle.
+const busyBit = 1 << 63
+
+// orderOf returns the order of an entry of rank r last looked up at seen.
+func orderOf(r Rank, seen uint64) order {
+	if !r.Idle {
+		seen |= busyBit
 	}
-	return cmp.Or(cmp.Compare(a.seen, b.seen), cmp.Compare(a.rank.Loss, b.rank.Loss))
+	return order{when: seen, loss: r.Loss}
+}
+
+// busy reports whether o's entry was not idle.
+func (o order) busy() bool { return o.when&busyBit != 0 }
+
+// compare orders entries first to last to evict: idle before not, then
+// least recently looked up, then least loss.
+func (o order) compare(p order) int {
+	switch {
+	case o.when < p.when, o.when == p.when && o.loss < p.loss:
+		return -1
+	case o == p:
+		return 0
+	}
+	return 1
 }
 
 // Peek returns the record of key, or nil when the map has none, without
