@@ -95,7 +95,7 @@ func newHostTable(t *policy.Throttle, maxHosts int) *hostTable {
 	}
 	ht := &hostTable{maxHosts: maxHosts}
 	ht.stats = hostmap.New(hostmap.Options[string, counters]{Bound: maxStatsHosts, Overflow: overflowHost})
-	ht.hosts = hostmap.New(hostmap.Options[string, host]{Bound: maxHosts, Init: ht.init, Rank: ht.rank})
+	ht.hosts = hostmap.New(hostmap.Options[string, host]{Bound: maxHosts, Init: ht.meet, Rank: ht.rank})
 	ht.set(t)
 	return ht
 }
@@ -117,10 +117,10 @@ func (ht *hostTable) set(t *policy.Throttle) {
 // updates are simply lost. A lookup of a known host allocates nothing.
 func (ht *hostTable) get(name string) *host { return ht.hosts.Get(name) }
 
-// init makes the record of a host met for the first time, or again after
+// meet makes the record of a host met for the first time, or again after
 // its eviction. Its counters come from their own map, whose lock is only
 // ever taken after the hosts'.
-func (ht *hostTable) init(name string, h *host) {
+func (ht *hostTable) meet(name string, h *host) {
 	h.name = name
 	h.counters = ht.stats.Get(name)
 	h.bucket.init(&ht.limits)
