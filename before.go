@@ -60,7 +60,7 @@ func (c *call) admit(n int, again bool) step {
 		}
 	}
 	if s.probe {
-		if _, ok := c.host.holds.probe(c.rule, s.hold.until, now, now.Add(f.maxServerDelay)); !ok {
+		if _, ok := c.host.holds.probe(c.rule, s.hold.Until, now, now.Add(f.maxServerDelay)); !ok {
 			return c.admit(n, again) // another went first: wait for its answer
 		}
 	}
@@ -146,7 +146,7 @@ func (c *call) capped() bool { return c.plan.hedge != nil && c.plan.hedge.MaxExt
 func (c *call) refusal(s step) error {
 	switch s.refusal {
 	case retrytrace.RefusedHeld:
-		return &HoldError{Host: c.host.name, Remaining: s.hold.until.Sub(s.at), Status: s.hold.status}
+		return &HoldError{Host: c.host.name, Remaining: s.hold.Until.Sub(s.at), Status: s.hold.Status}
 	case retrytrace.RefusedPaced:
 		return fmt.Errorf("host %s paced at %.3g requests/s: its next send slot is %v away (%w)",
 			c.host.name, s.rate, s.wait.Round(time.Millisecond), ErrPaced)

@@ -3,53 +3,28 @@ package retryhttp
 import (
 	"math"
 	"sync/atomic"
+
+	"github.com/retryhttp/retryhttp/internal/tokens"
 )
 
-// milliPerToken is the fixed-point scale of a bucket: gRPC's retry design
-// gives tokenRatio at most three decimal places, so counting thousandths of
-// a token keeps every step exact (ten successes at 0.1 make exactly one
-// token, which float64 does not promise) and the whole count fits in one
-// machine word that a compare-and-swap can update.
-const milliPerToken = 1000
-
-// maxMilliTokens is the largest bucket kept: 1000 tokens, the upper bound
-// that gRPC's retry design and [policy.Config.Validate] put on maxTokens.
-const maxMilliTokens = 1000 * milliPerToken
-
-// limits are a throttle's, in milli-tokens.
-type limits struct {
-	maxMilli   int64 // bucket capacity, in [1, maxMilliTokens]
-	ratioMilli int64 // refill per success, at least 1
-}
-
-// toMilli converts a token amount to milli-tokens, rounded to nearest and
-// clamped to [1, maxMilliTokens]; NaN gives 1.
-func toMilli(tokens float64) int64 {
-	m := math.Round(tokens * milliPerToken)
-	if !(m >= 1) {
-		return 1
-	}
-	return int64(min(m, maxMilliTokens))
-}
-
 // bucket is the token bucket of one host. Its count is one word of
-// milli-tokens, updated by compare-and-swap, so Allow, Failure and Success
+// milli-tokens (see [tokens]), updated by compare-and-swap, so Allow, Failure and Success
 // never take a lock and never block, however many requests share the host.
 // The count may exceed the capacity of the limits in force (after they
 // were lowered, or for a bucket made full): it is read as at most the
 // capacity, and written back within it.
 //
-// A bucket whose limits hold nil, and a nil *bucket, are the bucket of an
-// unthrottled host: it allows everything and counts nothing.
+// A bucket whose limits hold zero, and a nil *bucket, are the bucket of
+// an unthrottled host: it allows everything and counts nothing.
 type bucket struct {
-	tokens atomic.Int64            // milli-tokens, in [0, maxMilliTokens]
-	limits *atomic.Pointer[limits] // its table's limits; nil in them: no throttle
+	tokens atomic.Int64   // milli-tokens, in [0, tokens.Max]
+	limits *atomic.Uint64 // its table's [tokens.Limits]; zero: no throttle
 }
 
 // init makes k a full bucket under the limits l points to.
-func (k *bucket) init(l *atomic.Pointer[limits]) {
+func (k *bucket) init(l *atomic.Uint64) {
 	k.limits = l
-	k.tokens.Store(maxMilliTokens) // full, whatever the capacity: read as at most it
+	k.tokens.Store(tokens.Max) // full, whatever the capacity: read as at most it
 }
 
 // full reports whether k holds its capacity, as a bucket never used
@@ -64,9 +39,9 @@ func (k *bucket) Allow() bool {
 	if k == nil {
 		return true
 	}
-	l := k.limits.Load()
-	// 2*tokens cannot overflow: tokens <= maxMilliTokens.
-	return l == nil || 2*min(k.tokens.Load(), l.maxMilli) > l.maxMilli
+	capacity := tokens.Limits(k.limits.Load()).Capacity()
+	// 2*tokens cannot overflow: tokens <= tokens.Max.
+	return capacity == 0 || 2*min(k.tokens.Load(), capacity) > capacity
 }
 
 // Failure takes one token for an attempt that failed in a way that counts
@@ -76,8 +51,8 @@ func (k *bucket) Failure() {
 	if k == nil {
 		return
 	}
-	l := k.limits.Load()
-	if l == nil {
+	capacity := tokens.Limits(k.limits.Load()).Capacity()
+	if capacity == 0 {
 		return
 	}
 	for {
@@ -85,7 +60,7 @@ func (k *bucket) Failure() {
 		if old == 0 {
 			return // already empty: skip the write
 		}
-		if k.tokens.CompareAndSwap(old, max(min(old, l.maxMilli)-milliPerToken, 0)) {
+		if k.tokens.CompareAndSwap(old, max(min(old, capacity)-tokens.PerToken, 0)) {
 			return
 		}
 	}
@@ -97,20 +72,20 @@ func (k *bucket) Success() {
 	if k == nil {
 		return
 	}
-	l := k.limits.Load()
-	if l == nil {
+	l := tokens.Limits(k.limits.Load())
+	if l == 0 {
 		return
 	}
 	for {
 		old := k.tokens.Load()
-		if old >= l.maxMilli {
+		if old >= l.Capacity() {
 			return // full, as usual for a healthy host: skip the write
 		}
-		next := old + l.ratioMilli
-		if next >= l.maxMilli {
+		next := old + l.Refill()
+		if next >= l.Capacity() {
 			// Full is stored as full whatever the capacity, as a new
 			// bucket is, so that a capacity raised later finds it full.
-			next = maxMilliTokens
+			next = tokens.Max
 		}
 		if k.tokens.CompareAndSwap(old, next) {
 			return
@@ -124,11 +99,11 @@ func (k *bucket) Tokens() float64 {
 	if k == nil {
 		return math.Inf(1)
 	}
-	l := k.limits.Load()
-	if l == nil {
+	capacity := tokens.Limits(k.limits.Load()).Capacity()
+	if capacity == 0 {
 		return math.Inf(1)
 	}
-	return float64(min(k.tokens.Load(), l.maxMilli)) / milliPerToken
+	return float64(min(k.tokens.Load(), capacity)) / tokens.PerToken
 }
 
 // Bounds of a hedge budget, in millionths of a hedge: a fraction as small

@@ -178,21 +178,13 @@ func TestBucketConcurrentFloorCap(t *testing.T) {
 
 // has reports whether b keeps host (lowercase), without counting as a
 // lookup.
-func (b *hostTable) has(host string) bool {
-	b.mu.RLock()
-	defer b.mu.RUnlock()
-	return b.hosts[host] != nil
-}
+func (b *hostTable) has(host string) bool { return b.hosts.Peek(host) != nil }
 
 // For returns the bucket of host, a lowercase URL host.
 func (b *hostTable) For(host string) *bucket { return &b.get(host).bucket }
 
 // len reports how many hosts b keeps.
-func (b *hostTable) len() int {
-	b.mu.RLock()
-	defer b.mu.RUnlock()
-	return len(b.hosts)
-}
+func (b *hostTable) len() int { return b.hosts.Len() }
 
 func TestBudgetsBound(t *testing.T) {
 	t.Parallel()

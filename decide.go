@@ -229,7 +229,7 @@ func gate(f *facts, n int, again bool, rnd float64) step {
 	h := &f.host
 	switch h.holding {
 	case holdHeld:
-		if left := h.hold.until.Sub(f.now); left > f.maxServerDelay || !f.fits(left) {
+		if left := h.hold.Until.Sub(f.now); left > f.maxServerDelay || !f.fits(left) {
 			s := noMore(n, retrytrace.RefusedHeld)
 			s.hold = h.hold
 			return s

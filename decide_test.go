@@ -9,6 +9,7 @@ import (
 	"github.com/stretchr/testify/assert"
 
 	"github.com/retryhttp/retryhttp/dial"
+	"github.com/retryhttp/retryhttp/internal/holdlist"
 	"github.com/retryhttp/retryhttp/policy"
 	"github.com/retryhttp/retryhttp/retrytrace"
 )
@@ -191,12 +192,13 @@ func TestDecideJittersServerDelaysUp(t *testing.T) {
 // hedge budget is earned by first attempts and spent by hedges.
 func TestGate(t *testing.T) {
 	now := time.Now()
-	held := hold{rule: "r", since: now.Add(-time.Second), until: now.Add(9 * time.Second), status: 429}
+	held := hold{Hold: holdlist.Hold{Rule: "r", Until: now.Add(9 * time.Second), Status: 429}, since: now.Add(-time.Second)}
 	open := hostFacts{budget: true}
 	wake := make(chan struct{})
-	capped := hold{rule: "r", since: now.Add(-time.Minute), until: now.Add(-time.Second), status: 503, capped: true}
+	capped := hold{Hold: holdlist.Hold{Rule: "r", Until: now.Add(-time.Second), Status: 503, Capped: true}, since: now.Add(-time.Minute)}
 	probing := capped
 	probing.wake, probing.lapse = wake, now.Add(time.Minute)
+	long := hold{Hold: holdlist.Hold{Until: now.Add(2 * time.Minute), Status: 503}}
 	tests := []struct {
 		name     string
 		n        int
@@ -221,8 +223,8 @@ func TestGate(t *testing.T) {
 		{name: "a hold past the deadline refuses", n: 1, host: hostFacts{hold: held, holding: holdHeld}, deadline: 9 * time.Second,
 			want: step{kind: stepNoMore, attempt: 1, refusal: retrytrace.RefusedHeld, hold: held}},
 		{name: "a hold over maxServerDelay refuses", n: 2, deadline: time.Hour,
-			host: hostFacts{hold: hold{until: now.Add(2 * time.Minute), status: 503}, holding: holdHeld, budget: true},
-			want: step{kind: stepNoMore, attempt: 2, refusal: retrytrace.RefusedHeld, hold: hold{until: now.Add(2 * time.Minute), status: 503}}},
+			host: hostFacts{hold: long, holding: holdHeld, budget: true},
+			want: step{kind: stepNoMore, attempt: 2, refusal: retrytrace.RefusedHeld, hold: long}},
 		{name: "a capped first attempt earns", n: 1, host: hostFacts{capped: true},
 			want: step{kind: stepSend, attempt: 1, hedges: hedgeEarn}},
 		{name: "a capped hedge spends", n: 2, host: hostFacts{budget: true, capped: true, hedgeLeft: true},

@@ -6,6 +6,8 @@ import (
 	"time"
 
 	"github.com/retryhttp/retryhttp/dial"
+	"github.com/retryhttp/retryhttp/internal/holdlist"
+	"github.com/retryhttp/retryhttp/internal/tokens"
 	"github.com/retryhttp/retryhttp/policy"
 )
 
@@ -20,8 +22,8 @@ import (
 // a request of the rule stands against it.
 func (h *host) held(rule string, now time.Time, v FleetView) (hold, holdState) {
 	hd, state := h.holds.get(rule, now)
-	if v.HoldUntil.After(now) && v.HoldUntil.After(hd.until) {
-		hd, state = hold{rule: rule, since: now, until: v.HoldUntil, status: v.HoldStatus}, holdHeld
+	if v.HoldUntil.After(now) && v.HoldUntil.After(hd.Until) {
+		hd, state = hold{Hold: holdlist.Hold{Rule: rule, Until: v.HoldUntil, Status: v.HoldStatus}, since: now}, holdHeld
 	}
 	return hd, state
 }
@@ -132,7 +134,7 @@ func (h *host) learn(r *result, l lesson) (holdSet bool) {
 	if wait, ok := holdAsked(r, l.cfg.Hold != nil); ok {
 		if hd, set := h.holds.set(l.rule, l.now, wait, l.cfg.ServerDelayLimit(), r.resp.StatusCode); set {
 			holdSet = true
-			report.HoldUntil, report.HoldStatus = hd.until, hd.status
+			report.HoldUntil, report.HoldStatus = hd.Until, hd.Status
 		}
 	} else if l.out != outNeverSent && l.out != outCancelled && l.out != outNoBody {
 		h.holds.answered(l.rule, l.now, r.resp != nil)
@@ -238,12 +240,12 @@ func holdAsked(r *result, holds bool) (time.Duration, bool) {
 // of its latencies. It makes nothing, not even a latency sketch.
 func (h *host) read(hs *HostStats, capacity int64, now time.Time) {
 	if capacity > 0 {
-		hs.Tokens = float64(min(h.bucket.tokens.Load(), capacity)) / milliPerToken
-		hs.MaxTokens = float64(capacity) / milliPerToken
+		hs.Tokens = float64(min(h.bucket.tokens.Load(), capacity)) / tokens.PerToken
+		hs.MaxTokens = float64(capacity) / tokens.PerToken
 	}
 	hs.HedgeTokens = h.hedges.hedges()
 	for _, hd := range h.holds.inForce(now) {
-		hs.Holds = append(hs.Holds, Hold{Rule: hd.rule, Status: hd.status, Since: hd.since, Until: hd.until})
+		hs.Holds = append(hs.Holds, Hold{Rule: hd.Rule, Status: hd.Status, Since: hd.since, Until: hd.Until})
 	}
 	if a := h.admit.Load(); a != nil {
 		hs.Limit, hs.InFlight = int(a.limitNow.Load()), int(a.inFlightNow.Load())

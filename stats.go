@@ -151,6 +151,9 @@ type HostStats struct {
 // client talking to millions of hosts keeps a fixed amount of memory.
 const maxStatsHosts = 1024
 
+// overflowHost is where the counters of hosts past maxStatsHosts go.
+const overflowHost = "(other)"
+
 // counters is the atomic form of Counters, one per rule and per host.
 type counters struct {
 	requests, failed, transparent            atomic.Uint64
@@ -303,11 +306,11 @@ func (st *state) snapshot(now time.Time) Stats {
 		}
 		s.Rules[rules.names[i]] = snap
 	}
-	for h, c := range st.hosts.stats.snapshot() {
+	st.hosts.stats.Each(func(h string, c *counters) {
 		snap := c.snapshot()
 		s.Hosts[h] = HostStats{Counters: snap}
 		s.Total.add(snap)
-	}
+	})
 	capacity := st.hosts.capacity()
 	st.hosts.each(func(h *host) {
 		hs := s.Hosts[h.name]

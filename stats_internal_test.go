@@ -26,7 +26,7 @@ func TestStatsHostsAreBounded(t *testing.T) {
 	st := &state{hosts: newHostTable(nil, 0), pool: newBufferPool(BufferLimits{})}
 	st.pol.Store(newActive(policy.None()))
 	for i := range maxStatsHosts + 500 {
-		st.hosts.stats.get(fmt.Sprintf("h%d.test", i)).requests.Add(1)
+		st.hosts.stats.Get(fmt.Sprintf("h%d.test", i)).requests.Add(1)
 	}
 	snap := st.snapshot(time.Now())
 	assert.Len(t, snap.Hosts, maxStatsHosts+1)

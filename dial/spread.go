@@ -9,11 +9,12 @@ import (
 	"slices"
 	"strconv"
 	"strings"
-	"sync"
+	"sync/atomic"
 	"time"
 
 	"golang.org/x/sync/singleflight"
 
+	"github.com/retryhttp/retryhttp/internal/hostmap"
 	"github.com/retryhttp/retryhttp/internal/hostport"
 )
 
@@ -26,11 +27,13 @@ const (
 	// hedges of every request to a host that does not resolve do not
 	// each wait for the resolver in turn.
 	failedTTL = 5 * time.Second
-	// maxResolved is the number of hosts whose addresses are kept; when
-	// it is reached, they are all forgotten and looked up again.
+	// maxResolved is the number of hosts whose addresses are kept; past
+	// it, those whose time is up go first, then the least recently used,
+	// to be looked up again when used.
 	maxResolved = 1024
 	// maxPinned is the number of addresses with a transport of their
-	// own; when it is reached, they are all closed and made anew as used.
+	// own; past it, the least recently used are closed, to be made anew
+	// when used.
 	maxPinned = 256
 )
 
@@ -45,20 +48,21 @@ const (
 // hold every copy of the request.
 //
 // A request to a host with one address, an IP literal or a proxy is left
-// to the base. Routing costs a request one map lookup under mu and no
-// allocation once its host is known. An address keeps its transport, and
-// so its idle connections, across the lookups of its host.
+// to the base. Routing costs a request two map lookups under a read lock
+// and no allocation once its host is known. An address keeps its
+// transport, and so its idle connections, across the lookups of its
+// host.
 type spread struct {
 	base    *http.Transport
 	dialer  *Dialer
 	resolve func(ctx context.Context, host string) ([]netip.Addr, error)
 	lookups singleflight.Group // one lookup of a host at a time, shared
 
-	// mu guards the maps. It is held for map operations only: lookups
-	// and dials happen outside it.
-	mu     sync.Mutex
-	hosts  map[hostKey]*hostEntry
-	pinned map[string]*http.Transport // by host:port "@" ip:port
+	// hosts are what is known of each URL host, nil until its first
+	// lookup ends; pinned the transport of each address. Lookups and
+	// dials happen outside their locks.
+	hosts  *hostmap.Map[hostKey, atomic.Pointer[hostEntry]]
+	pinned *hostmap.Map[string, pinned] // by host:port "@" ip:port
 }
 
 // hostKey names what spread knows of a URL host: the host as the URL
@@ -77,8 +81,13 @@ type hostEntry struct {
 	keys   []string // each address's key in pinned
 }
 
+// pinned is the transport of one address.
+type pinned struct {
+	t *http.Transport
+}
+
 func newSpread(base *http.Transport, d *Dialer) *spread {
-	return &spread{
+	s := &spread{
 		base: base, dialer: d,
 		resolve: func(ctx context.Context, host string) ([]netip.Addr, error) {
 			if d.LookupNetIP != nil {
@@ -86,9 +95,18 @@ func newSpread(base *http.Transport, d *Dialer) *spread {
 			}
 			return net.DefaultResolver.LookupNetIP(ctx, "ip", host)
 		},
-		hosts:  make(map[hostKey]*hostEntry),
-		pinned: make(map[string]*http.Transport),
 	}
+	s.hosts = hostmap.New(hostmap.Options[hostKey, atomic.Pointer[hostEntry]]{Bound: maxResolved,
+		Rank: func(p *atomic.Pointer[hostEntry], now time.Time) hostmap.Rank {
+			e := p.Load()
+			return hostmap.Rank{Idle: e == nil || !now.Before(e.until)} // to be looked up again anyway
+		}})
+	s.pinned = hostmap.New(hostmap.Options[string, pinned]{Bound: maxPinned, Init: s.pin,
+		// Every transport is worth keeping (its pool may hold
+		// connections): the least recently used go, closed.
+		Rank:    func(*pinned, time.Time) hostmap.Rank { return hostmap.Rank{} },
+		Dropped: func(p *pinned) { p.t.CloseIdleConnections() }})
+	return s
 }
 
 // route returns the transport for the next attempt of req, whose URL host
@@ -127,10 +145,7 @@ const maxAddrs = 8
 func (s *spread) entry(ctx context.Context, u *url.URL, host string) *hostEntry {
 	now := time.Now()
 	key := hostKey{host, hostport.Default(u.Scheme)}
-	s.mu.Lock()
-	e := s.hosts[key]
-	s.mu.Unlock()
-	if e != nil && now.Before(e.until) {
+	if e := s.hosts.Get(key).Load(); e != nil && now.Before(e.until) {
 		return e
 	}
 	v, _, _ := s.lookups.Do(key.implied+" "+host, func() (any, error) {
@@ -138,12 +153,7 @@ func (s *spread) entry(ctx context.Context, u *url.URL, host string) *hostEntry 
 		if e.until.IsZero() {
 			return e, nil // not to be remembered
 		}
-		s.mu.Lock()
-		if len(s.hosts) >= maxResolved {
-			clear(s.hosts)
-		}
-		s.hosts[key] = e
-		s.mu.Unlock()
+		s.hosts.Get(key).Store(e) // looked up again: the host's entry may have gone meanwhile
 		return e, nil
 	})
 	return v.(*hostEntry)
@@ -184,22 +194,18 @@ func (s *spread) lookup(ctx context.Context, u *url.URL) *hostEntry {
 
 // transport returns the transport that dials address i of e, creating it
 // if need be. It keeps its own pool of connections, so that a connection
-// reused for an attempt is one to that address. When maxPinned addresses
-// have one, they are all closed (connections in use stay open until their
-// response ends) and made anew as used.
+// reused for an attempt is one to that address. Past maxPinned
+// addresses, the transports least recently used are closed (connections
+// in use stay open until their response ends) and made anew when used.
 func (s *spread) transport(e *hostEntry, i int) *http.Transport {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if t := s.pinned[e.keys[i]]; t != nil {
-		return t
-	}
-	if len(s.pinned) >= maxPinned {
-		for _, t := range s.pinned {
-			t.CloseIdleConnections()
-		}
-		clear(s.pinned)
-	}
-	target, ip := e.target, e.addrs[i]
+	return s.pinned.Get(e.keys[i]).t
+}
+
+// pin makes the transport of the address key names (target "@" ip): a
+// clone of the base whose dials for target go to ip. A URL host holds no
+// "@", so the first one ends target.
+func (s *spread) pin(key string, p *pinned) {
+	target, ip, _ := strings.Cut(key, "@")
 	t := s.base.Clone()
 	// Dials for anything but target (none are expected, as requests
 	// through a proxy are not routed here) go where they were meant to.
@@ -216,8 +222,7 @@ func (s *spread) transport(e *hostEntry, i int) *http.Transport {
 		}
 		return s.dialer.DialTLSContext(ctx, network, addr)
 	}
-	s.pinned[e.keys[i]] = t
-	return t
+	p.t = t
 }
 
 // hostsByAddr returns the URL hosts (lowercased, as a request's URL
@@ -225,38 +230,32 @@ func (s *spread) transport(e *hostEntry, i int) *http.Transport {
 // [Dialer.Windows]. It changes nothing; entries past their time count, as
 // their addresses may still be backing off.
 func (s *spread) hostsByAddr() map[string][]string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
 	out := make(map[string][]string)
-	for k, e := range s.hosts {
-		for _, a := range e.addrs {
-			if !slices.Contains(out[a], k.host) {
-				out[a] = append(out[a], k.host)
+	s.hosts.Each(func(k hostKey, p *atomic.Pointer[hostEntry]) {
+		if e := p.Load(); e != nil {
+			for _, a := range e.addrs {
+				if !slices.Contains(out[a], k.host) {
+					out[a] = append(out[a], k.host)
+				}
 			}
 		}
-	}
+	})
 	return out
 }
 
 // addrsOf returns the addresses attempts to host (a URL host, lowercased)
 // were spread over, whatever the scheme's port.
 func (s *spread) addrsOf(host string) []string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
 	var out []string
-	for k, e := range s.hosts {
-		if k.host == host {
+	s.hosts.Each(func(k hostKey, p *atomic.Pointer[hostEntry]) {
+		if e := p.Load(); e != nil && k.host == host {
 			out = append(out, e.addrs...)
 		}
-	}
+	})
 	return out
 }
 
 // closeIdle closes the idle connections of every address's transport.
 func (s *spread) closeIdle() {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	for _, t := range s.pinned {
-		t.CloseIdleConnections()
-	}
+	s.pinned.Each(func(_ string, p *pinned) { p.t.CloseIdleConnections() })
 }

@@ -3,6 +3,7 @@ package dial
 import (
 	"context"
 	"errors"
+	"fmt"
 	"net/http"
 	"net/netip"
 	"strings"
@@ -165,4 +166,34 @@ func TestRouteKeepsSchemesOfOneHostApart(t *testing.T) {
 		assert.Equal(t, tc.want, addr, "%s: got %q, want %q", tc.url, addr, tc.want)
 	}
 	assert.Equal(t, 3, lookups, "got %d lookups, want one per port", lookups)
+}
+
+// A spread that meets many more hosts than it keeps forgets those it
+// stopped using, never one in use: the host it keeps routing to is not
+// looked up again before its time, and keeps its transport (and so its
+// idle connections).
+func TestRoutingKeepsWhatItUses(t *testing.T) {
+	s := newSpread(&http.Transport{}, &Dialer{})
+	lookups := map[string]int{}
+	s.resolve = func(_ context.Context, host string) ([]netip.Addr, error) {
+		lookups[host]++
+		n := len(lookups)
+		a, b := netip.AddrFrom4([4]byte{10, byte(n >> 8), byte(n), 1}), netip.AddrFrom4([4]byte{10, byte(n >> 8), byte(n), 2})
+		return []netip.Addr{a, b}, nil
+	}
+	route := func(host string) http.RoundTripper {
+		req, err := http.NewRequest("GET", "https://"+host+"/", nil)
+		require.NoError(t, err)
+		rt, _ := s.route(req.Context(), req, host, nil)
+		require.NotNil(t, rt, "got %s left to the base", host)
+		return rt
+	}
+	kept := route("keep.test")
+	for i := range 3 * maxResolved {
+		route(fmt.Sprintf("h%d.test", i))
+		require.Same(t, kept, route("keep.test"), "got keep.test's transport remade after %d other hosts", i+1)
+		require.LessOrEqual(t, s.hosts.Len(), maxResolved)
+		require.LessOrEqual(t, s.pinned.Len(), maxPinned)
+	}
+	assert.Equal(t, 1, lookups["keep.test"], "got keep.test looked up again within its time")
 }

@@ -12,10 +12,13 @@ import (
 
 // idleFleet returns a Fleet whose background work is not started, over
 // a client that never dials: what Report and Look do on their own.
-func idleFleet(t testing.TB) *Fleet {
+func idleFleet(t testing.TB) *Fleet { return idleFleetWith(t, Options{}) }
+
+// idleFleetWith is idleFleet with opts.
+func idleFleetWith(t testing.TB, opts Options) *Fleet {
 	c := redis.NewClient(&redis.Options{Addr: "127.0.0.1:1"})
 	t.Cleanup(func() { _ = c.Close() })
-	return newFleet(c, Options{})
+	return newFleet(c, opts)
 }
 
 var throttle = &policy.Throttle{MaxTokens: 100, TokenRatio: 0.25}

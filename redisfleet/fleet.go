@@ -10,6 +10,8 @@ import (
 
 	"github.com/redis/go-redis/v9"
 	"github.com/retryhttp/retryhttp"
+	"github.com/retryhttp/retryhttp/internal/hostmap"
+	"github.com/retryhttp/retryhttp/internal/tokens"
 )
 
 // Defaults of [Options].
@@ -110,13 +112,11 @@ type Fleet struct {
 	member  string    // the member's id, under which the store remembers its last budget batch
 	epoch   time.Time // readings are timed from it, on the monotonic clock
 
-	// mu guards the host map and its clocks. It exists only because a Go
-	// map cannot be read while it is written; the hosts' own state is not
-	// under it. Lookups of known hosts, the common case, share a read lock.
-	mu    sync.RWMutex
-	hosts map[string]*host
-	clock uint64 // counts insertions; a host's seen records it at its last lookup
-	swept uint64 // clock at the last eviction: a host with seen < swept is idle
+	// hosts are the hosts met, at most MaxHosts: past it, quiet hosts
+	// not looked up since the last eviction go first, then the others,
+	// quiet ones first, least recently looked up first; the pending
+	// deltas of a host forgotten are counted in Stats.Dropped.
+	hosts *hostmap.Map[string, host]
 
 	wake   chan struct{} // work that may wait FlushInterval (fetches); capacity 1, never blocks a sender
 	urgent chan struct{} // work to send as soon as FlushInterval allows (deltas, holds); capacity 1
@@ -166,19 +166,21 @@ func New(client redis.UniversalClient, opts Options) *Fleet {
 func newFleet(client redis.UniversalClient, opts Options) *Fleet {
 	opts = opts.withDefaults()
 	ctx, cancel := context.WithCancel(context.Background())
-	return &Fleet{
+	f := &Fleet{
 		client:  client,
 		opts:    opts,
 		channel: opts.Prefix + holdChannel,
 		member:  fmt.Sprintf("%016x", rand.Uint64()),
 		epoch:   time.Now(),
-		hosts:   make(map[string]*host),
 		wake:    make(chan struct{}, 1),
 		urgent:  make(chan struct{}, 1),
 		stop:    make(chan struct{}),
 		ctx:     ctx,
 		cancel:  cancel,
 	}
+	f.hosts = hostmap.New(hostmap.Options[string, host]{Bound: opts.MaxHosts, Init: f.meet, Rank: f.rank,
+		Dropped: func(*host) { f.stats.dropped.Add(1) }})
+	return f
 }
 
 // Report records what one attempt to host showed, to be sent to the
@@ -201,12 +203,12 @@ func (f *Fleet) Report(hostname string, r retryhttp.FleetReport) {
 	if r.Throttle == nil {
 		return
 	}
-	l := limitsOf(r.Throttle)
+	l := tokens.LimitsOf(r.Throttle)
 	h.setLimits(l)
-	capacity, refill := unpack(l)
+	capacity, refill := l.Capacity(), l.Refill()
 	switch r.Budget {
 	case retryhttp.FleetFailure:
-		f.count(h.add(-milliPerToken, capacity))
+		f.count(h.add(-tokens.PerToken, capacity))
 		signal(f.urgent)
 	case retryhttp.FleetSuccess:
 		// Sampled successes are sent even while the bucket is believed
@@ -237,8 +239,8 @@ func (f *Fleet) Look(hostname, rule string) retryhttp.FleetView {
 // view is Look at now.
 func (f *Fleet) view(h *host, rule string, now time.Time) retryhttp.FleetView {
 	v := retryhttp.FleetView{Spent: h.spent(f.sinceEpoch(now), f.opts.StaleAfter.Milliseconds())}
-	if end, status, ok := h.holdOn(rule, now.UnixMilli()); ok {
-		v.HoldUntil, v.HoldStatus = time.UnixMilli(end), status
+	if k, ok := h.holdOn(rule, now); ok {
+		v.HoldUntil, v.HoldStatus = k.Until, k.Status
 	}
 	return v
 }
@@ -351,9 +353,6 @@ type counters struct {
 
 // Stats returns the Fleet's figures now.
 func (f *Fleet) Stats() Stats {
-	f.mu.RLock()
-	n := len(f.hosts)
-	f.mu.RUnlock()
 	return Stats{
 		Flushes:       f.stats.flushes.Load(),
 		FlushErrors:   f.stats.flushErrors.Load(),
@@ -364,7 +363,7 @@ func (f *Fleet) Stats() Stats {
 		Dropped:       f.stats.dropped.Load(),
 		HoldsLearned:  f.stats.learned.Load(),
 		Subscriptions: f.stats.subscribed.Load(),
-		Hosts:         n,
+		Hosts:         f.hosts.Len(),
 	}
 }
 

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/redis/go-redis/v9"
+	"github.com/retryhttp/retryhttp/internal/tokens"
 )
 
 // flusher sends the members' reports to the store, one round trip at a
@@ -185,11 +186,7 @@ func (f *Fleet) send(b *batch, t *tally) {
 // budget batch the store has not answered, as it was, or else a new one
 // of the deltas reported since; the holds to send; the fetches.
 func (f *Fleet) collect(b *batch) {
-	f.mu.RLock()
-	for _, h := range f.hosts {
-		b.hosts = append(b.hosts, h)
-	}
-	f.mu.RUnlock()
+	b.hosts = f.hosts.Append(b.hosts)
 	now := time.Now().UnixMilli()
 	b.items = b.items[:0]
 	for _, h := range b.hosts {
@@ -197,7 +194,7 @@ func (f *Fleet) collect(b *batch) {
 			b.items = append(b.items, item{h: h, kind: budgetItem, seq: h.batchSeq, delta: d, capacity: h.batchCap})
 		} else if d := h.pending.Swap(0); d != 0 {
 			h.batchSeq = b.seq
-			h.batchCap, _ = unpack(h.limits.Load())
+			h.batchCap = tokens.Limits(h.limits.Load()).Capacity()
 			h.inflight.Store(d)
 			b.items = append(b.items, item{h: h, kind: budgetItem, seq: h.batchSeq, delta: d, capacity: h.batchCap})
 		}
@@ -224,11 +221,12 @@ func (f *Fleet) queue(ctx context.Context, pipe redis.Pipeliner, it *item, whole
 			f.member, it.seq, it.delta, it.capacity, f.opts.Expiry.Milliseconds(), time.Now().UnixMilli())
 	case holdItem:
 		k := it.hold
-		ttl := max(k.end-time.Now().UnixMilli(), 1)
-		it.cmd = evalScript(ctx, pipe, holdScript, whole, it.h.holdKey, k.rule, k.end, k.status, ttl)
+		end := k.Until.UnixMilli()
+		ttl := max(end-time.Now().UnixMilli(), 1)
+		it.cmd = evalScript(ctx, pipe, holdScript, whole, it.h.holdKey, k.Rule, end, k.Status, ttl)
 		it.pub = nil
 		if !it.published {
-			it.pub = redis.NewCmd(ctx, "publish", f.channel, holdMessage(k.end, k.status, it.h.name, k.rule))
+			it.pub = redis.NewCmd(ctx, "publish", f.channel, holdMessage(end, k.Status, it.h.name, k.Rule))
 			it.pub.SetFirstKeyPos(1)
 			_ = pipe.Process(ctx, it.pub)
 		}
@@ -297,7 +295,7 @@ func (f *Fleet) apply(it *item) {
 			signal(f.urgent)
 		}
 	case holdItem:
-		it.h.markSent(it.hold.rule, it.hold.end)
+		it.h.markSent(it.hold.Rule, it.hold.Until.UnixMilli())
 	case fetchItem:
 		now := time.Now().UnixMilli()
 		for rule, v := range it.cmd.(*redis.MapStringStringCmd).Val() {

@@ -1,21 +1,14 @@
 package redisfleet
 
 import (
-	"math"
-	"sync"
+	"math/rand/v2"
 	"sync/atomic"
+	"time"
 
-	"github.com/retryhttp/retryhttp/policy"
+	"github.com/retryhttp/retryhttp/internal/holdlist"
+	"github.com/retryhttp/retryhttp/internal/hostmap"
+	"github.com/retryhttp/retryhttp/internal/tokens"
 )
-
-// milliPerToken is the scale of the buckets, the core's: gRPC's retry
-// design gives tokenRatio at most three decimals, so thousandths of a
-// token keep every step exact in an integer.
-const milliPerToken = 1000
-
-// maxMilliTokens is the largest capacity, 1000 tokens, the bound that
-// policy.Config.Validate puts on maxTokens.
-const maxMilliTokens = 1000 * milliPerToken
 
 // successWeight is how many successes one sampled success stands for:
 // a host's every successWeight-th success is sent, with that weight. A
@@ -38,7 +31,7 @@ const maxHolds = 16
 // sent, the batch of them the store has not answered yet, the fleet's
 // bucket as the store last returned it, and the holds on the host's
 // rules. Report and Look use its atomics without a lock; only holds,
-// rarely set, take its mutex.
+// rarely set, take their list's lock.
 type host struct {
 	name      string
 	budgetKey string
@@ -47,11 +40,9 @@ type host struct {
 	pending   atomic.Int64  // milli-tokens not yet sent, within [-capacity, capacity]
 	inflight  atomic.Int64  // milli-tokens sent and not answered (the batch); 0: none
 	successes atomic.Uint64 // successes seen, from a random phase, for sampling
-	limits    atomic.Uint64 // capacity<<32 | refill, in milli-tokens; 0: no throttle seen
+	limits    atomic.Uint64 // the tokens.Limits last reported; 0: no throttle seen
 	reading   atomic.Uint64 // the bucket as last read: (ms since epoch + 1)<<1 | spent; 0: none
 	fetch     atomic.Bool   // the store's holds on this host are still to be read
-	seen      atomic.Uint64 // hostMap.clock at the last lookup, for eviction
-	holdEnd   atomic.Int64  // Unix ms: no hold here ends later; Look's lock-free "no hold"
 
 	// The flusher's alone: the in-flight batch's number, which the
 	// budget script remembers so as to apply a batch sent twice once,
@@ -60,46 +51,15 @@ type host struct {
 	batchSeq uint64
 	batchCap int64
 
-	// mu guards holds: a hold's end, status and sent flag change
-	// together, and the list grows; Look reads it only while holdEnd
-	// says a hold may be in force.
-	mu    sync.Mutex
-	holds []hold
+	// holds are the holds on the host's rules; Look reads the list only
+	// while one may be in force.
+	holds holdlist.List[hold]
 }
 
-// hold is a "not before" on one rule of a host.
+// hold is a "not before" on one rule of a host, as the member keeps it.
 type hold struct {
-	rule   string
-	end    int64 // Unix milliseconds
-	status int
-	sent   bool // the store has it, or was told by the member that set it
-}
-
-// limitsOf packs a throttle's capacity and refill, in milli-tokens, as
-// the core rounds them: to the nearest thousandth, capacity in [0.001,
-// 1000] tokens, refill at least 0.001 and at most the capacity. A nil
-// throttle packs to 0.
-func limitsOf(t *policy.Throttle) uint64 {
-	if t == nil {
-		return 0
-	}
-	capacity := toMilli(t.MaxTokens)
-	return uint64(capacity)<<32 | uint64(min(toMilli(t.TokenRatio), capacity))
-}
-
-// unpack returns the capacity and refill of packed limits.
-func unpack(l uint64) (capacity, refill int64) {
-	return int64(l >> 32), int64(l & math.MaxUint32)
-}
-
-// toMilli converts tokens to milli-tokens, rounded and clamped to [1,
-// maxMilliTokens]; NaN gives 1.
-func toMilli(tokens float64) int64 {
-	m := math.Round(tokens * milliPerToken)
-	if !(m >= 1) {
-		return 1
-	}
-	return int64(min(m, maxMilliTokens))
+	holdlist.Hold
+	sent bool // the store has it, or was told by the member that set it
 }
 
 // add adds d milli-tokens to the deltas not yet sent, clamped to
@@ -131,9 +91,9 @@ func (h *host) success() int64 {
 
 // setLimits records the throttle in force, writing only on change so
 // that a busy host's steady reports do not keep writing its cache line.
-func (h *host) setLimits(l uint64) {
-	if h.limits.Load() != l {
-		h.limits.Store(l)
+func (h *host) setLimits(l tokens.Limits) {
+	if tokens.Limits(h.limits.Load()) != l {
+		h.limits.Store(uint64(l))
 	}
 }
 
@@ -157,19 +117,13 @@ func (h *host) spent(ms, stale int64) bool {
 	return ms-(int64(r>>1)-1) < stale
 }
 
-// holdOn returns the hold in force on rule at now (Unix ms), if any.
-func (h *host) holdOn(rule string, now int64) (end int64, status int, ok bool) {
-	if now >= h.holdEnd.Load() {
-		return 0, 0, false // the common case: no lock, no scan
+// holdOn returns the hold in force on rule at now, if any.
+func (h *host) holdOn(rule string, now time.Time) (hold, bool) {
+	if !h.holds.Any(now) {
+		return hold{}, false // the common case, inlined: no call, no lock
 	}
-	h.mu.Lock()
-	defer h.mu.Unlock()
-	for _, k := range h.holds {
-		if k.rule == rule && k.end > now {
-			return k.end, k.status, true
-		}
-	}
-	return 0, 0, false
+	k, ok := h.holds.Get(rule, now)
+	return k, ok && k.Until.After(now)
 }
 
 // setHold records a hold on rule ending at end (Unix ms), extending only.
@@ -177,81 +131,80 @@ func (h *host) holdOn(rule string, now int64) (end int64, status int, ok bool) {
 // store) or the member must send it (a hold it met). It reports whether
 // the hold was extended, now being Unix ms.
 func (h *host) setHold(rule string, end int64, status int, sent bool, now int64) bool {
-	if end <= now {
-		return false
-	}
-	h.mu.Lock()
-	defer h.mu.Unlock()
-	i := h.slot(rule, now)
-	if i < 0 {
-		return false
-	}
-	k := &h.holds[i]
-	if k.end >= end && (k.rule == rule || k.end > now) {
-		return false // as long a hold on the rule, or a full list of longer ones
-	}
-	*k = hold{rule: rule, end: end, status: status, sent: sent}
-	if end > h.holdEnd.Load() {
-		h.holdEnd.Store(end)
-	}
-	return true
-}
-
-// slot returns the index of rule's hold, making room for it if need be:
-// a new entry while under maxHolds, else the entry that ends first
-// (ended ones first of all). h.mu must be held.
-func (h *host) slot(rule string, now int64) int {
-	first := -1
-	for i, k := range h.holds {
-		if k.rule == rule {
-			return i
-		}
-		if first < 0 || k.end < h.holds[first].end {
-			first = i
-		}
-	}
-	if len(h.holds) < maxHolds {
-		h.holds = append(h.holds, hold{rule: rule})
-		return len(h.holds) - 1
-	}
-	return first
+	k := hold{Hold: holdlist.Hold{Rule: rule, Until: time.UnixMilli(end), Status: status}, sent: sent}
+	_, _, ok := h.holds.Set(k, time.UnixMilli(now), maxHolds)
+	return ok
 }
 
 // unsent appends to dst the holds the store is still to be told of, and
 // forgets those that ended before now (Unix ms) unsent.
 func (h *host) unsent(dst []hold, now int64) []hold {
-	if now >= h.holdEnd.Load() {
+	t := time.UnixMilli(now)
+	if !h.holds.Any(t) {
 		return dst
 	}
-	h.mu.Lock()
-	defer h.mu.Unlock()
-	for i := range h.holds {
-		k := &h.holds[i]
-		switch {
-		case k.sent:
-		case k.end <= now:
-			k.sent = true // ended: nothing to tell
-		default:
-			dst = append(dst, *k)
+	h.holds.Edit(func(list []hold) []hold {
+		for i := range list {
+			k := &list[i]
+			switch {
+			case k.sent:
+			case !k.Until.After(t):
+				k.sent = true // ended: nothing to tell
+			default:
+				dst = append(dst, *k)
+			}
 		}
-	}
+		return list
+	})
 	return dst
 }
 
-// markSent records that the store has rule's hold ending at end, unless
-// the hold was extended since it was sent.
+// markSent records that the store has rule's hold ending at end (Unix
+// ms), unless the hold was extended since it was sent.
 func (h *host) markSent(rule string, end int64) {
-	h.mu.Lock()
-	defer h.mu.Unlock()
-	for i := range h.holds {
-		if k := &h.holds[i]; k.rule == rule && k.end == end {
-			k.sent = true
+	h.holds.Edit(func(list []hold) []hold {
+		for i := range list {
+			if k := &list[i]; k.Rule == rule && k.Until.UnixMilli() == end {
+				k.sent = true
+			}
 		}
-	}
+		return list
+	})
 }
 
 // quiet reports whether the host has nothing to lose if evicted at now
 // (Unix ms): no delta to send or unanswered, and no hold in force.
 func (h *host) quiet(now int64) bool {
-	return h.pending.Load() == 0 && h.inflight.Load() == 0 && now >= h.holdEnd.Load()
+	return h.pending.Load() == 0 && h.inflight.Load() == 0 && !h.holds.Any(time.UnixMilli(now))
+}
+
+// host returns the state of the host named name, making it on first
+// meeting (see [Fleet.meet]). A known host costs a map lookup under the
+// read lock and no allocation.
+func (f *Fleet) host(name string) *host { return f.hosts.Get(name) }
+
+// tracked returns the state of the host named name, or nil when the
+// member has not met it (or has forgotten it).
+func (f *Fleet) tracked(name string) *host { return f.hosts.Peek(name) }
+
+// meet makes the state of a host met for the first time, or again after
+// it was forgotten. Its holds are to be fetched from the store, with the
+// next round trip that can wait: a member that meets hosts without end
+// still makes at most one round trip per FlushInterval for them. It runs
+// under the host map's lock, so the flusher, which lists the map, finds
+// the host when the signal wakes it.
+func (f *Fleet) meet(name string, h *host) {
+	h.name = name
+	h.budgetKey = f.opts.Prefix + budgetKeyPart + name
+	h.holdKey = f.opts.Prefix + holdKeyPart + name
+	h.successes.Store(rand.Uint64N(successWeight)) // the sampling's phase
+	h.fetch.Store(true)
+	signal(f.wake)
+}
+
+// rank is what an eviction at now reads of h: a quiet host holds
+// nothing the store does not, and forgetting one that is not loses its
+// pending deltas, which Stats.Dropped counts.
+func (f *Fleet) rank(h *host, now time.Time) hostmap.Rank {
+	return hostmap.Rank{Idle: h.quiet(now.UnixMilli())}
 }

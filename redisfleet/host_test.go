@@ -2,34 +2,12 @@ package redisfleet
 
 import (
 	"fmt"
-	"math"
 	"testing"
+	"time"
 
-	"github.com/retryhttp/retryhttp/policy"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 )
-
-func TestLimitsOf(t *testing.T) {
-	tests := []struct {
-		throttle            *policy.Throttle
-		wantCap, wantRefill int64
-	}{
-		{nil, 0, 0},
-		{&policy.Throttle{MaxTokens: 100, TokenRatio: 0.25}, 100_000, 250},
-		{&policy.Throttle{MaxTokens: 10, TokenRatio: 0.1}, 10_000, 100},
-		{&policy.Throttle{MaxTokens: 5000, TokenRatio: 0.0001}, 1_000_000, 1},
-		{&policy.Throttle{MaxTokens: 0.0004, TokenRatio: 1}, 1, 1},
-		{&policy.Throttle{MaxTokens: math.NaN(), TokenRatio: math.NaN()}, 1, 1},
-	}
-	for _, tt := range tests {
-		t.Run(fmt.Sprint(tt.throttle), func(t *testing.T) {
-			gotCap, gotRefill := unpack(limitsOf(tt.throttle))
-			assert.Equal(t, tt.wantCap, gotCap, "got capacity %d, want %d", gotCap, tt.wantCap)
-			assert.Equal(t, tt.wantRefill, gotRefill, "got refill %d, want %d", gotRefill, tt.wantRefill)
-		})
-	}
-}
 
 func TestPendingDeltasAreClamped(t *testing.T) {
 	tests := []struct {
@@ -132,18 +110,20 @@ func TestHoldsOnlyExtend(t *testing.T) {
 		got := h.setHold(s.rule, s.end, s.status, s.sent, s.now)
 		require.Equal(t, s.wantExtend, got, "step %d: got extended %v, want %v", i, got, s.wantExtend)
 	}
-	end, status, ok := h.holdOn("r", 1000)
+	k, ok := h.holdOn("r", time.UnixMilli(1000))
 	assert.True(t, ok)
-	assert.Equal(t, int64(6000), end)
-	assert.Equal(t, 503, status)
-	_, _, ok = h.holdOn("r", 6000)
+	assert.Equal(t, int64(6000), k.Until.UnixMilli())
+	assert.Equal(t, 503, k.Status)
+	_, ok = h.holdOn("r", time.UnixMilli(6000))
 	assert.False(t, ok, "got a hold at its end, want none")
-	_, _, ok = h.holdOn("none", 1000)
+	_, ok = h.holdOn("r", time.UnixMilli(6000).Add(-time.Nanosecond))
+	assert.True(t, ok, "got no hold just before its end")
+	_, ok = h.holdOn("none", time.UnixMilli(1000))
 	assert.False(t, ok, "got a hold on a rule that has none")
 
 	unsent := h.unsent(nil, 1000)
 	require.Len(t, unsent, 1, "got %v unsent, want only s's", unsent)
-	assert.Equal(t, "s", unsent[0].rule)
+	assert.Equal(t, "s", unsent[0].Rule)
 	h.markSent("s", 3000)
 	assert.Empty(t, h.unsent(nil, 1000))
 }
@@ -153,11 +133,11 @@ func TestHoldsPerHostAreBounded(t *testing.T) {
 	for i := range 3 * maxHolds {
 		h.setHold(fmt.Sprint("rule", i), int64(2000+i), 429, true, 1000)
 	}
-	assert.Len(t, h.holds, maxHolds)
+	assert.Equal(t, maxHolds, h.holdCount(), "got %d holds kept, want %d", h.holdCount(), maxHolds)
 	// The longest holds stay; the shortest made room.
-	_, _, ok := h.holdOn(fmt.Sprint("rule", 3*maxHolds-1), 1000)
+	_, ok := h.holdOn(fmt.Sprint("rule", 3*maxHolds-1), time.UnixMilli(1000))
 	assert.True(t, ok, "got the longest hold dropped")
-	_, _, ok = h.holdOn("rule0", 1000)
+	_, ok = h.holdOn("rule0", time.UnixMilli(1000))
 	assert.False(t, ok, "got the shortest hold kept over longer ones")
 	// A shorter hold than all kept does not push a longer one out.
 	assert.False(t, h.setHold("late", 1500, 429, true, 1000))
@@ -169,4 +149,10 @@ func TestUnsentForgetsEndedHolds(t *testing.T) {
 	assert.Empty(t, h.unsent(nil, 2000), "got an ended hold to send")
 	assert.True(t, h.quiet(2000), "got a host with only an ended hold busy")
 	assert.False(t, h.quiet(1999), "got a host under a hold quiet")
+}
+
+// holdCount returns the number of holds h keeps, ended ones included.
+func (h *host) holdCount() (n int) {
+	h.holds.Edit(func(list []hold) []hold { n = len(list); return list })
+	return n
 }

@@ -128,11 +128,7 @@ func (f *Fleet) receive(msg any) {
 // refetch marks every tracked host's holds to be fetched, and wakes the
 // flusher to fetch them at once.
 func (f *Fleet) refetch() {
-	f.mu.RLock()
-	for _, h := range f.hosts {
-		h.fetch.Store(true)
-	}
-	f.mu.RUnlock()
+	f.hosts.Each(func(_ string, h *host) { h.fetch.Store(true) })
 	signal(f.urgent)
 }
 

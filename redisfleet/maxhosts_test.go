@@ -10,8 +10,7 @@ import (
 )
 
 func TestHostsAreBounded(t *testing.T) {
-	f := idleFleet(t)
-	f.opts.MaxHosts = 8
+	f := idleFleetWith(t, Options{MaxHosts: 8})
 	busy := retryhttp.FleetReport{Budget: retryhttp.FleetFailure, Throttle: throttle}
 	f.Report("busy.example.com", busy) // a delta to send: kept over idle hosts
 	for i := range 100 {
@@ -24,8 +23,7 @@ func TestHostsAreBounded(t *testing.T) {
 }
 
 func TestEvictingABusyHostCountsItsReports(t *testing.T) {
-	f := idleFleet(t)
-	f.opts.MaxHosts = 2
+	f := idleFleetWith(t, Options{MaxHosts: 2})
 	busy := retryhttp.FleetReport{Budget: retryhttp.FleetFailure, Throttle: throttle}
 	for i := range 10 {
 		f.Report(fmt.Sprintf("h%d.example.com", i), busy)
@@ -35,8 +33,7 @@ func TestEvictingABusyHostCountsItsReports(t *testing.T) {
 }
 
 func TestAHeldHostIsNotQuiet(t *testing.T) {
-	f := idleFleet(t)
-	f.opts.MaxHosts = 2
+	f := idleFleetWith(t, Options{MaxHosts: 2})
 	f.Report("held.example.com", retryhttp.FleetReport{Rule: "r", HoldUntil: time.Now().Add(time.Hour), HoldStatus: 429})
 	for i := range 10 {
 		f.Look(fmt.Sprintf("h%d.example.com", i), "r")
