@@ -150,7 +150,9 @@ func (h *host) learn(r *result, l lesson) (holdSet bool) {
 }
 
 // pace teaches h's pace for l's rule what attempt r showed: a throttle
-// cuts the rate, fields that announce the quota set it.
+// cuts the rate, fields that announce the quota set it, and an answer
+// tells how long the rule's answers take (the one that paced the rule
+// included).
 func (h *host) pace(r *result, l lesson) {
 	thr, fields := throttle(r), r.fields.left || r.fields.limit > 0
 	if !thr && r.resp != nil {
@@ -159,15 +161,17 @@ func (h *host) pace(r *result, l lesson) {
 			h.serving.roll(l.now, n)
 		}
 	}
-	if !thr && !fields {
-		return // the common case: nothing more to learn
+	if thr || fields {
+		sent := h.sentRate(l.now)
+		if thr {
+			h.paces.throttle(l.rule, l.now, l.sent, sent, h.serving.rate(l.now, h.served.Load()))
+		}
+		if fields {
+			h.paces.fields(l.rule, l.now, r.fields, sent)
+		}
 	}
-	sent := h.sentRate(l.now)
-	if thr {
-		h.paces.throttle(l.rule, l.now, l.sent, sent, h.serving.rate(l.now, h.served.Load()))
-	}
-	if fields {
-		h.paces.fields(l.rule, l.now, r.fields, sent)
+	if r.resp != nil {
+		h.paces.answered(l.rule, r.latency)
 	}
 }
 

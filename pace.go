@@ -11,7 +11,8 @@ import (
 // ErrPaced is matched by the error of a request that was not sent because
 // its host is paced: the host throttled the requests of its rule, or its
 // rate-limit fields said how few it takes, and the request's send slot
-// would come past its deadline or the policy's maxServerDelay.
+// would come past its deadline or the policy's maxServerDelay, or so
+// close to its deadline that the answer would come after it.
 var ErrPaced = errors.New("retryhttp: host paced")
 
 // The pace's constants. A throttle cuts the rate to paceBeta of the rate
@@ -76,6 +77,10 @@ type paced struct {
 	limit      float64
 	// throttled is when the last throttle came.
 	throttled time.Time
+	// answer is how long the rule's answers take, smoothed as TCP
+	// smooths its round trip time (RFC 6298: each answer moves it an
+	// eighth of the way); 0 until one came.
+	answer time.Duration
 }
 
 // rateAt is p's rate at now: the fields', while they are in force, as the
@@ -179,25 +184,49 @@ func (ps *paces) get(rule string, now time.Time, sent float64) paceFacts {
 }
 
 // take takes rule's next send slot at now, if the rule is paced, and
-// returns when the attempt goes: now, or later.
-func (ps *paces) take(rule string, now time.Time) time.Time {
+// returns when the attempt goes: now, or later. A slot that would leave
+// less than the rule's answer time before latest (zero: no bound) is not
+// taken, and ok is false: the attempt would spend the host's quota, and
+// the slot, on an answer that comes too late for its caller. rate is the
+// pace's (0: unpaced).
+func (ps *paces) take(rule string, now, latest time.Time) (at time.Time, rate float64, ok bool) {
 	if ps.n.Load() == 0 {
-		return now
+		return now, 0, true
 	}
 	ps.mu.Lock()
 	defer ps.mu.Unlock()
 	i := ps.find(rule)
 	if i < 0 {
-		return now
+		return now, 0, true
 	}
 	p := &ps.list[i]
-	rate := p.rateAt(now)
-	if rate <= 0 {
-		return now
+	if rate = p.rateAt(now); rate <= 0 {
+		return now, 0, true
 	}
-	at := paceFacts{rate: rate, next: p.next, burst: p.burst(rate, now)}.slot(now)
+	at = paceFacts{rate: rate, next: p.next, burst: p.burst(rate, now)}.slot(now)
+	if !latest.IsZero() && !at.Add(p.answer).Before(latest) {
+		return at, rate, false
+	}
 	p.next = later(p.next, at).Add(time.Duration(float64(time.Second) / rate))
-	return at
+	return at, rate, true
+}
+
+// answered notes an answer to an attempt of rule, which took latency,
+// when the rule is paced.
+func (ps *paces) answered(rule string, latency time.Duration) {
+	if ps.n.Load() == 0 {
+		return
+	}
+	ps.mu.Lock()
+	defer ps.mu.Unlock()
+	if i := ps.find(rule); i >= 0 {
+		p := &ps.list[i]
+		if p.answer == 0 {
+			p.answer = latency
+		} else {
+			p.answer += (latency - p.answer) / 8
+		}
+	}
 }
 
 // throttle cuts rule's pace for a throttle at now of an attempt sent at

@@ -9,21 +9,30 @@ import (
 	"github.com/stretchr/testify/require"
 )
 
+// take takes rule's next slot at now with no deadline, and returns when
+// it comes.
+func take(t *testing.T, ps *paces, rule string, now time.Time) time.Time {
+	t.Helper()
+	at, _, ok := ps.take(rule, now, time.Time{})
+	require.True(t, ok, "without a deadline every slot is taken")
+	return at
+}
+
 // A pace hands out send slots one interval apart, each attempt moving the
 // schedule on; the fields' quota may be drawn on in a small run first.
 func TestPaceSlots(t *testing.T) {
 	now := time.Now()
 	var ps paces
-	assert.Equal(t, now, ps.take("r", now), "unpaced: at once")
+	assert.Equal(t, now, take(t, &ps, "r", now), "unpaced: at once")
 	ps.throttle("r", now, now, 10, 0) // sent at 10/s: cut to 7/s
 	f := ps.get("r", now, 10)
 	require.InDelta(t, 7, f.rate, 1e-6)
 	interval := time.Duration(float64(time.Second) / f.rate)
 	for i := range 4 {
-		at := ps.take("r", now)
+		at := take(t, &ps, "r", now)
 		assert.Equal(t, now.Add(time.Duration(i)*interval), at, "slot %d", i)
 	}
-	assert.Equal(t, now, ps.take("other", now), "another rule is not paced")
+	assert.Equal(t, now, take(t, &ps, "other", now), "another rule is not paced")
 
 	// The fields' r per t, drawn on up to a tenth of r at once.
 	var fs paces
@@ -32,9 +41,9 @@ func TestPaceSlots(t *testing.T) {
 	assert.InDelta(t, 5, g.rate, 1e-9)
 	assert.InDelta(t, 5, g.burst, 1e-9)
 	for i := range 5 {
-		assert.Equal(t, now, fs.take("r", now), "slot %d of the run", i)
+		assert.Equal(t, now, take(t, &fs, "r", now), "slot %d of the run", i)
 	}
-	assert.Equal(t, now.Add(200*time.Millisecond), fs.take("r", now), "then one per interval")
+	assert.Equal(t, now.Add(200*time.Millisecond), take(t, &fs, "r", now), "then one per interval")
 }
 
 // A throttle cuts the rate to 0.7 of the rate sent, or of the pace's, and
@@ -109,6 +118,46 @@ func TestPaceFieldsSmooth(t *testing.T) {
 	ps.fields("r", now, quota{left: true, r: 100, t: time.Second}, 1000)
 	ps.fields("r", now, quota{left: true, r: 0 + 1, t: time.Second}, 1000)
 	assert.InDelta(t, 0.1*1+0.9*100, ps.get("r", now, 1000).rate, 1e-9)
+}
+
+// A slot that leaves less than the rule's answer time before the deadline
+// is not taken: the answer would come too late, and the slot goes to the
+// next attempt.
+func TestPaceSlotLeavesTimeForTheAnswer(t *testing.T) {
+	now := time.Now()
+	interval := time.Second / 7
+	for _, tc := range []struct {
+		name     string
+		deadline time.Duration // from now, for the second slot
+		ok       bool
+	}{
+		{"room for the answer", interval + 101*time.Millisecond, true},
+		{"the answer would come just at the deadline", interval + 100*time.Millisecond, false},
+		{"the slot itself past the deadline", interval, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			var ps paces
+			ps.throttle("r", now, now, 10, 0) // 7/s: a slot every 143 ms
+			ps.answered("r", 100*time.Millisecond)
+			require.Equal(t, now, take(t, &ps, "r", now))
+			next := ps.list[0].next
+			at, rate, ok := ps.take("r", now, now.Add(tc.deadline))
+			assert.Equal(t, tc.ok, ok)
+			assert.InDelta(t, 7, rate, 1e-6)
+			assert.Equal(t, next, at, "the slot's time, taken or not")
+			if !ok {
+				assert.Equal(t, next, ps.list[0].next, "the slot is not taken")
+			}
+		})
+	}
+	var ps paces
+	ps.throttle("r", now, now, 10, 0)
+	ps.answered("r", 100*time.Millisecond)
+	ps.answered("r", 200*time.Millisecond)
+	assert.Equal(t, 100*time.Millisecond+100*time.Millisecond/8, ps.list[0].answer, "an eighth of the way")
+	var unpaced paces
+	unpaced.answered("r", time.Second)
+	assert.Zero(t, unpaced.n.Load(), "an unpaced rule keeps nothing")
 }
 
 // The meter reads the rate of the window in progress, or of the last one

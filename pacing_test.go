@@ -225,3 +225,54 @@ func TestDelayHeaderWithRemainingSetsThePace(t *testing.T) {
 		assert.InDelta(t, 10.0/5, tr.Stats().Hosts["api.test"].PaceRate, 0.2, "10 left for 5 s: 2/s")
 	})
 }
+
+// An attempt whose send slot comes before its deadline, but too close to
+// it for the host's answer to come in time, fails at once with ErrPaced,
+// nothing sent: sent, it would spend the host's quota, and the slot, on
+// an answer its caller no longer waits for.
+func TestPacedRequestsLeaveTimeForTheAnswer(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		srv := &rt.Server{Choose: func(_ int, req *http.Request) rt.Step {
+			if req.URL.Path == "/limit" {
+				return rt.Step{Status: 429, Delay: 200 * time.Millisecond}
+			}
+			return rt.Step{Delay: 200 * time.Millisecond}
+		}}
+		tr := &retryhttp.Transport{Base: srv}
+		for range 5 { // a request a second
+			burst(t, tr, "/slow", 1, 0)
+			time.Sleep(time.Second)
+		}
+		burst(t, tr, "/limit", 1, 0)
+		rate := tr.Stats().Hosts["api.test"].PaceRate
+		require.NotZero(t, rate)
+		// The second slot comes 1/rate from now, before the deadline; its
+		// answer, 0.2 s later, would not.
+		deadline := time.Duration(float64(time.Second)/rate) + 100*time.Millisecond
+		start, before := time.Now(), len(arrivals(srv))
+		var mu sync.Mutex
+		var paced []time.Duration
+		var wg sync.WaitGroup
+		for range 2 {
+			wg.Go(func() {
+				ctx, cancel := context.WithTimeout(retryhttp.WithoutRetries(t.Context()), deadline)
+				defer cancel()
+				req, err := http.NewRequestWithContext(ctx, "GET", "https://api.test/x", nil)
+				require.NoError(t, err)
+				resp, err := tr.RoundTrip(req)
+				if err == nil {
+					readAll(t, resp)
+					return
+				}
+				assert.ErrorIs(t, err, retryhttp.ErrPaced, "its slot leaves 0.1 s for a 0.2 s answer")
+				mu.Lock()
+				paced = append(paced, time.Since(start))
+				mu.Unlock()
+			})
+		}
+		wg.Wait()
+		require.Len(t, paced, 1, "one request has the slot now, the other is refused")
+		assert.Zero(t, paced[0], "at once")
+		assert.Len(t, arrivals(srv)[before:], 1, "the refused one was never sent")
+	})
+}
