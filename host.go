@@ -164,14 +164,18 @@ func (h *host) pace(r *result, l lesson) {
 	if thr || fields {
 		sent := h.sentRate(l.now)
 		if thr {
-			h.paces.throttle(l.rule, l.now, l.sent, sent, h.serving.rate(l.now, h.served.Load()))
+			held := l.now
+			if wait, ok := holdAsked(r, l.cfg.Hold != nil); ok {
+				held = l.now.Add(min(wait, l.cfg.ServerDelayLimit()))
+			}
+			h.paces.throttle(l.rule, l.now, l.sent, sent, h.serving.rate(l.now, h.served.Load()), held)
 		}
 		if fields {
 			h.paces.fields(l.rule, l.now, r.fields, sent)
 		}
 	}
 	if r.resp != nil {
-		h.paces.answered(l.rule, r.latency)
+		h.paces.answered(l.rule, l.now, r.latency, !thr)
 	}
 }
 

@@ -17,21 +17,42 @@ var ErrPaced = errors.New("retryhttp: host paced")
 
 // The pace's constants. A throttle cuts the rate to paceBeta of the rate
 // sent; the rate then grows back along a cubic curve, as TCP CUBIC and the
-// AWS SDKs' adaptive retry mode do: concave up to paceTarget of the rate
-// that was throttled, then convex past it, so that the pace stays long
-// near the rate the host took and probes past it slowly. A pace whose
-// rate grew past paceLift times what the host is sent, with no throttle
-// for paceQuiet, is lifted.
+// AWS SDKs' adaptive retry mode do: concave up to a plateau, a little
+// below the rate the host takes, then convex past it, so that the pace
+// stays long near that rate and probes past it slowly. A pace whose rate
+// grew past paceLift times what the host is sent, with no throttle for
+// paceQuiet, is lifted.
 const (
 	paceBeta = 0.7
-	// paceTarget is where a cut rate grows back to, before it probes
-	// past: a little below the rate throttled, which a host's burst let
-	// pass for a while.
+	// paceTarget is the plateau when nothing better is known: a little
+	// below the rate throttled, which a host's burst let pass for a
+	// while.
 	paceTarget = 0.95
-	// paceC is how fast the rate probes past paceTarget: a fraction of
-	// the rate throttled, per second cubed. After a cut it is back at
-	// the target in cbrt((1-paceBeta/paceTarget)/paceC), about 5 s.
+	// paceMeasured is the plateau, as a share of what the host served
+	// the rule since the last cut, per second it was not held, when that
+	// was measured over paceSpan at least: the rate throttled overstates
+	// what a host takes when its burst let that rate pass for seconds,
+	// while what it served does not; a little below it, as the count
+	// includes the burst the host allowed after its hold. The plateau so
+	// measured stays between the rate cut to and paceTarget of the rate
+	// throttled.
+	paceMeasured = 0.98
+	paceSpan     = time.Second
+	// paceRegrow is how long the rate takes to grow back from the cut to
+	// the plateau: a rate the host took, so the climb back is short and
+	// loses little below it, yet long enough for the answers of the
+	// first attempts after the cut to say whether it was enough.
+	paceRegrow = 2 * time.Second
+	// paceC is how fast the rate probes past the plateau: a fraction of
+	// it, per second cubed; 50% past it in 6 s.
 	paceC = 0.002
+	// paceCHeld is paceC past a measured plateau after a throttle that
+	// set a hold: each probe that finds the host's limit costs the hold
+	// it sets (a second's hold of a key sent 100 per second loses 100
+	// requests), so the probe rises about 2% past the plateau in 6 s and
+	// 50% in 17 s: probes come some 15 s apart, not 3 to 8, and a key
+	// held a second by each spends under a tenth of its time held.
+	paceCHeld = 0.0001
 	// paceServed caps the rate a throttle cuts from at this many times
 	// the rate the host answered without a throttle in the last second:
 	// after a hold, the pace may be far above what the host takes, and
@@ -60,15 +81,19 @@ const (
 type paced struct {
 	rule string
 	next time.Time
-	// rate is the rate set by the last throttle or fields, in requests
-	// per second; since when it was set.
+	// rate is the rate set by the last throttle, in requests per
+	// second; since when it was set.
 	rate  float64
 	since time.Time
-	// A throttle's cut: the rate throttled (wmax), reached again after k
-	// of cubic regrowth from since. wmax 0: the rate is the fields', and
-	// does not grow.
-	wmax float64
-	k    time.Duration
+	// A throttle's cut: the plateau (wmax), reached again paceRegrow
+	// after since, and probed past at probe (paceC or paceCHeld). wmax
+	// 0: the rate is the fields', and does not grow.
+	wmax  float64
+	probe float64
+	// served counts the answers of the rule that were not throttles since
+	// servedFrom: the end of the hold the last cut came with, or the cut.
+	served     float64
+	servedFrom time.Time
 	// quota is the fields' rate, in force until quotaUntil, from quotaR
 	// requests left; limit caps the rate, from a RateLimit-Policy.
 	quota      float64
@@ -92,8 +117,14 @@ func (p *paced) rateAt(now time.Time) float64 {
 	case p.quota > 0 && now.Before(p.quotaUntil):
 		rate = p.quota // the server's own numbers
 	case p.wmax > 0:
-		t := now.Sub(p.since).Seconds() - p.k.Seconds()
-		rate = max(p.wmax*(1+paceC*t*t*t), paceFloor)
+		t := now.Sub(p.since).Seconds() - paceRegrow.Seconds()
+		if t < 0 { // concave, from the cut to the plateau
+			x := t / paceRegrow.Seconds()
+			rate = p.wmax - (p.wmax-p.rate)*-x*x*x
+		} else { // convex, past it
+			rate = p.wmax * (1 + p.probe*t*t*t)
+		}
+		rate = max(rate, paceFloor)
 	}
 	if p.limit > 0 {
 		rate = min(rate, p.limit)
@@ -211,9 +242,9 @@ func (ps *paces) take(rule string, now, latest time.Time) (at time.Time, rate fl
 	return at, rate, true
 }
 
-// answered notes an answer to an attempt of rule, which took latency,
-// when the rule is paced.
-func (ps *paces) answered(rule string, latency time.Duration) {
+// answered notes an answer at now to an attempt of rule, which took
+// latency, when the rule is paced; ok says it was not a throttle.
+func (ps *paces) answered(rule string, now time.Time, latency time.Duration, ok bool) {
 	if ps.n.Load() == 0 {
 		return
 	}
@@ -226,17 +257,25 @@ func (ps *paces) answered(rule string, latency time.Duration) {
 		} else {
 			p.answer += (latency - p.answer) / 8
 		}
+		if ok && !now.Before(p.servedFrom) {
+			p.served++
+		}
 	}
 }
 
 // throttle cuts rule's pace for a throttle at now of an attempt sent at
 // sent (or that took its send slot then), rate being the rate the host is
-// sent: to paceBeta of the rate it was sent at, the lower of its pace and
-// rate. A throttle of an attempt sent before the last cut
-// is already answered for by it: one cut per round of attempts, not one
-// per attempt in flight. The schedule of slots starts again from now, at
-// the new rate: slots taken before the cut are taken anew.
-func (ps *paces) throttle(rule string, now, sent time.Time, rate, served float64) {
+// sent and served the rate it answered without a throttle in the last
+// second; held is when the hold the throttle set ends (now or earlier:
+// none). The rate is cut to paceBeta of the rate it was sent at, the
+// lower of its pace and rate, and grows back to a plateau: paceMeasured
+// of what the host served since the last cut, per second it was not
+// held, when that was measured, else paceTarget of the rate throttled.
+// A throttle of an attempt sent before the last cut is already answered
+// for by it: one cut per round of attempts, not one per attempt in
+// flight. The schedule of slots starts again from now, at the new rate:
+// slots taken before the cut are taken anew.
+func (ps *paces) throttle(rule string, now, sent time.Time, rate, served float64, held time.Time) {
 	ps.mu.Lock()
 	defer ps.mu.Unlock()
 	i := ps.find(rule)
@@ -256,9 +295,17 @@ func (ps *paces) throttle(rule string, now, sent time.Time, rate, served float64
 		w = min(w, paceServed*served)
 	}
 	w = max(w, paceFloor)
-	p.wmax, p.rate, p.since = paceTarget*w, paceBeta*w, now
-	p.k = time.Duration(math.Cbrt((1-paceBeta/paceTarget)/paceC) * float64(time.Second))
-	p.next = now
+	p.wmax, p.probe = paceTarget*w, paceC
+	if span := now.Sub(p.servedFrom); p.since.IsZero() || p.servedFrom.IsZero() || span < paceSpan {
+		// nothing measured: the first cut, or one too soon after the last
+	} else {
+		p.wmax = min(max(paceMeasured*p.served/span.Seconds(), paceBeta*w), paceTarget*w)
+		if held.After(now) {
+			p.probe = paceCHeld
+		}
+	}
+	p.rate, p.since, p.next = paceBeta*w, now, now
+	p.served, p.servedFrom = 0, later(now, held)
 }
 
 // fields sets rule's pace from what an answer's rate-limit fields say at

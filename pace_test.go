@@ -24,7 +24,7 @@ func TestPaceSlots(t *testing.T) {
 	now := time.Now()
 	var ps paces
 	assert.Equal(t, now, take(t, &ps, "r", now), "unpaced: at once")
-	ps.throttle("r", now, now, 10, 0) // sent at 10/s: cut to 7/s
+	ps.throttle("r", now, now, 10, 0, time.Time{}) // sent at 10/s: cut to 7/s
 	f := ps.get("r", now, 10)
 	require.InDelta(t, 7, f.rate, 1e-6)
 	interval := time.Duration(float64(time.Second) / f.rate)
@@ -63,27 +63,78 @@ func TestPaceCutsAndGrowsBack(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			var ps paces
-			ps.throttle("r", now, now, tc.sent, tc.served)
+			ps.throttle("r", now, now, tc.sent, tc.served, time.Time{})
 			assert.InDelta(t, tc.want, ps.get("r", now, tc.sent).rate, 1e-6)
 		})
 	}
 	var ps paces
-	ps.throttle("r", now, now, 100, 0)
+	ps.throttle("r", now, now, 100, 0, time.Time{})
 	p := ps.list[0]
-	back := now.Add(p.k)
-	assert.InDelta(t, 95, p.rateAt(back), 1e-6, "back at the target after k")
-	assert.Less(t, p.k, 6*time.Second)
+	back := now.Add(paceRegrow)
+	assert.InDelta(t, 95, p.rateAt(back), 1e-6, "back at the target after paceRegrow")
+	assert.Less(t, paceRegrow, 6*time.Second)
 	assert.Greater(t, p.rateAt(back.Add(5*time.Second)), 95.0, "then past it")
 	assert.Less(t, p.rateAt(back.Add(time.Second)), 95.5, "slowly")
 	for _, d := range []time.Duration{0, time.Second, 2 * time.Second} {
 		assert.Less(t, p.rateAt(now.Add(d)), p.rateAt(now.Add(d+time.Second)), "it grows from %v", d)
 	}
 
-	ps.throttle("r", now.Add(time.Second), now.Add(-time.Millisecond), 100, 0)
+	ps.throttle("r", now.Add(time.Second), now.Add(-time.Millisecond), 100, 0, time.Time{})
 	assert.Equal(t, p.rateAt(now.Add(time.Second)), ps.list[0].rateAt(now.Add(time.Second)),
 		"a throttle of an attempt sent before the cut cuts nothing")
-	ps.throttle("r", now.Add(time.Second), now.Add(time.Millisecond), 100, 0)
+	ps.throttle("r", now.Add(time.Second), now.Add(time.Millisecond), 100, 0, time.Time{})
 	assert.Less(t, ps.list[0].rateAt(now.Add(time.Second)), p.rateAt(now.Add(time.Second)), "one sent after it does")
+}
+
+// A throttle after a second or more of answers grows back to a plateau
+// just under what the host served since the last cut, per second it was
+// not held (answers during the hold are not counted), kept between the
+// rate cut to and paceTarget of the rate throttled; past a plateau so
+// measured after a hold, the probe is slow. Without a measure, the
+// plateau is paceTarget of the rate throttled.
+func TestPaceMeasuredPlateau(t *testing.T) {
+	now := time.Now()
+	second := now.Add(3 * time.Second) // the second throttle
+	for _, tc := range []struct {
+		name  string
+		hold  time.Duration // set by each throttle
+		ok    int           // answers, spread over [now, second)
+		at    time.Time     // of the second throttle
+		want  func(w float64) float64
+		probe float64
+	}{
+		{"measured after a hold", time.Second, 240, second, func(float64) float64 { return 0.98 * 160 / 2 }, paceCHeld},
+		{"measured, no hold", 0, 240, second, func(float64) float64 { return 0.98 * 240 / 3 }, paceC},
+		{"served less than the cut", time.Second, 90, second, func(w float64) float64 { return paceBeta * w }, paceCHeld},
+		{"served more than the rate throttled", 0, 600, second, func(w float64) float64 { return paceTarget * w }, paceC},
+		{"too soon to measure", 0, 240, now.Add(paceSpan / 2), func(w float64) float64 { return paceTarget * w }, paceC},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			var ps paces
+			ps.throttle("r", now, now, 100, 0, now.Add(tc.hold))
+			for i := range tc.ok {
+				at := now.Add(time.Duration(i) * 3 * time.Second / time.Duration(tc.ok))
+				if at.Before(tc.at) {
+					ps.answered("r", at, 10*time.Millisecond, true)
+				}
+				ps.answered("r", at, 10*time.Millisecond, false) // throttles count for nothing
+			}
+			w := ps.list[0].rateAt(tc.at)
+			ps.throttle("r", tc.at, tc.at, 100, 0, tc.at.Add(tc.hold))
+			p := ps.list[0]
+			assert.InDelta(t, tc.want(w), p.wmax, 1e-6)
+			assert.Equal(t, tc.probe, p.probe)
+			assert.InDelta(t, paceBeta*w, p.rateAt(tc.at), 1e-6, "cut from the pace's rate")
+			assert.InDelta(t, p.wmax, p.rateAt(tc.at.Add(paceRegrow)), 1e-6, "back at the plateau")
+		})
+	}
+	var ps paces
+	ps.throttle("r", now, now, 100, 0, time.Time{})
+	p := ps.list[0]
+	p.probe = paceCHeld
+	plateau := now.Add(paceRegrow)
+	assert.Less(t, p.rateAt(plateau.Add(6*time.Second)), 1.022*p.wmax, "a slow probe: about 2% in 6 s")
+	assert.Greater(t, p.rateAt(plateau.Add(17*time.Second)), 1.49*p.wmax, "50% in 17 s")
 }
 
 // A pace that no longer holds the host back is lifted: its rate grew past
@@ -92,7 +143,7 @@ func TestPaceCutsAndGrowsBack(t *testing.T) {
 func TestPaceLifts(t *testing.T) {
 	now := time.Now()
 	var ps paces
-	ps.throttle("r", now, now, 100, 0)
+	ps.throttle("r", now, now, 100, 0, time.Time{})
 	assert.NotZero(t, ps.get("r", now.Add(time.Second), 100).rate, "still throttled recently")
 	assert.NotZero(t, ps.get("r", now.Add(3*time.Second), 70).rate, "the pace still binds")
 	assert.Zero(t, ps.get("r", now.Add(3*time.Second), 10).rate, "the host is sent far less than the pace lets")
@@ -137,8 +188,8 @@ func TestPaceSlotLeavesTimeForTheAnswer(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			var ps paces
-			ps.throttle("r", now, now, 10, 0) // 7/s: a slot every 143 ms
-			ps.answered("r", 100*time.Millisecond)
+			ps.throttle("r", now, now, 10, 0, time.Time{}) // 7/s: a slot every 143 ms
+			ps.answered("r", now, 100*time.Millisecond, true)
 			require.Equal(t, now, take(t, &ps, "r", now))
 			next := ps.list[0].next
 			at, rate, ok := ps.take("r", now, now.Add(tc.deadline))
@@ -151,12 +202,12 @@ func TestPaceSlotLeavesTimeForTheAnswer(t *testing.T) {
 		})
 	}
 	var ps paces
-	ps.throttle("r", now, now, 10, 0)
-	ps.answered("r", 100*time.Millisecond)
-	ps.answered("r", 200*time.Millisecond)
+	ps.throttle("r", now, now, 10, 0, time.Time{})
+	ps.answered("r", now, 100*time.Millisecond, true)
+	ps.answered("r", now, 200*time.Millisecond, true)
 	assert.Equal(t, 100*time.Millisecond+100*time.Millisecond/8, ps.list[0].answer, "an eighth of the way")
 	var unpaced paces
-	unpaced.answered("r", time.Second)
+	unpaced.answered("r", now, time.Second, true)
 	assert.Zero(t, unpaced.n.Load(), "an unpaced rule keeps nothing")
 }
 
