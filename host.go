@@ -154,7 +154,11 @@ func (h *host) learn(r *result, l lesson) (holdSet bool) {
 // tells how long the rule's answers take (the one that paced the rule
 // included).
 func (h *host) pace(r *result, l lesson) {
-	thr, fields := throttle(r), r.fields.left || r.fields.limit > 0
+	q := r.fields
+	if r.quotaSpent && !q.left { // r=0: the fields' reading too
+		q.left, q.r, q.t = true, 0, r.quota
+	}
+	thr, fields := throttle(r), q.left || q.limit > 0
 	if !thr && r.resp != nil {
 		n := h.served.Add(1)
 		if h.serving.due(l.now) {
@@ -171,7 +175,7 @@ func (h *host) pace(r *result, l lesson) {
 			h.paces.throttle(l.rule, l.now, l.sent, sent, h.serving.rate(l.now, h.served.Load()), held)
 		}
 		if fields {
-			h.paces.fields(l.rule, l.now, r.fields, sent)
+			h.paces.fields(l.rule, l.now, l.sent, q, sent)
 		}
 	}
 	if r.resp != nil {

@@ -58,10 +58,6 @@ const (
 	// after a hold, the pace may be far above what the host takes, and
 	// what was sent tells nothing, as the hold kept it back.
 	paceServed = 3
-	// paceSmooth is the weight of each answer's fields in the rate they
-	// set, so that clients sharing a quota, all seeing it shrink and
-	// grow together, do not swing with it.
-	paceSmooth = 0.1
 	paceLift   = 1.5
 	paceQuiet  = 2 * time.Second
 	// paceFloor is the least rate a throttle cuts to, so that a host
@@ -94,12 +90,23 @@ type paced struct {
 	// servedFrom: the end of the hold the last cut came with, or the cut.
 	served     float64
 	servedFrom time.Time
-	// quota is the fields' rate, in force until quotaUntil, from quotaR
-	// requests left; limit caps the rate, from a RateLimit-Policy.
+	// quota is the fields' rate (see fieldsRate), last read at quotaR
+	// requests left until quotaUntil; limit caps the rate, from a
+	// RateLimit-Policy.
 	quota      float64
 	quotaR     float64
 	quotaUntil time.Time
 	limit      float64
+	// level is the units left that the fields said at levelAt, the last
+	// step of the fields' rate; top the most they said (see steer).
+	level   float64
+	levelAt time.Time
+	top     float64
+	// cut is when the schedule of slots last started again, at a lower
+	// rate: a throttle's cut, or a fall of the fields' rate. A slot taken
+	// before it was scheduled at the rate that was too fast, and is
+	// taken anew.
+	cut time.Time
 	// throttled is when the last throttle came.
 	throttled time.Time
 	// answer is how long the rule's answers take, smoothed as TCP
@@ -114,7 +121,7 @@ type paced struct {
 func (p *paced) rateAt(now time.Time) float64 {
 	rate := math.Inf(1)
 	switch {
-	case p.quota > 0 && now.Before(p.quotaUntil):
+	case p.fieldsRate(now) > 0:
 		rate = p.quota // the server's own numbers
 	case p.wmax > 0:
 		t := now.Sub(p.since).Seconds() - paceRegrow.Seconds()
@@ -139,19 +146,19 @@ func (p *paced) rateAt(now time.Time) float64 {
 // may be drawn on in small runs (a tenth of what is left, at most 10), a
 // throttled rate not at all.
 func (p *paced) burst(rate float64, now time.Time) float64 {
-	if p.wmax == 0 && p.quota > 0 && now.Before(p.quotaUntil) {
+	if p.wmax == 0 && p.fieldsRate(now) > 0 && now.Before(p.quotaUntil) {
 		return min(max(p.quotaR/10, 1), 10)
 	}
 	return 1
 }
 
-// lifted reports whether p is over at now: no fields' quota is in force,
-// and, with no throttle for paceQuiet (or none ever), its rate grew past
-// paceLift times sent, the rate the host is sent, or (for callers that
-// always send as fast as the pace lets them) past paceLift times the
-// rate that was throttled, twice.
+// lifted reports whether p is over at now: no r per t of the fields is
+// in force, and, with no throttle for paceQuiet (or none ever), its rate
+// grew past paceLift times sent, the rate the host is sent, or (for
+// callers that always send as fast as the pace lets them) past paceLift
+// times the rate that was throttled, twice.
 func (p *paced) lifted(now time.Time, sent float64) bool {
-	if p.quota > 0 && now.Before(p.quotaUntil) {
+	if p.limit == 0 && p.fieldsRate(now) > 0 {
 		return false
 	}
 	rate := p.rateAt(now)
@@ -177,8 +184,8 @@ type paceFacts struct {
 	rate  float64
 	next  time.Time
 	burst float64
-	// cut is when a throttle last cut the rate: a slot taken before it
-	// was scheduled at the rate that was too fast, and is taken anew.
+	// cut is when the schedule last started again at a lower rate (see
+	// paced.cut).
 	cut time.Time
 }
 
@@ -211,7 +218,7 @@ func (ps *paces) get(rule string, now time.Time, sent float64) paceFacts {
 		return paceFacts{}
 	}
 	rate := p.rateAt(now)
-	return paceFacts{rate: rate, next: p.next, burst: p.burst(rate, now), cut: p.since}
+	return paceFacts{rate: rate, next: p.next, burst: p.burst(rate, now), cut: p.cut}
 }
 
 // take takes rule's next send slot at now, if the rule is paced, and
@@ -304,44 +311,8 @@ func (ps *paces) throttle(rule string, now, sent time.Time, rate, served float64
 			p.probe = paceCHeld
 		}
 	}
-	p.rate, p.since, p.next = paceBeta*w, now, now
+	p.rate, p.since, p.next, p.cut = paceBeta*w, now, now, now
 	p.served, p.servedFrom = 0, later(now, held)
-}
-
-// fields sets rule's pace from what an answer's rate-limit fields say at
-// now: at most q.r requests before q.t, spread over it, and never more
-// than the policy's limit; an answer that says nothing changes nothing.
-// The fields pace a rule only when the quota would not last at sent, the
-// rate the host is sent, or when the rule is paced already.
-func (ps *paces) fields(rule string, now time.Time, q quota, sent float64) {
-	if !q.left && q.limit == 0 {
-		return
-	}
-	left := 0.0
-	if q.left {
-		left = float64(q.r) / max(q.t.Seconds(), 1e-3)
-	}
-	ps.mu.Lock()
-	defer ps.mu.Unlock()
-	i := ps.find(rule)
-	if i < 0 {
-		if !(q.left && sent > left) && !(q.limit > 0 && sent > q.limit) {
-			return // the quota lasts at the rate asked: nothing to pace
-		}
-		i = ps.add(rule)
-		ps.list[i].next = now
-		ps.list[i].since = now
-	}
-	p := &ps.list[i]
-	if q.left {
-		if p.quota > 0 && now.Before(p.quotaUntil) {
-			left = paceSmooth*left + (1-paceSmooth)*p.quota
-		}
-		p.quota, p.quotaR, p.quotaUntil = left, float64(q.r), now.Add(q.t)
-	}
-	if q.limit > 0 {
-		p.limit = q.limit
-	}
 }
 
 // clear lifts every pace: the host is back, its owner says.

@@ -36,7 +36,7 @@ func TestPaceSlots(t *testing.T) {
 
 	// The fields' r per t, drawn on up to a tenth of r at once.
 	var fs paces
-	fs.fields("r", now, quota{left: true, r: 50, t: 10 * time.Second}, 20)
+	fs.fields("r", now, now, quota{left: true, r: 50, t: 10 * time.Second}, 20)
 	g := fs.get("r", now, 20)
 	assert.InDelta(t, 5, g.rate, 1e-9)
 	assert.InDelta(t, 5, g.burst, 1e-9)
@@ -149,13 +149,13 @@ func TestPaceLifts(t *testing.T) {
 	assert.Zero(t, ps.get("r", now.Add(3*time.Second), 10).rate, "the host is sent far less than the pace lets")
 	assert.Zero(t, ps.n.Load(), "and it is forgotten")
 
-	ps.fields("r", now, quota{left: true, r: 1000, t: time.Minute}, 5)
+	ps.fields("r", now, now, quota{left: true, r: 1000, t: time.Minute}, 5)
 	assert.Zero(t, ps.n.Load(), "a quota that lasts at the rate sent paces nothing")
-	ps.fields("r", now, quota{left: true, r: 10, t: time.Minute}, 50)
+	ps.fields("r", now, now, quota{left: true, r: 10, t: time.Minute}, 50)
 	assert.NotZero(t, ps.get("r", now.Add(10*time.Second), 0).rate, "one that does not, until its t")
 	assert.Zero(t, ps.get("r", now.Add(61*time.Second), 0).rate)
 
-	ps.fields("r", now, quota{limit: 100}, 300)
+	ps.fields("r", now, now, quota{limit: 100}, 300)
 	assert.InDelta(t, 100, ps.get("r", now, 300).rate, 1e-9, "a policy's q per w caps it")
 	ps.clear()
 	assert.Zero(t, ps.get("r", now, 300).rate, "clear lifts every pace")
@@ -166,8 +166,8 @@ func TestPaceLifts(t *testing.T) {
 func TestPaceFieldsSmooth(t *testing.T) {
 	now := time.Now()
 	var ps paces
-	ps.fields("r", now, quota{left: true, r: 100, t: time.Second}, 1000)
-	ps.fields("r", now, quota{left: true, r: 0 + 1, t: time.Second}, 1000)
+	ps.fields("r", now, now, quota{left: true, r: 100, t: time.Second}, 1000)
+	ps.fields("r", now, now, quota{left: true, r: 0 + 1, t: time.Second}, 1000)
 	assert.InDelta(t, 0.1*1+0.9*100, ps.get("r", now, 1000).rate, 1e-9)
 }
 
@@ -225,4 +225,101 @@ func TestMeter(t *testing.T) {
 	assert.InDelta(t, 200, m.rate(now.Add(time.Second+time.Millisecond), 201), 1e-9, "the last window's, just after a roll")
 	assert.InDelta(t, 40, m.rate(now.Add(1500*time.Millisecond), 220), 1e-9)
 	assert.False(t, math.IsNaN(m.rate(now.Add(time.Second), 201)))
+}
+
+// Under a policy, the fields pace a rule when the quota runs out or the
+// rate sent is above q per w, not when r per t reads low: a bucket that
+// says t in whole seconds would starve a lone client. A spent quota cuts
+// the rate sent by paceBeta; without a policy it is left to the hold.
+func TestPaceFieldsStart(t *testing.T) {
+	now := time.Now()
+	policy := func(r int64) quota { return quota{left: true, r: r, t: time.Second, limit: 100} }
+	for _, tc := range []struct {
+		name string
+		q    quota
+		rate float64
+		want float64 // 0: unpaced
+	}{
+		{"r per t below the rate sent, the quota standing", policy(19), 50, 0},
+		{"the quota spent", policy(0), 50, paceBeta * 50},
+		{"the rate sent above q per w", policy(19), 300, 100},
+		{"spent, without a policy", quota{left: true, t: time.Second}, 50, 0},
+		{"r per t below the rate sent, without a policy", quota{left: true, r: 19, t: time.Second}, 50, 19},
+		{"t under a second is a second", quota{left: true, r: 19}, 50, 19},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			var ps paces
+			ps.fields("r", now, now.Add(-time.Millisecond), tc.q, tc.rate)
+			assert.InDelta(t, tc.want, ps.get("r", now, tc.rate).rate, 1e-9)
+		})
+	}
+}
+
+// Under a policy of q per w, the rate steps once per paceStep by the
+// square root of aim over spend: the sharers' spend read from the fall of
+// r, the quota refilling at q per w; the aim paceMargin below q per w,
+// plus the units above half the most seen spread over paceSpread. While
+// r stands at the most seen it grows by paceGrow a second at least; it
+// is scaled from at most paceLift times the rate sent, and capped at q
+// per w. A fall starts the schedule of slots again.
+func TestPaceFieldsSteer(t *testing.T) {
+	now := time.Now()
+	step := now.Add(paceStep)
+	reading := func(r int64) quota { return quota{left: true, r: r, t: time.Second, limit: 100} }
+	for _, tc := range []struct {
+		name       string
+		r0, r      int64   // at now, then at step
+		sending    float64 // the rate sent, at step
+		want       float64
+		cutAtStep  bool
+		afterSteps int // more steps with r standing at r
+	}{
+		{"r falls: the spend is above the quota", 16, 6, 20,
+			20 * math.Sqrt((98+(6-8)/paceSpread.Seconds())/(100+10/paceStep.Seconds())), true, 0},
+		{"r rises: the spend is below it", 6, 10, 20,
+			20 * math.Sqrt((98+(10-8)/paceSpread.Seconds())/(100-4/paceStep.Seconds())), false, 0},
+		{"r steady: aimed at q per w less the margin", 8, 8, 20, 20 * math.Sqrt(98.0/100), true, 0},
+		{"r at the top: grows", 16, 16, 20, 20 * (1 + paceGrow*paceStep.Seconds()), false, 0},
+		{"scaled from paceLift times the rate sent", 8, 8, 4, paceLift * 4 * math.Sqrt(98.0/100), true, 0},
+		{"capped at q per w", 16, 16, 20, 100, false, 40},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			var ps paces
+			ps.fields("r", now, now, reading(tc.r0), 300) // above q per w: paced, at 100
+			p := &ps.list[0]
+			require.Equal(t, float64(tc.r0), p.level)
+			p.quota, p.top = 20, 16 // the most units seen left
+			ps.fields("r", step.Add(-time.Millisecond), now, reading(tc.r), tc.sending)
+			assert.Equal(t, 20.0, p.quota, "once per paceStep")
+			ps.fields("r", step, now, reading(tc.r), tc.sending)
+			at := step
+			for range tc.afterSteps {
+				at = at.Add(paceStep)
+				ps.fields("r", at, now, reading(tc.r), 1000)
+			}
+			assert.InDelta(t, tc.want, ps.get("r", at, tc.want).rate, 1e-9)
+			assert.Equal(t, tc.cutAtStep, p.cut.Equal(step), "a fall starts the schedule again")
+		})
+	}
+}
+
+// A spent quota under a policy cuts the fields' rate once per round, as a
+// throttle does; the rate so steered stays in force while no answer comes
+// (during a hold), and lifts as a throttle's does, once it is well above
+// the rate sent and no throttle came for paceQuiet.
+func TestPaceFieldsSpentAndLift(t *testing.T) {
+	now := time.Now()
+	var ps paces
+	ps.fields("r", now, now, quota{left: true, t: time.Second, limit: 100}, 40)
+	p := &ps.list[0]
+	require.InDelta(t, 28, p.quota, 1e-9, "paced by a spent quota")
+	ps.fields("r", now.Add(time.Millisecond), now.Add(-time.Millisecond), quota{left: true, t: time.Second, limit: 100}, 40)
+	assert.InDelta(t, 28, p.quota, 1e-9, "an attempt sent before the cut cuts nothing")
+	ps.fields("r", now.Add(time.Second), now.Add(500*time.Millisecond), quota{left: true, t: time.Second, limit: 100}, 40)
+	assert.InDelta(t, 0.7*28, p.quota, 1e-9, "one sent after it does")
+	assert.Equal(t, now.Add(time.Second), p.cut)
+
+	later := now.Add(3 * time.Second)
+	assert.InDelta(t, 0.7*28, ps.get("r", later, 15).rate, 1e-9, "in force with no answer, past t")
+	assert.Zero(t, ps.get("r", later, 10).rate, "lifted: the rate is well above the rate sent, and quiet")
 }
