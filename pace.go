@@ -50,9 +50,17 @@ const (
 	// set a hold: each probe that finds the host's limit costs the hold
 	// it sets (a second's hold of a key sent 100 per second loses 100
 	// requests), so the probe rises about 2% past the plateau in 6 s and
-	// 50% in 17 s: probes come some 15 s apart, not 3 to 8, and a key
+	// 10% in 10 s: probes come some 15 s apart, not 3 to 8, and a key
 	// held a second by each spends under a tenth of its time held.
 	paceCHeld = 0.0001
+	// paceProbeLate is how late after the plateau paceC's probe starts,
+	// when it is slow: it overtakes the slow one 20% past the plateau,
+	// 13 s in, so that the probe stays slow where the limit was found,
+	// give or take a burst, yet a host whose limit rose is found, and
+	// the pace lifted (three times the plateau), in 18 s instead of 10,
+	// not 27.
+	paceProbeLate = 8 * time.Second
+
 	// paceServed caps the rate a throttle cuts from at this many times
 	// the rate the host answered without a throttle in the last second:
 	// after a hold, the pace may be far above what the host takes, and
@@ -83,7 +91,7 @@ type paced struct {
 	since time.Time
 	// A throttle's cut: the plateau (wmax), reached again paceRegrow
 	// after since, and probed past at probe (paceC or paceCHeld). wmax
-	// 0: the rate is the fields', and does not grow.
+	// 0: no throttle came, and the rate is the fields'.
 	wmax  float64
 	probe float64
 	// served counts the answers of the rule that were not throttles since
@@ -107,7 +115,8 @@ type paced struct {
 	// before it was scheduled at the rate that was too fast, and is
 	// taken anew.
 	cut time.Time
-	// throttled is when the last throttle came.
+	// throttled is when the last throttle came, or the fields said the
+	// quota was spent.
 	throttled time.Time
 	// answer is how long the rule's answers take, smoothed as TCP
 	// smooths its round trip time (RFC 6298: each answer moves it an
@@ -115,9 +124,10 @@ type paced struct {
 	answer time.Duration
 }
 
-// rateAt is p's rate at now: the fields', while they are in force, as the
-// server's own numbers; else the cubic's, after a throttle; capped by the
-// policy's limit. 0 means unpaced.
+// rateAt is p's rate at now: the fields', while they are in force (see
+// fieldsRate), as they follow the server's own numbers; else the
+// cubic's, after a throttle; capped by the policy's limit. 0 means
+// unpaced.
 func (p *paced) rateAt(now time.Time) float64 {
 	rate := math.Inf(1)
 	switch {
@@ -126,10 +136,14 @@ func (p *paced) rateAt(now time.Time) float64 {
 	case p.wmax > 0:
 		t := now.Sub(p.since).Seconds() - paceRegrow.Seconds()
 		if t < 0 { // concave, from the cut to the plateau
-			x := t / paceRegrow.Seconds()
-			rate = p.wmax - (p.wmax-p.rate)*-x*x*x
+			d := -t / paceRegrow.Seconds() // 1 at the cut, 0 at the plateau
+			rate = p.wmax - (p.wmax-p.rate)*d*d*d
 		} else { // convex, past it
-			rate = p.wmax * (1 + p.probe*t*t*t)
+			g := p.probe * t * t * t
+			if late := t - paceProbeLate.Seconds(); p.probe < paceC && late > 0 {
+				g = max(g, paceC*late*late*late)
+			}
+			rate = p.wmax * (1 + g)
 		}
 		rate = max(rate, paceFloor)
 	}

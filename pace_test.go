@@ -134,7 +134,9 @@ func TestPaceMeasuredPlateau(t *testing.T) {
 	p.probe = paceCHeld
 	plateau := now.Add(paceRegrow)
 	assert.Less(t, p.rateAt(plateau.Add(6*time.Second)), 1.022*p.wmax, "a slow probe: about 2% in 6 s")
-	assert.Greater(t, p.rateAt(plateau.Add(17*time.Second)), 1.49*p.wmax, "50% in 17 s")
+	assert.InDelta(t, 1.1*p.wmax, p.rateAt(plateau.Add(10*time.Second)), 1e-6, "10% in 10 s")
+	assert.InDelta(t, 1.25*p.wmax, p.rateAt(plateau.Add(13*time.Second)), 1e-6, "then paceC's, started late")
+	assert.InDelta(t, 3*p.wmax, p.rateAt(plateau.Add(18*time.Second)), 1e-6, "three times the plateau in 18 s")
 }
 
 // A pace that no longer holds the host back is lifted: its rate grew past
