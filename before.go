@@ -18,10 +18,11 @@ import (
 // when again is set) may go now, and carries out what it says of the
 // host's limits: an attempt takes a slot under the host's concurrency
 // limit, or waits in line for one; takes a send slot of the host's pace,
-// and waits for it; goes first after a capped hold, or looks again at
-// once if another request did; and, a first attempt, earns its share of
-// a hedge, or, a hedge, spends one, refused if another request took the
-// last one since the facts were read. An attempt refused gives its
+// and waits for it, or is refused when the slot leaves no time for its
+// answer before its deadline; goes first after a capped hold, or looks
+// again at once if another request did; and, a first attempt, earns its
+// share of a hedge, or, a hedge, spends one, refused if another request
+// took the last one since the facts were read. An attempt refused gives its
 // concurrency slot back.
 func (c *call) admit(n int, again bool) step {
 	now := time.Now()
@@ -53,7 +54,13 @@ func (c *call) admit(n int, again bool) step {
 		s.wait, s.at = 0, now // a slot came free since the facts were read
 	}
 	if s.pace {
-		at := c.host.paces.take(c.rule, now)
+		at, rate, ok := c.host.paces.take(c.rule, now, f.deadline)
+		if !ok { // its answer would come past its deadline
+			c.unadmit(n)
+			r := noMore(n, retrytrace.RefusedPaced)
+			r.wait, r.rate, r.at = at.Sub(now), rate, now
+			return r
+		}
 		c.slot, c.slotAt = n, now
 		if wait := at.Sub(now); wait > 0 {
 			return step{kind: stepWait, attempt: n, wait: wait, reason: retrytrace.WaitPace, at: at}

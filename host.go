@@ -152,24 +152,36 @@ func (h *host) learn(r *result, l lesson) (holdSet bool) {
 }
 
 // pace teaches h's pace for l's rule what attempt r showed: a throttle
-// cuts the rate, fields that announce the quota set it.
+// cuts the rate, fields that announce the quota set it, and an answer
+// tells how long the rule's answers take (the one that paced the rule
+// included).
 func (h *host) pace(r *result, l lesson) {
-	thr, fields := throttle(r), r.fields.left || r.fields.limit > 0
+	q := r.fields
+	if r.quotaSpent && !q.left { // r=0: the fields' reading too
+		q.left, q.r, q.t = true, 0, r.quota
+	}
+	thr, fields := throttle(r), q.left || q.limit > 0
 	if !thr && r.resp != nil {
 		n := h.served.Add(1)
 		if h.serving.due(l.now) {
 			h.serving.roll(l.now, n)
 		}
 	}
-	if !thr && !fields {
-		return // the common case: nothing more to learn
+	if thr || fields {
+		sent := h.sentRate(l.now)
+		if thr {
+			held := l.now
+			if wait, ok := holdAsked(r, l.cfg.Hold != nil); ok {
+				held = l.now.Add(min(wait, l.cfg.ServerDelayLimit()))
+			}
+			h.paces.throttle(l.rule, l.now, l.sent, sent, h.serving.rate(l.now, h.served.Load()), held)
+		}
+		if fields {
+			h.paces.fields(l.rule, l.now, l.sent, q, sent)
+		}
 	}
-	sent := h.sentRate(l.now)
-	if thr {
-		h.paces.throttle(l.rule, l.now, l.sent, sent, h.serving.rate(l.now, h.served.Load()))
-	}
-	if fields {
-		h.paces.fields(l.rule, l.now, r.fields, sent)
+	if r.resp != nil {
+		h.paces.answered(l.rule, l.now, r.latency, !thr)
 	}
 }
 

@@ -11,35 +11,61 @@ import (
 // ErrPaced is matched by the error of a request that was not sent because
 // its host is paced: the host throttled the requests of its rule, or its
 // rate-limit fields said how few it takes, and the request's send slot
-// would come past its deadline or the policy's maxServerDelay.
+// would come past its deadline or the policy's maxServerDelay, or so
+// close to its deadline that the answer would come after it.
 var ErrPaced = errors.New("retryhttp: host paced")
 
 // The pace's constants. A throttle cuts the rate to paceBeta of the rate
 // sent; the rate then grows back along a cubic curve, as TCP CUBIC and the
-// AWS SDKs' adaptive retry mode do: concave up to paceTarget of the rate
-// that was throttled, then convex past it, so that the pace stays long
-// near the rate the host took and probes past it slowly. A pace whose
-// rate grew past paceLift times what the host is sent, with no throttle
-// for paceQuiet, is lifted.
+// AWS SDKs' adaptive retry mode do: concave up to a plateau, a little
+// below the rate the host takes, then convex past it, so that the pace
+// stays long near that rate and probes past it slowly. A pace whose rate
+// grew past paceLift times what the host is sent, with no throttle for
+// paceQuiet, is lifted.
 const (
 	paceBeta = 0.7
-	// paceTarget is where a cut rate grows back to, before it probes
-	// past: a little below the rate throttled, which a host's burst let
-	// pass for a while.
+	// paceTarget is the plateau when nothing better is known: a little
+	// below the rate throttled, which a host's burst let pass for a
+	// while.
 	paceTarget = 0.95
-	// paceC is how fast the rate probes past paceTarget: a fraction of
-	// the rate throttled, per second cubed. After a cut it is back at
-	// the target in cbrt((1-paceBeta/paceTarget)/paceC), about 5 s.
+	// paceMeasured is the plateau, as a share of what the host served
+	// the rule since the last cut, per second it was not held, when that
+	// was measured over paceSpan at least: the rate throttled overstates
+	// what a host takes when its burst let that rate pass for seconds,
+	// while what it served does not; a little below it, as the count
+	// includes the burst the host allowed after its hold. The plateau so
+	// measured stays between the rate cut to and paceTarget of the rate
+	// throttled.
+	paceMeasured = 0.98
+	paceSpan     = time.Second
+	// paceRegrow is how long the rate takes to grow back from the cut to
+	// the plateau: a rate the host took, so the climb back is short and
+	// loses little below it, yet long enough for the answers of the
+	// first attempts after the cut to say whether it was enough.
+	paceRegrow = 2 * time.Second
+	// paceC is how fast the rate probes past the plateau: a fraction of
+	// it, per second cubed; 50% past it in 6 s.
 	paceC = 0.002
+	// paceCHeld is paceC past a measured plateau after a throttle that
+	// set a hold: each probe that finds the host's limit costs the hold
+	// it sets (a second's hold of a key sent 100 per second loses 100
+	// requests), so the probe rises about 2% past the plateau in 6 s and
+	// 10% in 10 s: probes come some 15 s apart, not 3 to 8, and a key
+	// held a second by each spends under a tenth of its time held.
+	paceCHeld = 0.0001
+	// paceProbeLate is how late after the plateau paceC's probe starts,
+	// when it is slow: it overtakes the slow one 20% past the plateau,
+	// 13 s in, so that the probe stays slow where the limit was found,
+	// give or take a burst, yet a host whose limit rose is found, and
+	// the pace lifted (three times the plateau), in 18 s instead of 10,
+	// not 27.
+	paceProbeLate = 8 * time.Second
+
 	// paceServed caps the rate a throttle cuts from at this many times
 	// the rate the host answered without a throttle in the last second:
 	// after a hold, the pace may be far above what the host takes, and
 	// what was sent tells nothing, as the hold kept it back.
 	paceServed = 3
-	// paceSmooth is the weight of each answer's fields in the rate they
-	// set, so that clients sharing a quota, all seeing it shrink and
-	// grow together, do not swing with it.
-	paceSmooth = 0.1
 	paceLift   = 1.5
 	paceQuiet  = 2 * time.Second
 	// paceFloor is the least rate a throttle cuts to, so that a host
@@ -59,36 +85,67 @@ const (
 type paced struct {
 	rule string
 	next time.Time
-	// rate is the rate set by the last throttle or fields, in requests
-	// per second; since when it was set.
+	// rate is the rate set by the last throttle, in requests per
+	// second; since when it was set.
 	rate  float64
 	since time.Time
-	// A throttle's cut: the rate throttled (wmax), reached again after k
-	// of cubic regrowth from since. wmax 0: the rate is the fields', and
-	// does not grow.
-	wmax float64
-	k    time.Duration
-	// quota is the fields' rate, in force until quotaUntil, from quotaR
-	// requests left; limit caps the rate, from a RateLimit-Policy.
+	// A throttle's cut: the plateau (wmax), reached again paceRegrow
+	// after since, and probed past at probe (paceC or paceCHeld). wmax
+	// 0: no throttle came, and the rate is the fields'.
+	wmax  float64
+	probe float64
+	// served counts the answers of the rule that were not throttles since
+	// servedFrom: the end of the hold the last cut came with, or the cut.
+	served     float64
+	servedFrom time.Time
+	// quota is the fields' rate (see fieldsRate), last read at quotaR
+	// requests left until quotaUntil; limit caps the rate, from a
+	// RateLimit-Policy.
 	quota      float64
 	quotaR     float64
 	quotaUntil time.Time
 	limit      float64
-	// throttled is when the last throttle came.
+	// level is the units left that the fields said at levelAt, the last
+	// step of the fields' rate; top the most they said (see steer).
+	level   float64
+	levelAt time.Time
+	top     float64
+	// cut is when the schedule of slots last started again, at a lower
+	// rate: a throttle's cut, or a fall of the fields' rate. A slot taken
+	// before it was scheduled at the rate that was too fast, and is
+	// taken anew.
+	cut time.Time
+	// throttled is when the last throttle came, or the fields said the
+	// quota was spent.
 	throttled time.Time
+	// answer is how long the rule's answers take, smoothed as TCP
+	// smooths its round trip time (RFC 6298: each answer moves it an
+	// eighth of the way); 0 until one came.
+	answer time.Duration
 }
 
-// rateAt is p's rate at now: the fields', while they are in force, as the
-// server's own numbers; else the cubic's, after a throttle; capped by the
-// policy's limit. 0 means unpaced.
+// rateAt is p's rate at now: the fields', while they are in force (see
+// fieldsRate), as they follow the server's own numbers; else the
+// cubic's, after a throttle; capped by the policy's limit. 0 means
+// unpaced.
 func (p *paced) rateAt(now time.Time) float64 {
 	rate := math.Inf(1)
 	switch {
-	case p.quota > 0 && now.Before(p.quotaUntil):
+	case p.fieldsRate(now) > 0:
 		rate = p.quota // the server's own numbers
 	case p.wmax > 0:
-		t := now.Sub(p.since).Seconds() - p.k.Seconds()
-		rate = max(p.wmax*(1+paceC*t*t*t), paceFloor)
+		t := now.Sub(p.since).Seconds() - paceRegrow.Seconds()
+		if t < 0 { // concave, from the cut to the plateau
+			d := -t / paceRegrow.Seconds() // 1 at the cut, 0 at the plateau
+			rate = p.wmax - (p.wmax-p.rate)*d*d*d
+		} else { // convex, past it
+			g := p.probe * t * t * t
+			if late := t - paceProbeLate.Seconds(); p.probe < paceC && late > 0 {
+				g = max(g, paceC*late*late*late)
+			}
+			rate = p.wmax * (1 + g)
+		}
+		rate = max(rate, paceFloor)
 	}
 	if p.limit > 0 {
 		rate = min(rate, p.limit)
@@ -103,19 +160,19 @@ func (p *paced) rateAt(now time.Time) float64 {
 // may be drawn on in small runs (a tenth of what is left, at most 10), a
 // throttled rate not at all.
 func (p *paced) burst(rate float64, now time.Time) float64 {
-	if p.wmax == 0 && p.quota > 0 && now.Before(p.quotaUntil) {
+	if p.wmax == 0 && p.fieldsRate(now) > 0 && now.Before(p.quotaUntil) {
 		return min(max(p.quotaR/10, 1), 10)
 	}
 	return 1
 }
 
-// lifted reports whether p is over at now: no fields' quota is in force,
-// and, with no throttle for paceQuiet (or none ever), its rate grew past
-// paceLift times sent, the rate the host is sent, or (for callers that
-// always send as fast as the pace lets them) past paceLift times the
-// rate that was throttled, twice.
+// lifted reports whether p is over at now: no r per t of the fields is
+// in force, and, with no throttle for paceQuiet (or none ever), its rate
+// grew past paceLift times sent, the rate the host is sent, or (for
+// callers that always send as fast as the pace lets them) past paceLift
+// times the rate that was throttled, twice.
 func (p *paced) lifted(now time.Time, sent float64) bool {
-	if p.quota > 0 && now.Before(p.quotaUntil) {
+	if p.limit == 0 && p.fieldsRate(now) > 0 {
 		return false
 	}
 	rate := p.rateAt(now)
@@ -141,8 +198,8 @@ type paceFacts struct {
 	rate  float64
 	next  time.Time
 	burst float64
-	// cut is when a throttle last cut the rate: a slot taken before it
-	// was scheduled at the rate that was too fast, and is taken anew.
+	// cut is when the schedule last started again at a lower rate (see
+	// paced.cut).
 	cut time.Time
 }
 
@@ -175,39 +232,71 @@ func (ps *paces) get(rule string, now time.Time, sent float64) paceFacts {
 		return paceFacts{}
 	}
 	rate := p.rateAt(now)
-	return paceFacts{rate: rate, next: p.next, burst: p.burst(rate, now), cut: p.since}
+	return paceFacts{rate: rate, next: p.next, burst: p.burst(rate, now), cut: p.cut}
 }
 
 // take takes rule's next send slot at now, if the rule is paced, and
-// returns when the attempt goes: now, or later.
-func (ps *paces) take(rule string, now time.Time) time.Time {
+// returns when the attempt goes: now, or later. A slot that would leave
+// less than the rule's answer time before latest (zero: no bound) is not
+// taken, and ok is false: the attempt would spend the host's quota, and
+// the slot, on an answer that comes too late for its caller. rate is the
+// pace's (0: unpaced).
+func (ps *paces) take(rule string, now, latest time.Time) (at time.Time, rate float64, ok bool) {
 	if ps.n.Load() == 0 {
-		return now
+		return now, 0, true
 	}
 	ps.mu.Lock()
 	defer ps.mu.Unlock()
 	i := ps.find(rule)
 	if i < 0 {
-		return now
+		return now, 0, true
 	}
 	p := &ps.list[i]
-	rate := p.rateAt(now)
-	if rate <= 0 {
-		return now
+	if rate = p.rateAt(now); rate <= 0 {
+		return now, 0, true
 	}
-	at := paceFacts{rate: rate, next: p.next, burst: p.burst(rate, now)}.slot(now)
+	at = paceFacts{rate: rate, next: p.next, burst: p.burst(rate, now)}.slot(now)
+	if !latest.IsZero() && !at.Add(p.answer).Before(latest) {
+		return at, rate, false
+	}
 	p.next = later(p.next, at).Add(time.Duration(float64(time.Second) / rate))
-	return at
+	return at, rate, true
+}
+
+// answered notes an answer at now to an attempt of rule, which took
+// latency, when the rule is paced; ok says it was not a throttle.
+func (ps *paces) answered(rule string, now time.Time, latency time.Duration, ok bool) {
+	if ps.n.Load() == 0 {
+		return
+	}
+	ps.mu.Lock()
+	defer ps.mu.Unlock()
+	if i := ps.find(rule); i >= 0 {
+		p := &ps.list[i]
+		if p.answer == 0 {
+			p.answer = latency
+		} else {
+			p.answer += (latency - p.answer) / 8
+		}
+		if ok && !now.Before(p.servedFrom) {
+			p.served++
+		}
+	}
 }
 
 // throttle cuts rule's pace for a throttle at now of an attempt sent at
 // sent (or that took its send slot then), rate being the rate the host is
-// sent: to paceBeta of the rate it was sent at, the lower of its pace and
-// rate. A throttle of an attempt sent before the last cut
-// is already answered for by it: one cut per round of attempts, not one
-// per attempt in flight. The schedule of slots starts again from now, at
-// the new rate: slots taken before the cut are taken anew.
-func (ps *paces) throttle(rule string, now, sent time.Time, rate, served float64) {
+// sent and served the rate it answered without a throttle in the last
+// second; held is when the hold the throttle set ends (now or earlier:
+// none). The rate is cut to paceBeta of the rate it was sent at, the
+// lower of its pace and rate, and grows back to a plateau: paceMeasured
+// of what the host served since the last cut, per second it was not
+// held, when that was measured, else paceTarget of the rate throttled.
+// A throttle of an attempt sent before the last cut is already answered
+// for by it: one cut per round of attempts, not one per attempt in
+// flight. The schedule of slots starts again from now, at the new rate:
+// slots taken before the cut are taken anew.
+func (ps *paces) throttle(rule string, now, sent time.Time, rate, served float64, held time.Time) {
 	ps.mu.Lock()
 	defer ps.mu.Unlock()
 	i := ps.find(rule)
@@ -227,45 +316,17 @@ func (ps *paces) throttle(rule string, now, sent time.Time, rate, served float64
 		w = min(w, paceServed*served)
 	}
 	w = max(w, paceFloor)
-	p.wmax, p.rate, p.since = paceTarget*w, paceBeta*w, now
-	p.k = time.Duration(math.Cbrt((1-paceBeta/paceTarget)/paceC) * float64(time.Second))
-	p.next = now
-}
-
-// fields sets rule's pace from what an answer's rate-limit fields say at
-// now: at most q.r requests before q.t, spread over it, and never more
-// than the policy's limit; an answer that says nothing changes nothing.
-// The fields pace a rule only when the quota would not last at sent, the
-// rate the host is sent, or when the rule is paced already.
-func (ps *paces) fields(rule string, now time.Time, q quota, sent float64) {
-	if !q.left && q.limit == 0 {
-		return
-	}
-	left := 0.0
-	if q.left {
-		left = float64(q.r) / max(q.t.Seconds(), 1e-3)
-	}
-	ps.mu.Lock()
-	defer ps.mu.Unlock()
-	i := ps.find(rule)
-	if i < 0 {
-		if !(q.left && sent > left) && !(q.limit > 0 && sent > q.limit) {
-			return // the quota lasts at the rate asked: nothing to pace
+	p.wmax, p.probe = paceTarget*w, paceC
+	if span := now.Sub(p.servedFrom); p.since.IsZero() || p.servedFrom.IsZero() || span < paceSpan {
+		// nothing measured: the first cut, or one too soon after the last
+	} else {
+		p.wmax = min(max(paceMeasured*p.served/span.Seconds(), paceBeta*w), paceTarget*w)
+		if held.After(now) {
+			p.probe = paceCHeld
 		}
-		i = ps.add(rule)
-		ps.list[i].next = now
-		ps.list[i].since = now
 	}
-	p := &ps.list[i]
-	if q.left {
-		if p.quota > 0 && now.Before(p.quotaUntil) {
-			left = paceSmooth*left + (1-paceSmooth)*p.quota
-		}
-		p.quota, p.quotaR, p.quotaUntil = left, float64(q.r), now.Add(q.t)
-	}
-	if q.limit > 0 {
-		p.limit = q.limit
-	}
+	p.rate, p.since, p.next, p.cut = paceBeta*w, now, now, now
+	p.served, p.servedFrom = 0, later(now, held)
 }
 
 // clear lifts every pace: the host is back, its owner says.

@@ -9,32 +9,41 @@ import (
 	"github.com/stretchr/testify/require"
 )
 
+// take takes rule's next slot at now with no deadline, and returns when
+// it comes.
+func take(t *testing.T, ps *paces, rule string, now time.Time) time.Time {
+	t.Helper()
+	at, _, ok := ps.take(rule, now, time.Time{})
+	require.True(t, ok, "without a deadline every slot is taken")
+	return at
+}
+
 // A pace hands out send slots one interval apart, each attempt moving the
 // schedule on; the fields' quota may be drawn on in a small run first.
 func TestPaceSlots(t *testing.T) {
 	now := time.Now()
 	var ps paces
-	assert.Equal(t, now, ps.take("r", now), "unpaced: at once")
-	ps.throttle("r", now, now, 10, 0) // sent at 10/s: cut to 7/s
+	assert.Equal(t, now, take(t, &ps, "r", now), "unpaced: at once")
+	ps.throttle("r", now, now, 10, 0, time.Time{}) // sent at 10/s: cut to 7/s
 	f := ps.get("r", now, 10)
 	require.InDelta(t, 7, f.rate, 1e-6)
 	interval := time.Duration(float64(time.Second) / f.rate)
 	for i := range 4 {
-		at := ps.take("r", now)
+		at := take(t, &ps, "r", now)
 		assert.Equal(t, now.Add(time.Duration(i)*interval), at, "slot %d", i)
 	}
-	assert.Equal(t, now, ps.take("other", now), "another rule is not paced")
+	assert.Equal(t, now, take(t, &ps, "other", now), "another rule is not paced")
 
 	// The fields' r per t, drawn on up to a tenth of r at once.
 	var fs paces
-	fs.fields("r", now, quota{left: true, r: 50, t: 10 * time.Second}, 20)
+	fs.fields("r", now, now, quota{left: true, r: 50, t: 10 * time.Second}, 20)
 	g := fs.get("r", now, 20)
 	assert.InDelta(t, 5, g.rate, 1e-9)
 	assert.InDelta(t, 5, g.burst, 1e-9)
 	for i := range 5 {
-		assert.Equal(t, now, fs.take("r", now), "slot %d of the run", i)
+		assert.Equal(t, now, take(t, &fs, "r", now), "slot %d of the run", i)
 	}
-	assert.Equal(t, now.Add(200*time.Millisecond), fs.take("r", now), "then one per interval")
+	assert.Equal(t, now.Add(200*time.Millisecond), take(t, &fs, "r", now), "then one per interval")
 }
 
 // A throttle cuts the rate to 0.7 of the rate sent, or of the pace's, and
@@ -54,27 +63,80 @@ func TestPaceCutsAndGrowsBack(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			var ps paces
-			ps.throttle("r", now, now, tc.sent, tc.served)
+			ps.throttle("r", now, now, tc.sent, tc.served, time.Time{})
 			assert.InDelta(t, tc.want, ps.get("r", now, tc.sent).rate, 1e-6)
 		})
 	}
 	var ps paces
-	ps.throttle("r", now, now, 100, 0)
+	ps.throttle("r", now, now, 100, 0, time.Time{})
 	p := ps.list[0]
-	back := now.Add(p.k)
-	assert.InDelta(t, 95, p.rateAt(back), 1e-6, "back at the target after k")
-	assert.Less(t, p.k, 6*time.Second)
+	back := now.Add(paceRegrow)
+	assert.InDelta(t, 95, p.rateAt(back), 1e-6, "back at the target after paceRegrow")
+	assert.Less(t, paceRegrow, 6*time.Second)
 	assert.Greater(t, p.rateAt(back.Add(5*time.Second)), 95.0, "then past it")
 	assert.Less(t, p.rateAt(back.Add(time.Second)), 95.5, "slowly")
 	for _, d := range []time.Duration{0, time.Second, 2 * time.Second} {
 		assert.Less(t, p.rateAt(now.Add(d)), p.rateAt(now.Add(d+time.Second)), "it grows from %v", d)
 	}
 
-	ps.throttle("r", now.Add(time.Second), now.Add(-time.Millisecond), 100, 0)
+	ps.throttle("r", now.Add(time.Second), now.Add(-time.Millisecond), 100, 0, time.Time{})
 	assert.Equal(t, p.rateAt(now.Add(time.Second)), ps.list[0].rateAt(now.Add(time.Second)),
 		"a throttle of an attempt sent before the cut cuts nothing")
-	ps.throttle("r", now.Add(time.Second), now.Add(time.Millisecond), 100, 0)
+	ps.throttle("r", now.Add(time.Second), now.Add(time.Millisecond), 100, 0, time.Time{})
 	assert.Less(t, ps.list[0].rateAt(now.Add(time.Second)), p.rateAt(now.Add(time.Second)), "one sent after it does")
+}
+
+// A throttle after a second or more of answers grows back to a plateau
+// just under what the host served since the last cut, per second it was
+// not held (answers during the hold are not counted), kept between the
+// rate cut to and paceTarget of the rate throttled; past a plateau so
+// measured after a hold, the probe is slow. Without a measure, the
+// plateau is paceTarget of the rate throttled.
+func TestPaceMeasuredPlateau(t *testing.T) {
+	now := time.Now()
+	second := now.Add(3 * time.Second) // the second throttle
+	for _, tc := range []struct {
+		name  string
+		hold  time.Duration // set by each throttle
+		ok    int           // answers, spread over [now, second)
+		at    time.Time     // of the second throttle
+		want  func(w float64) float64
+		probe float64
+	}{
+		{"measured after a hold", time.Second, 240, second, func(float64) float64 { return 0.98 * 160 / 2 }, paceCHeld},
+		{"measured, no hold", 0, 240, second, func(float64) float64 { return 0.98 * 240 / 3 }, paceC},
+		{"served less than the cut", time.Second, 90, second, func(w float64) float64 { return paceBeta * w }, paceCHeld},
+		{"served more than the rate throttled", 0, 600, second, func(w float64) float64 { return paceTarget * w }, paceC},
+		{"too soon to measure", 0, 240, now.Add(paceSpan / 2), func(w float64) float64 { return paceTarget * w }, paceC},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			var ps paces
+			ps.throttle("r", now, now, 100, 0, now.Add(tc.hold))
+			for i := range tc.ok {
+				at := now.Add(time.Duration(i) * 3 * time.Second / time.Duration(tc.ok))
+				if at.Before(tc.at) {
+					ps.answered("r", at, 10*time.Millisecond, true)
+				}
+				ps.answered("r", at, 10*time.Millisecond, false) // throttles count for nothing
+			}
+			w := ps.list[0].rateAt(tc.at)
+			ps.throttle("r", tc.at, tc.at, 100, 0, tc.at.Add(tc.hold))
+			p := ps.list[0]
+			assert.InDelta(t, tc.want(w), p.wmax, 1e-6)
+			assert.Equal(t, tc.probe, p.probe)
+			assert.InDelta(t, paceBeta*w, p.rateAt(tc.at), 1e-6, "cut from the pace's rate")
+			assert.InDelta(t, p.wmax, p.rateAt(tc.at.Add(paceRegrow)), 1e-6, "back at the plateau")
+		})
+	}
+	var ps paces
+	ps.throttle("r", now, now, 100, 0, time.Time{})
+	p := ps.list[0]
+	p.probe = paceCHeld
+	plateau := now.Add(paceRegrow)
+	assert.Less(t, p.rateAt(plateau.Add(6*time.Second)), 1.022*p.wmax, "a slow probe: about 2% in 6 s")
+	assert.InDelta(t, 1.1*p.wmax, p.rateAt(plateau.Add(10*time.Second)), 1e-6, "10% in 10 s")
+	assert.InDelta(t, 1.25*p.wmax, p.rateAt(plateau.Add(13*time.Second)), 1e-6, "then paceC's, started late")
+	assert.InDelta(t, 3*p.wmax, p.rateAt(plateau.Add(18*time.Second)), 1e-6, "three times the plateau in 18 s")
 }
 
 // A pace that no longer holds the host back is lifted: its rate grew past
@@ -83,19 +145,19 @@ func TestPaceCutsAndGrowsBack(t *testing.T) {
 func TestPaceLifts(t *testing.T) {
 	now := time.Now()
 	var ps paces
-	ps.throttle("r", now, now, 100, 0)
+	ps.throttle("r", now, now, 100, 0, time.Time{})
 	assert.NotZero(t, ps.get("r", now.Add(time.Second), 100).rate, "still throttled recently")
 	assert.NotZero(t, ps.get("r", now.Add(3*time.Second), 70).rate, "the pace still binds")
 	assert.Zero(t, ps.get("r", now.Add(3*time.Second), 10).rate, "the host is sent far less than the pace lets")
 	assert.Zero(t, ps.n.Load(), "and it is forgotten")
 
-	ps.fields("r", now, quota{left: true, r: 1000, t: time.Minute}, 5)
+	ps.fields("r", now, now, quota{left: true, r: 1000, t: time.Minute}, 5)
 	assert.Zero(t, ps.n.Load(), "a quota that lasts at the rate sent paces nothing")
-	ps.fields("r", now, quota{left: true, r: 10, t: time.Minute}, 50)
+	ps.fields("r", now, now, quota{left: true, r: 10, t: time.Minute}, 50)
 	assert.NotZero(t, ps.get("r", now.Add(10*time.Second), 0).rate, "one that does not, until its t")
 	assert.Zero(t, ps.get("r", now.Add(61*time.Second), 0).rate)
 
-	ps.fields("r", now, quota{limit: 100}, 300)
+	ps.fields("r", now, now, quota{limit: 100}, 300)
 	assert.InDelta(t, 100, ps.get("r", now, 300).rate, 1e-9, "a policy's q per w caps it")
 	ps.clear()
 	assert.Zero(t, ps.get("r", now, 300).rate, "clear lifts every pace")
@@ -106,9 +168,49 @@ func TestPaceLifts(t *testing.T) {
 func TestPaceFieldsSmooth(t *testing.T) {
 	now := time.Now()
 	var ps paces
-	ps.fields("r", now, quota{left: true, r: 100, t: time.Second}, 1000)
-	ps.fields("r", now, quota{left: true, r: 0 + 1, t: time.Second}, 1000)
+	ps.fields("r", now, now, quota{left: true, r: 100, t: time.Second}, 1000)
+	ps.fields("r", now, now, quota{left: true, r: 0 + 1, t: time.Second}, 1000)
 	assert.InDelta(t, 0.1*1+0.9*100, ps.get("r", now, 1000).rate, 1e-9)
+}
+
+// A slot that leaves less than the rule's answer time before the deadline
+// is not taken: the answer would come too late, and the slot goes to the
+// next attempt.
+func TestPaceSlotLeavesTimeForTheAnswer(t *testing.T) {
+	now := time.Now()
+	interval := time.Second / 7
+	for _, tc := range []struct {
+		name     string
+		deadline time.Duration // from now, for the second slot
+		ok       bool
+	}{
+		{"room for the answer", interval + 101*time.Millisecond, true},
+		{"the answer would come just at the deadline", interval + 100*time.Millisecond, false},
+		{"the slot itself past the deadline", interval, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			var ps paces
+			ps.throttle("r", now, now, 10, 0, time.Time{}) // 7/s: a slot every 143 ms
+			ps.answered("r", now, 100*time.Millisecond, true)
+			require.Equal(t, now, take(t, &ps, "r", now))
+			next := ps.list[0].next
+			at, rate, ok := ps.take("r", now, now.Add(tc.deadline))
+			assert.Equal(t, tc.ok, ok)
+			assert.InDelta(t, 7, rate, 1e-6)
+			assert.Equal(t, next, at, "the slot's time, taken or not")
+			if !ok {
+				assert.Equal(t, next, ps.list[0].next, "the slot is not taken")
+			}
+		})
+	}
+	var ps paces
+	ps.throttle("r", now, now, 10, 0, time.Time{})
+	ps.answered("r", now, 100*time.Millisecond, true)
+	ps.answered("r", now, 200*time.Millisecond, true)
+	assert.Equal(t, 100*time.Millisecond+100*time.Millisecond/8, ps.list[0].answer, "an eighth of the way")
+	var unpaced paces
+	unpaced.answered("r", now, time.Second, true)
+	assert.Zero(t, unpaced.n.Load(), "an unpaced rule keeps nothing")
 }
 
 // The meter reads the rate of the window in progress, or of the last one
@@ -125,4 +227,101 @@ func TestMeter(t *testing.T) {
 	assert.InDelta(t, 200, m.rate(now.Add(time.Second+time.Millisecond), 201), 1e-9, "the last window's, just after a roll")
 	assert.InDelta(t, 40, m.rate(now.Add(1500*time.Millisecond), 220), 1e-9)
 	assert.False(t, math.IsNaN(m.rate(now.Add(time.Second), 201)))
+}
+
+// Under a policy, the fields pace a rule when the quota runs out or the
+// rate sent is above q per w, not when r per t reads low: a bucket that
+// says t in whole seconds would starve a lone client. A spent quota cuts
+// the rate sent by paceBeta; without a policy it is left to the hold.
+func TestPaceFieldsStart(t *testing.T) {
+	now := time.Now()
+	policy := func(r int64) quota { return quota{left: true, r: r, t: time.Second, limit: 100} }
+	for _, tc := range []struct {
+		name string
+		q    quota
+		rate float64
+		want float64 // 0: unpaced
+	}{
+		{"r per t below the rate sent, the quota standing", policy(19), 50, 0},
+		{"the quota spent", policy(0), 50, paceBeta * 50},
+		{"the rate sent above q per w", policy(19), 300, 100},
+		{"spent, without a policy", quota{left: true, t: time.Second}, 50, 0},
+		{"r per t below the rate sent, without a policy", quota{left: true, r: 19, t: time.Second}, 50, 19},
+		{"t under a second is a second", quota{left: true, r: 19}, 50, 19},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			var ps paces
+			ps.fields("r", now, now.Add(-time.Millisecond), tc.q, tc.rate)
+			assert.InDelta(t, tc.want, ps.get("r", now, tc.rate).rate, 1e-9)
+		})
+	}
+}
+
+// Under a policy of q per w, the rate steps once per paceStep by the
+// square root of aim over spend: the sharers' spend read from the fall of
+// r, the quota refilling at q per w; the aim paceMargin below q per w,
+// plus the units above half the most seen spread over paceSpread. While
+// r stands at the most seen it grows by paceGrow a second at least; it
+// is scaled from at most paceLift times the rate sent, and capped at q
+// per w. A fall starts the schedule of slots again.
+func TestPaceFieldsSteer(t *testing.T) {
+	now := time.Now()
+	step := now.Add(paceStep)
+	reading := func(r int64) quota { return quota{left: true, r: r, t: time.Second, limit: 100} }
+	for _, tc := range []struct {
+		name       string
+		r0, r      int64   // at now, then at step
+		sending    float64 // the rate sent, at step
+		want       float64
+		cutAtStep  bool
+		afterSteps int // more steps with r standing at r
+	}{
+		{"r falls: the spend is above the quota", 16, 6, 20,
+			20 * math.Sqrt((98+(6-8)/paceSpread.Seconds())/(100+10/paceStep.Seconds())), true, 0},
+		{"r rises: the spend is below it", 6, 10, 20,
+			20 * math.Sqrt((98+(10-8)/paceSpread.Seconds())/(100-4/paceStep.Seconds())), false, 0},
+		{"r steady: aimed at q per w less the margin", 8, 8, 20, 20 * math.Sqrt(98.0/100), true, 0},
+		{"r at the top: grows", 16, 16, 20, 20 * (1 + paceGrow*paceStep.Seconds()), false, 0},
+		{"scaled from paceLift times the rate sent", 8, 8, 4, paceLift * 4 * math.Sqrt(98.0/100), true, 0},
+		{"capped at q per w", 16, 16, 20, 100, false, 40},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			var ps paces
+			ps.fields("r", now, now, reading(tc.r0), 300) // above q per w: paced, at 100
+			p := &ps.list[0]
+			require.Equal(t, float64(tc.r0), p.level)
+			p.quota, p.top = 20, 16 // the most units seen left
+			ps.fields("r", step.Add(-time.Millisecond), now, reading(tc.r), tc.sending)
+			assert.Equal(t, 20.0, p.quota, "once per paceStep")
+			ps.fields("r", step, now, reading(tc.r), tc.sending)
+			at := step
+			for range tc.afterSteps {
+				at = at.Add(paceStep)
+				ps.fields("r", at, now, reading(tc.r), 1000)
+			}
+			assert.InDelta(t, tc.want, ps.get("r", at, tc.want).rate, 1e-9)
+			assert.Equal(t, tc.cutAtStep, p.cut.Equal(step), "a fall starts the schedule again")
+		})
+	}
+}
+
+// A spent quota under a policy cuts the fields' rate once per round, as a
+// throttle does; the rate so steered stays in force while no answer comes
+// (during a hold), and lifts as a throttle's does, once it is well above
+// the rate sent and no throttle came for paceQuiet.
+func TestPaceFieldsSpentAndLift(t *testing.T) {
+	now := time.Now()
+	var ps paces
+	ps.fields("r", now, now, quota{left: true, t: time.Second, limit: 100}, 40)
+	p := &ps.list[0]
+	require.InDelta(t, 28, p.quota, 1e-9, "paced by a spent quota")
+	ps.fields("r", now.Add(time.Millisecond), now.Add(-time.Millisecond), quota{left: true, t: time.Second, limit: 100}, 40)
+	assert.InDelta(t, 28, p.quota, 1e-9, "an attempt sent before the cut cuts nothing")
+	ps.fields("r", now.Add(time.Second), now.Add(500*time.Millisecond), quota{left: true, t: time.Second, limit: 100}, 40)
+	assert.InDelta(t, 0.7*28, p.quota, 1e-9, "one sent after it does")
+	assert.Equal(t, now.Add(time.Second), p.cut)
+
+	later := now.Add(3 * time.Second)
+	assert.InDelta(t, 0.7*28, ps.get("r", later, 15).rate, 1e-9, "in force with no answer, past t")
+	assert.Zero(t, ps.get("r", later, 10).rate, "lifted: the rate is well above the rate sent, and quiet")
 }

@@ -3,6 +3,8 @@ package retryhttp_test
 import (
 	"context"
 	"errors"
+	"fmt"
+	"math"
 	"net/http"
 	"strconv"
 	"sync"
@@ -73,6 +75,7 @@ func TestAThrottlePacesTheHost(t *testing.T) {
 			time.Sleep(50 * time.Millisecond)
 		}
 		burst(t, tr, "/limit", 1, 0)
+		assert.InDelta(t, 0.7*20, tr.Stats().Hosts["api.test"].PaceRate, 2, "cut to 0.7 of the rate sent")
 		start := len(arrivals(srv))
 		for _, err := range burst(t, tr, "/x", 10, 0) {
 			require.NoError(t, err)
@@ -83,7 +86,7 @@ func TestAThrottlePacesTheHost(t *testing.T) {
 			assert.GreaterOrEqual(t, at[i]-at[i-1], 50*time.Millisecond, "paced, at most 20/s: attempt %d", i)
 		}
 		hs := tr.Stats().Hosts["api.test"]
-		assert.InDelta(t, 0.7*20, hs.PaceRate, 2, "cut to 0.7 of the rate sent")
+		assert.Less(t, hs.PaceRate, 20.0, "growing back, not yet at the rate throttled")
 		assert.Equal(t, uint64(9), hs.PaceWaits, "every attempt but the first waited for its slot")
 		assert.Greater(t, hs.PaceWaitTime, time.Duration(0))
 		mu.Lock()
@@ -223,5 +226,159 @@ func TestDelayHeaderWithRemainingSetsThePace(t *testing.T) {
 			require.NoError(t, err)
 		}
 		assert.InDelta(t, 10.0/5, tr.Stats().Hosts["api.test"].PaceRate, 0.2, "10 left for 5 s: 2/s")
+	})
+}
+
+// An attempt whose send slot comes before its deadline, but too close to
+// it for the host's answer to come in time, fails at once with ErrPaced,
+// nothing sent: sent, it would spend the host's quota, and the slot, on
+// an answer its caller no longer waits for.
+func TestPacedRequestsLeaveTimeForTheAnswer(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		srv := &rt.Server{Choose: func(_ int, req *http.Request) rt.Step {
+			if req.URL.Path == "/limit" {
+				return rt.Step{Status: 429, Delay: 200 * time.Millisecond}
+			}
+			return rt.Step{Delay: 200 * time.Millisecond}
+		}}
+		tr := &retryhttp.Transport{Base: srv}
+		for range 5 { // a request a second
+			burst(t, tr, "/slow", 1, 0)
+			time.Sleep(time.Second)
+		}
+		burst(t, tr, "/limit", 1, 0)
+		rate := tr.Stats().Hosts["api.test"].PaceRate
+		require.NotZero(t, rate)
+		// The second slot comes 1/rate from now, before the deadline; its
+		// answer, 0.2 s later, would not.
+		deadline := time.Duration(float64(time.Second)/rate) + 100*time.Millisecond
+		start, before := time.Now(), len(arrivals(srv))
+		var mu sync.Mutex
+		var paced []time.Duration
+		var wg sync.WaitGroup
+		for range 2 {
+			wg.Go(func() {
+				ctx, cancel := context.WithTimeout(retryhttp.WithoutRetries(t.Context()), deadline)
+				defer cancel()
+				req, err := http.NewRequestWithContext(ctx, "GET", "https://api.test/x", nil)
+				require.NoError(t, err)
+				resp, err := tr.RoundTrip(req)
+				if err == nil {
+					readAll(t, resp)
+					return
+				}
+				assert.ErrorIs(t, err, retryhttp.ErrPaced, "its slot leaves 0.1 s for a 0.2 s answer")
+				mu.Lock()
+				paced = append(paced, time.Since(start))
+				mu.Unlock()
+			})
+		}
+		wg.Wait()
+		require.Len(t, paced, 1, "one request has the slot now, the other is refused")
+		assert.Zero(t, paced[0], "at once")
+		assert.Len(t, arrivals(srv)[before:], 1, "the refused one was never sent")
+	})
+}
+
+// bucketHost scripts a host behind a token bucket of rate per second
+// holding up to burst, full at the start, that answers every attempt with
+// the IETF fields: RateLimit-Policy q=rate;w=1, and RateLimit's r, the
+// whole tokens left, and t, the seconds (rounded up) until it is full.
+// An attempt that finds no whole token is answered 429. throttled counts
+// those.
+func bucketHost(rate, burst float64) (srv *rt.Server, throttled func() int) {
+	var mu sync.Mutex
+	tokens, last, n := burst, time.Now(), 0
+	return &rt.Server{Choose: func(int, *http.Request) rt.Step {
+			mu.Lock()
+			defer mu.Unlock()
+			now := time.Now()
+			tokens, last = min(burst, tokens+rate*now.Sub(last).Seconds()), now
+			status := http.StatusOK
+			if tokens >= 1 {
+				tokens--
+			} else {
+				status = http.StatusTooManyRequests
+				n++
+			}
+			reset := int(math.Ceil((burst - tokens) / rate))
+			return rt.Step{Status: status, Header: http.Header{
+				"Ratelimit-Policy": {fmt.Sprintf(`"default";q=%d;w=1`, int(rate))},
+				"Ratelimit":        {fmt.Sprintf(`"default";r=%d;t=%d`, int(tokens), reset)},
+			}}
+		}}, func() int {
+			mu.Lock()
+			defer mu.Unlock()
+			return n
+		}
+}
+
+// offer sends rate GETs per second through tr for d, each in its own
+// goroutine under deadline, and returns how many succeeded after from,
+// and how many were refused by the pace.
+func offer(t *testing.T, tr *retryhttp.Transport, rate float64, d, from, deadline time.Duration) (ok, paced int) {
+	t.Helper()
+	var mu sync.Mutex
+	var wg sync.WaitGroup
+	start := time.Now()
+	for i := 0; time.Duration(float64(i)/rate*float64(time.Second)) < d; i++ {
+		time.Sleep(time.Until(start.Add(time.Duration(float64(i) / rate * float64(time.Second)))))
+		wg.Go(func() {
+			ctx, cancel := context.WithTimeout(retryhttp.WithoutRetries(t.Context()), deadline)
+			defer cancel()
+			req, err := http.NewRequestWithContext(ctx, "GET", "https://api.test/x", nil)
+			require.NoError(t, err)
+			resp, err := tr.RoundTrip(req)
+			mu.Lock()
+			defer mu.Unlock()
+			switch {
+			case errors.Is(err, retryhttp.ErrPaced):
+				paced++
+			case err == nil:
+				readAll(t, resp)
+				if resp.StatusCode == 200 && time.Since(start) >= from {
+					ok++
+				}
+			}
+		})
+	}
+	wg.Wait()
+	return ok, paced
+}
+
+// RateLimit fields under a policy pace by the units left, not by r per
+// t: a bucket that says t in whole seconds (r=19;t=1 when full, for 100
+// per second) gives a lone client its whole quota, and clients sharing
+// it about all of it between them, with few 429s, whatever their number.
+func TestRateLimitFieldsShareTheQuota(t *testing.T) {
+	t.Run("a lone client", func(t *testing.T) {
+		synctest.Test(t, func(t *testing.T) {
+			srv, throttled := bucketHost(100, 20)
+			tr := &retryhttp.Transport{Base: srv}
+			ok, paced := offer(t, tr, 60, 10*time.Second, 0, time.Second)
+			assert.Zero(t, paced)
+			assert.Equal(t, 600, ok, "every request, at 60 of 100 per second")
+			assert.Zero(t, throttled())
+		})
+	})
+	t.Run("three clients at 1.8 times the quota", func(t *testing.T) {
+		synctest.Test(t, func(t *testing.T) {
+			srv, throttled := bucketHost(100, 20)
+			var mu sync.Mutex
+			var wg sync.WaitGroup
+			total := 0
+			for range 3 {
+				tr := &retryhttp.Transport{Base: srv}
+				wg.Go(func() {
+					ok, _ := offer(t, tr, 60, 20*time.Second, 10*time.Second, 2*time.Second)
+					mu.Lock()
+					total += ok
+					mu.Unlock()
+				})
+			}
+			wg.Wait()
+			assert.GreaterOrEqual(t, total, 900, "90 of 100 per second, the last 10 s")
+			assert.LessOrEqual(t, float64(throttled()), 0.02*float64(len(srv.Attempts())), "429s")
+		})
 	})
 }
