@@ -317,9 +317,9 @@ func (ps *paces) throttle(rule string, now, sent time.Time, rate, served float64
 	}
 	w = max(w, paceFloor)
 	p.wmax, p.probe = paceTarget*w, paceC
-	if span := now.Sub(p.servedFrom); p.since.IsZero() || p.servedFrom.IsZero() || span < paceSpan {
-		// nothing measured: the first cut, or one too soon after the last
-	} else {
+	// What the host served is measured from the second cut on, over
+	// paceSpan at least; before, the plateau is paceTarget's.
+	if span := now.Sub(p.servedFrom); !p.since.IsZero() && !p.servedFrom.IsZero() && span >= paceSpan {
 		p.wmax = min(max(paceMeasured*p.served/span.Seconds(), paceBeta*w), paceTarget*w)
 		if held.After(now) {
 			p.probe = paceCHeld

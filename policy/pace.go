@@ -10,17 +10,29 @@ import (
 // server delay; a response the Transport's classifier calls Throttled),
 // every attempt of that host and rule, first attempts included, takes a
 // send slot from a rate that the throttles set: a throttle cuts it to 0.7
-// of the rate sent, and it grows back while none comes (along a cubic
-// curve, as the AWS SDKs' adaptive retry mode and TCP CUBIC do), until the
-// host and rule are unpaced again, within seconds once throttles stop.
-// Rate-limit fields that announce the host's quota set the rate directly:
-// a RateLimit item with r above 0 and a t allows at most r requests
-// before t, spread over it; a RateLimit-Policy item caps the rate at q
-// per w; a [DelayHeader] with Remaining gives r, and its reset t. An
-// attempt waits for its slot when that comes within its deadline and
-// [Config.MaxServerDelay], and otherwise fails at once, nothing sent, with
-// the Transport's paced error. A hold ([Hold]) stays what it is; when it
-// ends, the requests it kept go out at the pace.
+// of the rate sent, and it grows back, within two seconds, to a little
+// below what the host served since the last cut, then probes past it along
+// a cubic curve (as the AWS SDKs' adaptive retry mode and TCP CUBIC do),
+// slowly after a throttle that set a hold, as each probe that finds the
+// limit then costs the hold; once throttles stop, the host and rule are
+// unpaced again.
+//
+// Rate-limit fields that announce the host's quota set the rate too. With
+// a RateLimit-Policy item (q units per w seconds, which also caps the
+// rate), the pace starts when the quota runs out or the rate sent passes
+// q per w, and steers by the units left that RateLimit's r says: it reads
+// how fast the clients sharing the quota spend it from how fast r falls,
+// and scales its own rate so that their sum keeps r from running out,
+// however many they are. Without a policy, a RateLimit item with r above
+// 0 and a t allows at most r requests before t, spread over it. A
+// [DelayHeader] with Remaining gives r, and its reset t.
+//
+// An attempt waits for its slot when that comes within its deadline and
+// [Config.MaxServerDelay], leaving time for the answer before the
+// deadline (the rule's answers' smoothed latency), and otherwise fails at
+// once, nothing sent, with the Transport's paced error: a slot spent on an
+// answer that comes too late would waste the host's quota. A hold ([Hold])
+// stays what it is; when it ends, the requests it kept go out at the pace.
 //
 // The zero Pace, {} in JSON, turns pacing on, as a nil Config.Pace does;
 // Off turns it off.
