@@ -54,16 +54,8 @@ func (c *call) admit(n int, again bool) step {
 		s.wait, s.at = 0, now // a slot came free since the facts were read
 	}
 	if s.pace {
-		at, rate, ok := c.host.paces.take(c.rule, now, f.deadline)
-		if !ok { // its answer would come past its deadline
-			c.unadmit(n)
-			r := noMore(n, retrytrace.RefusedPaced)
-			r.wait, r.rate, r.at = at.Sub(now), rate, now
-			return r
-		}
-		c.slot, c.slotAt = n, now
-		if wait := at.Sub(now); wait > 0 {
-			return step{kind: stepWait, attempt: n, wait: wait, reason: retrytrace.WaitPace, at: at}
+		if instead, later := c.takeSlot(n, now, f.deadline); later {
+			return instead
 		}
 	}
 	if s.probe {
@@ -84,6 +76,25 @@ func (c *call) admit(n int, again bool) step {
 		}
 	}
 	return s
+}
+
+// takeSlot takes attempt n's send slot of its host's pace at now. Unless
+// the slot is due at once, it reports the step to take instead of
+// sending: a wait for the slot, or a refusal when the answer would come
+// past deadline, which spends no slot.
+func (c *call) takeSlot(n int, now, deadline time.Time) (step, bool) {
+	at, rate, ok := c.host.paces.take(c.rule, now, deadline)
+	if !ok {
+		c.unadmit(n)
+		r := noMore(n, retrytrace.RefusedPaced)
+		r.wait, r.rate, r.at = at.Sub(now), rate, now
+		return r, true
+	}
+	c.slot, c.slotAt = n, now
+	if wait := at.Sub(now); wait > 0 {
+		return step{kind: stepWait, attempt: n, wait: wait, reason: retrytrace.WaitPace, at: at}, true
+	}
+	return step{}, false
 }
 
 // inLine settles the wait of attempt n in line for a concurrency slot at
