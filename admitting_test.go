@@ -58,7 +58,7 @@ func TestAdmissionLimitsConcurrency(t *testing.T) {
 		assert.Equal(t, 1, shed)
 		hs := shedding.Stats().Hosts["api.test"]
 		assert.Equal(t, uint64(1), hs.Shed)
-		assert.Equal(t, 1, hs.Limit)
+		assert.Equal(t, 1, hs.ConcurrencyLimit)
 		assert.Zero(t, hs.InFlight, "every slot came back")
 	})
 }
@@ -88,8 +88,8 @@ func TestAdmissionThrottlesAreLostWork(t *testing.T) {
 		}
 		wg.Wait()
 		hs := tr.Stats().Hosts["api.test"]
-		assert.Less(t, hs.Limit, 50, "lost work cuts the limit; fast 429s never raise it")
+		assert.Less(t, hs.ConcurrencyLimit, 50, "lost work cuts the limit; fast 429s never raise it")
 		tr.ResetBackoff("api.test")
-		assert.Equal(t, 50, tr.Stats().Hosts["api.test"].Limit)
+		assert.Equal(t, 50, tr.Stats().Hosts["api.test"].ConcurrencyLimit)
 	})
 }

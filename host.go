@@ -260,7 +260,7 @@ func (h *host) read(hs *HostStats, capacity int64, now time.Time) {
 		hs.Holds = append(hs.Holds, Hold{Rule: hd.Rule, Status: hd.Status, Since: hd.since, Until: hd.Until})
 	}
 	if a := h.admit.Load(); a != nil {
-		hs.Limit, hs.InFlight = int(a.limitNow.Load()), int(a.inFlightNow.Load())
+		hs.ConcurrencyLimit, hs.InFlight = int(a.limitNow.Load()), int(a.inFlightNow.Load())
 	}
 	for _, rate := range h.paces.rates(now) {
 		if hs.PaceRate == 0 || rate < hs.PaceRate {

@@ -136,10 +136,10 @@ type HostStats struct {
 	// PaceRate is the rate, in requests per second, that the host's
 	// pace sends at, the slowest of its rules'; 0 when it is not paced.
 	PaceRate float64
-	// Limit is the host's concurrency limit (see [policy.Admission]),
-	// and InFlight the attempts in flight under it; Limit is 0 when the
+	// ConcurrencyLimit is the host's concurrency limit (see [policy.Admission]),
+	// and InFlight the attempts in flight under it; ConcurrencyLimit is 0 when the
 	// policy has no admission.
-	Limit, InFlight int
+	ConcurrencyLimit, InFlight int
 	// LatencySamples recent latencies of the host are kept, for a host
 	// whose requests were hedged, and their quantiles are given.
 	LatencySamples                     int

@@ -22,7 +22,7 @@ const (
 	PaceRateMetric = "retryhttp.client.host.pace.rate"
 	// ConcurrencyLimitMetric is a host's concurrency limit
 	// (policy.Admission), and InFlightMetric the attempts in flight
-	// under it: retryhttp.HostStats.Limit and InFlight. Unit {attempt};
+	// under it: retryhttp.HostStats.ConcurrencyLimit and InFlight. Unit {attempt};
 	// a host without admission is not observed.
 	ConcurrencyLimitMetric = "retryhttp.client.host.concurrency.limit"
 	InFlightMetric         = "retryhttp.client.host.concurrency.in_flight"
@@ -60,15 +60,15 @@ func Gauges(tr *retryhttp.Transport, cfg Config) (metric.Registration, error) {
 	}
 	reg, err := meter.RegisterCallback(func(_ context.Context, o metric.Observer) error {
 		for host, hs := range tr.Stats().Hosts {
-			if hs.PaceRate == 0 && hs.Limit == 0 {
+			if hs.PaceRate == 0 && hs.ConcurrencyLimit == 0 {
 				continue
 			}
 			set := metric.WithAttributeSet(hostAttrs(host))
 			if hs.PaceRate > 0 {
 				o.ObserveFloat64(rate, hs.PaceRate, set)
 			}
-			if hs.Limit > 0 {
-				o.ObserveInt64(limit, int64(hs.Limit), set)
+			if hs.ConcurrencyLimit > 0 {
+				o.ObserveInt64(limit, int64(hs.ConcurrencyLimit), set)
 				o.ObserveInt64(inFlight, int64(hs.InFlight), set)
 			}
 		}

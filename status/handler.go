@@ -24,7 +24,7 @@ import (
 // holds in force on it (the rule held, the status that set the hold, its
 // start, its end and the time left); its pace (the rate it is sent at,
 // once throttled: paceRate, 0 when unpaced) and its concurrency limit
-// (limit, 0 without admission, and the attempts inFlight under it); the
+// (concurrencyLimit, 0 without admission, and the attempts inFlight under it); the
 // p50, p90 and p99 of its recent
 // latencies (kept for hosts whose requests were hedged); and the dial
 // backoff of each of its addresses that failed (only when tr dials

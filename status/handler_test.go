@@ -69,21 +69,21 @@ type bufferJSON struct {
 type hostJSON struct {
 	Host string `json:"host"`
 	countersJSON
-	Tokens          float64      `json:"tokens"`
-	MaxTokens       float64      `json:"maxTokens"`
-	HedgeTokens     float64      `json:"hedgeTokens"`
-	Holds           []holdJSON   `json:"holds"`
-	MoreHolds       int          `json:"moreHolds"`
-	PaceRate        float64      `json:"paceRate"`
-	Limit           int          `json:"limit"`
-	InFlight        int          `json:"inFlight"`
-	LatencySamples  int          `json:"latencySamples"`
-	LatencyP50Ms    float64      `json:"latencyP50Ms"`
-	LatencyP90Ms    float64      `json:"latencyP90Ms"`
-	LatencyP99Ms    float64      `json:"latencyP99Ms"`
-	DialBackoff     []windowJSON `json:"dialBackoff"`
-	MoreDialBackoff int          `json:"moreDialBackoff"`
-	RecentFailures  int          `json:"recentFailures"`
+	Tokens           float64      `json:"tokens"`
+	MaxTokens        float64      `json:"maxTokens"`
+	HedgeTokens      float64      `json:"hedgeTokens"`
+	Holds            []holdJSON   `json:"holds"`
+	MoreHolds        int          `json:"moreHolds"`
+	PaceRate         float64      `json:"paceRate"`
+	ConcurrencyLimit int          `json:"concurrencyLimit"`
+	InFlight         int          `json:"inFlight"`
+	LatencySamples   int          `json:"latencySamples"`
+	LatencyP50Ms     float64      `json:"latencyP50Ms"`
+	LatencyP90Ms     float64      `json:"latencyP90Ms"`
+	LatencyP99Ms     float64      `json:"latencyP99Ms"`
+	DialBackoff      []windowJSON `json:"dialBackoff"`
+	MoreDialBackoff  int          `json:"moreDialBackoff"`
+	RecentFailures   int          `json:"recentFailures"`
 }
 
 type holdJSON struct {

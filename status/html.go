@@ -193,7 +193,7 @@ dd small { font-size: 12px; font-weight: 400; color: var(--muted); }
 {{- with .HoldWaits}}<div class="muted">{{count . "hold wait" "hold waits"}}, {{$.HoldWaitTime}}</div>{{end}}{{end}}
 {{- define "pace"}}{{if .PaceRate}}<div class="nw"><span class="tag warn">paced</span> <b>{{.PaceRate}}</b>/s</div>{{else}}<span class="muted">not paced</span>{{end}}
 {{- with .PaceWaits}}<div class="muted">{{count . "pace wait" "pace waits"}}, {{$.PaceWaitTime}}</div>{{end}}{{end}}
-{{- define "admission"}}{{if .Limit}}<div class="nw">{{if ge .InFlight .Limit}}<span class="tag warn">full</span> {{end}}<b>{{.InFlight}}</b> of {{.Limit}} in flight</div>{{else}}<span class="muted">no limit</span>{{end}}
+{{- define "admission"}}{{if .ConcurrencyLimit}}<div class="nw">{{if ge .InFlight .ConcurrencyLimit}}<span class="tag warn">full</span> {{end}}<b>{{.InFlight}}</b> of {{.ConcurrencyLimit}} in flight</div>{{else}}<span class="muted">no limit</span>{{end}}
 {{- with .AdmissionWaits}}<div class="muted">{{count . "wait in line" "waits in line"}}, {{$.AdmissionWaitTime}}</div>{{end}}{{end}}
 {{- define "dialBackoff"}}{{template "windows" .DialBackoff}}{{if .MoreDialBackoff}}<div class="muted">and {{.MoreDialBackoff}} more</div>{{end}}{{end}}
 {{- define "latency"}}{{if .LatencySamples}}<div class="mono"><span class="nw">p50 {{.LatencyP50}}</span> <span class="nw">p90 {{.LatencyP90}}</span> <span class="nw">p99 {{.LatencyP99}}</span></div><div class="muted">{{.LatencySamples}} latency samples</div>{{else}}<span class="muted">none</span>{{end}}{{end}}

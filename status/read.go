@@ -80,21 +80,21 @@ type buffer struct {
 type host struct {
 	Host string `json:"host"`
 	counters
-	Tokens          fixed    `json:"tokens"`
-	MaxTokens       fixed    `json:"maxTokens"`
-	HedgeTokens     fixed    `json:"hedgeTokens"`
-	Holds           []hold   `json:"holds"`
-	MoreHolds       int      `json:"moreHolds"`
-	PaceRate        fixed    `json:"paceRate"`
-	Limit           int      `json:"limit"`
-	InFlight        int      `json:"inFlight"`
-	LatencySamples  int      `json:"latencySamples"`
-	LatencyP50      millis   `json:"latencyP50Ms"`
-	LatencyP90      millis   `json:"latencyP90Ms"`
-	LatencyP99      millis   `json:"latencyP99Ms"`
-	DialBackoff     []window `json:"dialBackoff"`
-	MoreDialBackoff int      `json:"moreDialBackoff"`
-	RecentFailures  int      `json:"recentFailures"`
+	Tokens           fixed    `json:"tokens"`
+	MaxTokens        fixed    `json:"maxTokens"`
+	HedgeTokens      fixed    `json:"hedgeTokens"`
+	Holds            []hold   `json:"holds"`
+	MoreHolds        int      `json:"moreHolds"`
+	PaceRate         fixed    `json:"paceRate"`
+	ConcurrencyLimit int      `json:"concurrencyLimit"`
+	InFlight         int      `json:"inFlight"`
+	LatencySamples   int      `json:"latencySamples"`
+	LatencyP50       millis   `json:"latencyP50Ms"`
+	LatencyP90       millis   `json:"latencyP90Ms"`
+	LatencyP99       millis   `json:"latencyP99Ms"`
+	DialBackoff      []window `json:"dialBackoff"`
+	MoreDialBackoff  int      `json:"moreDialBackoff"`
+	RecentFailures   int      `json:"recentFailures"`
 	// Spent is derived from Tokens for the HTML alone: the JSON has
 	// tokens and maxTokens, and its documentation the rule.
 	Spent bool `json:"-"`
@@ -240,7 +240,7 @@ func hostOf(r rank, now time.Time) host {
 	hs := r.stats
 	h := host{Host: clip(r.name), counters: countersOf(hs.Counters),
 		Tokens: fixedOf(hs.Tokens), MaxTokens: fixedOf(hs.MaxTokens), HedgeTokens: fixedOf(hs.HedgeTokens), PaceRate: fixedOf(hs.PaceRate),
-		Limit: hs.Limit, InFlight: hs.InFlight,
+		ConcurrencyLimit: hs.ConcurrencyLimit, InFlight: hs.InFlight,
 		Holds: []hold{}, DialBackoff: []window{}, RecentFailures: r.failures, Spent: r.spent,
 		LatencySamples: hs.LatencySamples, LatencyP50: millis(hs.LatencyP50), LatencyP90: millis(hs.LatencyP90),
 		LatencyP99: millis(hs.LatencyP99)}
