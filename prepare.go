@@ -25,14 +25,15 @@ func WithPrepare(ctx context.Context, f func(attempt int, req *http.Request) err
 var errUnprepared = &ownCause{msg: "retryhttp: an attempt's Prepare failed"}
 
 // prepareError is the error of a request whose attempt n its Prepare
-// failed: the request ends with it, nothing of the attempt sent.
+// failed: the request ends with it, nothing of the attempt sent, inside
+// an [Error], whose text names the package.
 type prepareError struct {
 	n   int
 	err error
 }
 
 func (e *prepareError) Error() string {
-	return "retryhttp: preparing attempt " + strconv.Itoa(e.n) + ": " + e.err.Error()
+	return "preparing attempt " + strconv.Itoa(e.n) + ": " + e.err.Error()
 }
 
 func (e *prepareError) Unwrap() error { return e.err }
