@@ -1,8 +1,10 @@
 package redisfleet
 
 import (
+	"context"
 	"net"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -59,59 +61,104 @@ func (s *frozenStore) close() {
 	s.conns = nil
 }
 
+// ioWatch counts the reads and writes on the connections of a client
+// dialed through its dial: those in flight, and those begun once closed
+// is set, after the Fleet's Close returned.
+type ioWatch struct {
+	inflight, late atomic.Int64
+	closed         atomic.Bool
+}
+
+// dial dials addr, a connection whose reads and writes w counts.
+func (w *ioWatch) dial(ctx context.Context, network, addr string) (net.Conn, error) {
+	var d net.Dialer
+	c, err := d.DialContext(ctx, network, addr)
+	if err != nil {
+		return nil, err
+	}
+	return watchedConn{c, w}, nil
+}
+
+// begin counts a read or write begun; the function it returns, its end.
+func (w *ioWatch) begin() (end func()) {
+	if w.closed.Load() {
+		w.late.Add(1)
+	}
+	w.inflight.Add(1)
+	return func() { w.inflight.Add(-1) }
+}
+
+// watchedConn is a connection whose reads and writes an ioWatch counts.
+type watchedConn struct {
+	net.Conn
+	w *ioWatch
+}
+
+func (c watchedConn) Read(b []byte) (int, error) {
+	defer c.w.begin()()
+	return c.Conn.Read(b)
+}
+
+func (c watchedConn) Write(b []byte) (int, error) {
+	defer c.w.begin()()
+	return c.Conn.Write(b)
+}
+
+// TestCloseWhileTheStoreIsFrozen closes a Fleet whose round trip and
+// subscription wait on a store that never answers: Close returns within
+// Timeout, and only once the Fleet's reads of the client's connections
+// have ended, none begun after.
 func TestCloseWhileTheStoreIsFrozen(t *testing.T) {
 	const host = "api.example.com"
+	const timeout = 500 * time.Millisecond
+	type dialer = func(ctx context.Context, network, addr string) (net.Conn, error)
 	tests := []struct {
 		name   string
-		client func(addr string) redis.UniversalClient
+		client func(addr string, dial dialer) redis.UniversalClient
 	}{
 		// Timeouts of a minute: Close must not wait for them. A Client's
 		// commands are bounded by Timeout whatever its options.
-		{"a Client", func(addr string) redis.UniversalClient {
-			return redis.NewClient(&redis.Options{Addr: addr, MaxRetries: -1,
+		{"a Client", func(addr string, dial dialer) redis.UniversalClient {
+			return redis.NewClient(&redis.Options{Addr: addr, Dialer: dial, MaxRetries: -1,
 				DialTimeout: time.Minute, ReadTimeout: time.Minute, WriteTimeout: time.Minute})
 		}},
-		// A Ring's, by the context, with ContextTimeoutEnabled.
-		{"a Ring with ContextTimeoutEnabled", func(addr string) redis.UniversalClient {
-			return redis.NewRing(&redis.RingOptions{Addrs: map[string]string{"a": addr}, MaxRetries: -1,
+		// A Ring's, by the context, with ContextTimeoutEnabled. No
+		// heartbeat in the test's time: its pings are go-redis's, not
+		// the Fleet's.
+		{"a Ring with ContextTimeoutEnabled", func(addr string, dial dialer) redis.UniversalClient {
+			return redis.NewRing(&redis.RingOptions{Addrs: map[string]string{"a": addr}, Dialer: dial, MaxRetries: -1,
 				DialTimeout: time.Minute, ReadTimeout: time.Minute, WriteTimeout: time.Minute,
-				ContextTimeoutEnabled: true})
+				ContextTimeoutEnabled: true, HeartbeatFrequency: time.Hour})
 		}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			s := freeze(t)
-			c := tt.client(s.ln.Addr().String())
+			var w ioWatch
+			c := tt.client(s.ln.Addr().String(), w.dial)
 			defer c.Close()
-			f := New(c, Options{})
-			deadline := time.Now().Add(10 * time.Second)
-			for s.accepted() < 2 { // the flusher's connection and the listener's
-				require.True(t, time.Now().Before(deadline), "got %d connections, want the flusher's and the listener's", s.accepted())
-				time.Sleep(time.Millisecond)
-			}
+			f := New(c, Options{Timeout: timeout})
 			// The request path answers while the store does not.
 			f.Report(host, retryhttp.FleetReport{Budget: retryhttp.FleetFailure, Throttle: throttle})
 			assert.Equal(t, retryhttp.FleetView{}, f.Look(host, "r"))
+			deadline := time.Now().Add(10 * time.Second)
+			for s.accepted() < 2 || w.inflight.Load() < 2 { // reads waiting on the store: a round trip's, the subscription's
+				require.True(t, time.Now().Before(deadline), "got %d connections, %d reads or writes in flight, want the flusher's and the listener's",
+					s.accepted(), w.inflight.Load())
+				time.Sleep(time.Millisecond)
+			}
 
 			start := time.Now()
 			require.NoError(t, f.Close())
 			took := time.Since(start)
-			assert.Less(t, took, 30*time.Second, "got Close waiting %v, as long as the client's timeouts", took)
+			w.closed.Store(true)
+			assert.Zero(t, w.inflight.Load(), "got reads or writes of the Fleet's in flight after Close returned")
+			// A second of margin: the machine may be busy with other runs.
+			assert.Less(t, took, timeout+time.Second, "got Close waiting %v, past Timeout, %v", took, timeout)
 			assert.Equal(t, retryhttp.FleetView{}, f.Look(host, "r"))
-			assert.True(t, ended(f), "got the background work running after Close returned")
+			f.Report(host, retryhttp.FleetReport{Budget: retryhttp.FleetFailure, Throttle: throttle})
+			assert.Zero(t, w.late.Load(), "got reads or writes begun after Close returned")
 		})
-	}
-}
-
-// ended reports whether f's background work has ended.
-func ended(f *Fleet) bool {
-	done := make(chan struct{})
-	go func() { f.done.Wait(); close(done) }()
-	select {
-	case <-done:
-		return true
-	case <-time.After(time.Second):
-		return false
 	}
 }
 

@@ -51,11 +51,13 @@
 // Every key and the channel begin with Options.Prefix ("retryhttp:" by
 // default). For a host (a URL host, lowercased, port kept):
 //
-//	PREFIX budget:HOST  a hash, only while the bucket is below its
-//	                    capacity (absent: full): "level" -> the bucket
-//	                    in milli-tokens, and MEMBER -> "NUMBER AT", the
+//	PREFIX budget:HOST  a hash, while the bucket is below its capacity
+//	                    and for an expiry after it refilled (absent:
+//	                    full): "level" -> the bucket in milli-tokens
+//	                    (absent: full), and MEMBER -> "NUMBER AT", the
 //	                    last batch each member sent and when; expiring
-//	                    Options.Expiry (10 min) after its last update
+//	                    Options.Expiry (10 min) after the last batch
+//	                    that found the bucket in debt or left it so
 //	PREFIX hold:HOST    a hash: rule -> "END STATUS", END in Unix ms;
 //	                    expiring with its longest hold, never earlier
 //	PREFIX holds        the pub/sub channel: "END STATUS HOST RULE", the
@@ -63,8 +65,8 @@
 //
 // Two Lua scripts, run by EVALSHA (EVAL when the store answers
 // NOSCRIPT, after a restart or a failover say), update them: one applies
-// a batch of deltas to a bucket, clamps it to [0, capacity], deletes it
-// when full and sets its expiry; the other extends a hold, never
+// a batch of deltas to a bucket, clamps it to [0, capacity], drops its
+// level when full and sets its expiry; the other extends a hold, never
 // shortens it, and raises the key's expiry to its longest hold. Each
 // touches one key, so the layout suits Redis Cluster whatever the
 // prefix. The capacity and refill come from each report's Throttle; a
@@ -79,9 +81,13 @@
 // go-redis's (it retries a pipeline whose replies came late, and
 // reports the commands of a Cluster pipeline as failed, answered ones
 // included, once its retries outlast the context) counts a failure
-// twice. The one gap: a bucket that refills to full is deleted, records
-// and all, and a batch of failures applied just before, whose answer
-// was lost, then counts twice when sent again.
+// twice. A bucket that refills to full keeps the records for an expiry,
+// so that a batch of failures applied just before, whose answer was
+// lost, counts once when sent again after the refill; a batch that
+// leaves a full bucket full records nothing where there is no key, so a
+// host never in debt costs nothing, and a batch of successes so applied,
+// its answer lost, refills twice if the bucket falls into debt before it
+// is sent again.
 //
 // # How holds travel, and why
 //

@@ -53,7 +53,10 @@ type Options struct {
 	StaleAfter time.Duration
 	// Expiry is how long a host's bucket in debt lives in the store
 	// after its last update: a host nobody reported on for that long is
-	// full again. Zero or less means DefaultExpiry, 10 minutes.
+	// full again. It is also how long the store keeps a member's record
+	// of its last batch, through a refill to full, so that a batch sent
+	// again within it counts once. Zero or less means DefaultExpiry, 10
+	// minutes.
 	Expiry time.Duration
 	// Timeout bounds one round trip to the store, and so how long Close
 	// waits for the one in flight. The Fleet's commands carry a context

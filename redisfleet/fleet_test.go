@@ -33,13 +33,14 @@ func TestMembersShareABudget(t *testing.T) {
 }
 
 // stored returns the level of the bucket at key in m, in milli-tokens:
-// -1 for no bucket (full).
+// -1 for no level (full).
 func stored(t *testing.T, m *miniredis.Miniredis, key string) int64 {
 	t.Helper()
-	if !m.Exists(key) {
+	v := m.HGet(key, "level")
+	if v == "" {
 		return -1
 	}
-	n, err := strconv.ParseInt(m.HGet(key, "level"), 10, 64)
+	n, err := strconv.ParseInt(v, 10, 64)
 	require.NoError(t, err)
 	return n
 }
@@ -58,8 +59,14 @@ func TestSuccessesRefillTheFleet(t *testing.T) {
 	for range 240 {
 		a.Report(host, success)
 	}
-	waitFor(t, "the refill in the store", func() bool { return !m.Exists(key) })
+	waitFor(t, "the refill in the store", func() bool { return stored(t, m, key) == -1 })
 	waitFor(t, "a to read the bucket full", func() bool { return !a.Look(host, "r").Spent })
+	// The full bucket keeps a's record, for a batch sent again, until
+	// the key expires an Expiry after the refill.
+	fields, err := m.HKeys(key)
+	require.NoError(t, err)
+	assert.Len(t, fields, 1, "got fields %v, want a's record only", fields)
+	assert.Equal(t, redisfleet.DefaultExpiry, m.TTL(key), "got the full bucket's expiry")
 }
 
 func TestNoThrottleChangesNoBudget(t *testing.T) {

@@ -105,7 +105,7 @@ func (f *Fleet) flush(b *batch) (ok bool, what carried) {
 	var t tally
 	warm := answered
 	switch {
-	case warming:
+	case warming && len(b.items) > 0:
 		// After failed round trips: the items need not wait for the
 		// warm-up, which waits out its deadline on a server that died.
 		c := make(chan answer, 1)
@@ -113,6 +113,9 @@ func (f *Fleet) flush(b *batch) (ok bool, what carried) {
 		f.send(b, &t)
 		warm = <-c
 	case warming:
+		// A warm-up alone (at the start, or again while the store
+		// fails) has no work to overlap: it runs on the flusher, with
+		// no goroutine, no empty pipeline and no slot watcher for one.
 		warm = f.warmUp()
 	default:
 		f.send(b, &t)

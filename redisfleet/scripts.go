@@ -26,21 +26,31 @@ import (
 // whose answer was lost (or which go-redis sent twice, retrying a
 // pipeline whose replies came late), and changes nothing. A member's
 // record is forgotten an expiry after its last batch: two fields drawn
-// at random are checked at every call (HRANDFIELD, Redis 6.2 or newer;
-// an older store keeps the records until the key goes), so that the
-// members that come and go do not grow the hash while the bucket stays
-// in debt.
+// at random are checked at every call that writes (HRANDFIELD, Redis
+// 6.2 or newer; an older store keeps the records until the key goes),
+// so that the members that come and go do not grow the hash while the
+// bucket stays in debt.
 //
-// An absent key is a full bucket, so a healthy host costs the store
-// nothing: a bucket that reaches its capacity is deleted, records and
-// all, and only a bucket in debt is a key. A stored level above the
+// An absent level is a full bucket, and so is an absent key: a host
+// never in debt costs the store nothing. A bucket that reaches its
+// capacity loses its level but keeps the records, for an expiry from
+// then, so that a batch applied before the refill and sent again after
+// it, its answer lost, still counts once; the batches that leave a full
+// bucket full add their records to a key that holds some, without
+// putting off its expiry, and store nothing where there is no key. So a
+// full bucket is a key for an expiry after it refilled at most, and then
+// none. (A batch of successes that found no key is so not recorded: sent
+// again after the bucket fell into debt, it refills twice. Recording it
+// would make every healthy host a key.) A stored level above the
 // capacity (a member with a smaller throttle than the one that wrote it)
-// reads as the capacity, as the core's bucket does. Every write sets the
-// expiry, so a host nobody has reported on for that long is full again:
-// the fleet forgets old debt rather than refusing retries forever.
+// reads as the capacity, as the core's bucket does. A batch that finds
+// the bucket in debt or leaves it so sets the expiry, so a host nobody
+// has reported on for that long is full again: the fleet forgets old
+// debt rather than refusing retries forever.
 const budgetLua = `
 local capacity = tonumber(ARGV[4])
-local level = tonumber(redis.call('HGET', KEYS[1], 'level') or '')
+local stored = redis.call('HGET', KEYS[1], 'level')
+local level = tonumber(stored or '')
 if level == nil or level > capacity then
   level = capacity
 end
@@ -49,16 +59,20 @@ local applied = last and tonumber(string.match(last, '^%d+') or '')
 if applied and applied >= tonumber(ARGV[2]) then
   return level
 end
-level = level + tonumber(ARGV[3])
-if level >= capacity then
-  redis.call('DEL', KEYS[1])
+level = math.max(level + tonumber(ARGV[3]), 0)
+local record = ARGV[2] .. ' ' .. ARGV[6]
+if level < capacity then
+  redis.call('HSET', KEYS[1], 'level', level, ARGV[1], record)
+  redis.call('PEXPIRE', KEYS[1], ARGV[5])
+elseif stored then
+  redis.call('HSET', KEYS[1], ARGV[1], record)
+  redis.call('HDEL', KEYS[1], 'level')
+  redis.call('PEXPIRE', KEYS[1], ARGV[5])
+elseif redis.call('EXISTS', KEYS[1]) == 1 then
+  redis.call('HSET', KEYS[1], ARGV[1], record)
+else
   return capacity
 end
-if level < 0 then
-  level = 0
-end
-redis.call('HSET', KEYS[1], 'level', level, ARGV[1], ARGV[2] .. ' ' .. ARGV[6])
-redis.call('PEXPIRE', KEYS[1], ARGV[5])
 local forget = tonumber(ARGV[6]) - tonumber(ARGV[5])
 local some = redis.pcall('HRANDFIELD', KEYS[1], 2, 'WITHVALUES')
 if type(some) == 'table' and not some.err then
@@ -69,7 +83,7 @@ if type(some) == 'table' and not some.err then
     end
   end
 end
-return level
+return math.min(level, capacity)
 `
 
 // holdLua records a hold on a host's rule, extending it only.
@@ -114,7 +128,7 @@ var (
 // key, so the layout is safe for Redis Cluster whatever the prefix: no
 // call needs two keys in one slot.
 const (
-	budgetKeyPart = "budget:" // + host: hash of "level" -> the bucket in milli-tokens, member -> its last batch
+	budgetKeyPart = "budget:" // + host: hash of "level" -> the bucket in milli-tokens (absent: full), member -> its last batch
 	holdKeyPart   = "hold:"   // + host: hash of rule -> "end status"
 	holdChannel   = "holds"   // pub/sub: every hold a member sets
 )

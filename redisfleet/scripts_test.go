@@ -42,14 +42,23 @@ func TestBudgetScript(t *testing.T) {
 		capacity   int64
 		want       int64
 		wantHash   map[string]string // the hash after; nil for no key
-		untouched  bool              // the key not written: its expiry not set
+		untouched  bool              // the key's expiry not set: left as it was (none, here)
 	}{
 		{"absent is full, a failure takes a token", nil, "m1", 1, -1000, 10000, 9000,
 			map[string]string{"level": "9000", "m1": "1 1000000"}, false},
 		{"a success on a full bucket stores nothing", nil, "m1", 1, 250, 10000, 10000, nil, false},
-		{"reaching the capacity deletes the key, records and all", map[string]string{"level": "9000", "m2": "4 999000"},
-			"m1", 1, 1000, 10000, 10000, nil, false},
-		{"passing the capacity deletes the key", map[string]string{"level": "9900"}, "m1", 1, 4000, 10000, 10000, nil, false},
+		{"reaching the capacity drops the level, keeps the records", map[string]string{"level": "9000", "m2": "4 999000"},
+			"m1", 1, 1000, 10000, 10000, map[string]string{"m1": "1 1000000", "m2": "4 999000"}, false},
+		{"passing the capacity drops the level", map[string]string{"level": "9900"}, "m1", 1, 4000, 10000, 10000,
+			map[string]string{"m1": "1 1000000"}, false},
+		{"a full bucket's record applies a batch sent again once", map[string]string{"m1": "7 999990"}, "m1", 7, -1000, 10000, 10000,
+			map[string]string{"m1": "7 999990"}, true},
+		{"a failure on a full bucket's records takes a token", map[string]string{"m1": "7 999990"}, "m2", 3, -1000, 10000, 9000,
+			map[string]string{"level": "9000", "m1": "7 999990", "m2": "3 1000000"}, false},
+		{"a success on a full bucket's records adds its own, the expiry as it was", map[string]string{"m1": "7 999990"},
+			"m2", 3, 250, 10000, 10000, map[string]string{"m1": "7 999990", "m2": "3 1000000"}, true},
+		{"a corrupt level refilled is dropped", map[string]string{"level": "junk", "m2": "4 999000"}, "m1", 1, 250, 10000, 10000,
+			map[string]string{"m1": "1 1000000", "m2": "4 999000"}, false},
 		{"a debt below zero is clamped at zero", map[string]string{"level": "500"}, "m1", 1, -1000, 10000, 0,
 			map[string]string{"level": "0", "m1": "1 1000000"}, false},
 		{"an empty bucket stays a key", map[string]string{"level": "0"}, "m1", 1, -16000, 10000, 0,
@@ -101,20 +110,36 @@ func TestBudgetScript(t *testing.T) {
 
 // TestBudgetScriptForgetsOldRecords checks that the records of members
 // gone quiet for longer than the expiry are forgotten, a few at each
-// call, while the bucket stays in debt.
+// call, while the bucket stays in debt, and while a bucket refilled to
+// full keeps its records.
 func TestBudgetScriptForgetsOldRecords(t *testing.T) {
 	const key = "p:budget:h"
 	const now = 10_000_000
-	m, c := newMini(t)
-	m.HSet(key, "level", "5000")
-	m.HSet(key, "gone", "3 1000")      // quiet since long before now - expiry
-	m.HSet(key, "recent", "3 9999000") // within the expiry
-	for seq := int64(1); m.HGet(key, "gone") != ""; seq++ {
-		require.Less(t, seq, int64(200), "got the old record kept after %d calls", seq)
-		runBudget(t, c, key, "busy", seq, -1, 10000, now)
+	tests := []struct {
+		name  string
+		level string // "" for none: full
+		delta int64
+	}{
+		{"in debt", "5000", -1},
+		{"full", "", 1},
 	}
-	assert.Equal(t, "3 9999000", m.HGet(key, "recent"), "got a recent record forgotten")
-	assert.NotEmpty(t, m.HGet(key, "busy"), "got the calling member's record forgotten")
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			m, c := newMini(t)
+			if tt.level != "" {
+				m.HSet(key, "level", tt.level)
+			}
+			m.HSet(key, "gone", "3 1000")      // quiet since long before now - expiry
+			m.HSet(key, "recent", "3 9999000") // within the expiry
+			for seq := int64(1); m.HGet(key, "gone") != ""; seq++ {
+				require.Less(t, seq, int64(200), "got the old record kept after %d calls", seq)
+				runBudget(t, c, key, "busy", seq, tt.delta, 10000, now)
+			}
+			assert.Equal(t, "3 9999000", m.HGet(key, "recent"), "got a recent record forgotten")
+			assert.NotEmpty(t, m.HGet(key, "busy"), "got the calling member's record forgotten")
+			assert.Equal(t, tt.level == "", m.HGet(key, "level") == "", "got the bucket's fullness changed")
+		})
+	}
 }
 
 func TestHoldScriptOnlyExtends(t *testing.T) {

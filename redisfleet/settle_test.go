@@ -2,6 +2,7 @@ package redisfleet_test
 
 import (
 	"context"
+	"strings"
 	"testing"
 	"time"
 
@@ -79,4 +80,49 @@ func TestRealOneNodeDownCountsOnce(t *testing.T) {
 		a := admin(t, shards[0].addr)
 		countedOnce(t, f, live, dead, func() int64 { return budgetLevel(t, a, redisfleet.DefaultPrefix, live) })
 	})
+}
+
+// TestRealBatchSentAgainAfterARefillCountsOnce has the store apply a
+// member's failure and the member lose the answer (it comes after the
+// round trip's deadline), then another member's successes refill the
+// bucket to full, and the first member sends its failure again: the
+// store, which kept the member's record through the refill, counts the
+// failure once.
+func TestRealBatchSentAgainAfterARefillCountsOnce(t *testing.T) {
+	s := startRedis(t)
+	p := startProxy(t, s.addr, 0)
+	const prefix = "p:"
+	a := newMember(t, p.Addr(), redisfleet.Options{Prefix: prefix, Timeout: 200 * time.Millisecond})
+	b := newMember(t, s.addr, redisfleet.Options{Prefix: prefix})
+	waitFor(t, "the warm-ups", func() bool { return a.Stats().Flushes > 0 && b.Stats().Flushes > 0 })
+	st := admin(t, s.addr)
+	level := func() int64 { return budgetLevel(t, st, prefix, host) }
+
+	p.Freeze() // the store's replies to a held back: its requests go through
+	errs := a.Stats().FlushErrors
+	a.Report(host, failure)
+	waitFor(t, "a's failure applied", func() bool { return level() == 99_000 })
+	waitFor(t, "a's answer lost", func() bool { return a.Stats().FlushErrors > errs })
+
+	// 16 successes make one sample, worth 16 x 0.25 tokens: full again.
+	for range 16 {
+		b.Report(host, success)
+	}
+	waitFor(t, "b's refill", func() bool { return level() == -1 })
+
+	n := a.Stats().Flushes
+	p.Thaw()
+	waitFor(t, "a's failure sent again and answered", func() bool { return a.Stats().Flushes > n })
+	assert.Equal(t, int64(-1), level(), "got a's failure counted twice")
+
+	// The full bucket is a key of the members' records, which expires,
+	// under the prefix.
+	ttl, err := st.PTTL(t.Context(), prefix+"budget:"+host).Result()
+	require.NoError(t, err)
+	assert.True(t, ttl > 0 && ttl <= redisfleet.DefaultExpiry, "got the full bucket's records expiring in %v", ttl)
+	keys, err := st.Keys(t.Context(), "*").Result()
+	require.NoError(t, err)
+	for _, k := range keys {
+		assert.True(t, strings.HasPrefix(k, prefix), "got key %q outside the prefix", k)
+	}
 }
