@@ -162,12 +162,13 @@
 // (MaxRetries of a pipeline, MaxRedirects of a Cluster's, each after a
 // backoff from MinRetryBackoff to MaxRetryBackoff, and its dial retries)
 // and, with the client's ContextTimeoutEnabled, while it reads and
-// writes; without it, a read waits for the client's ReadTimeout. Over a
-// *redis.Client (a FailoverClient too) the Fleet's commands go through a
+// writes; without it, a read waits for the client's ReadTimeout. Set
+// ContextTimeoutEnabled on any client. Over a *redis.Client (a
+// FailoverClient too) without it, the Fleet's commands go through a
 // clone of it whose ReadTimeout and WriteTimeout are Timeout, so its
-// reads are bounded either way; over a ClusterClient or a Ring, set
-// ContextTimeoutEnabled. go-redis's retries within the deadline are
-// welcome: a retried budget batch counts once.
+// reads are bounded all the same, but none of the client's hooks sees
+// them (go-redis's clone keeps none). go-redis's retries within the
+// deadline are welcome: a retried budget batch counts once.
 //
 // Close stops the flusher and the listener and returns once neither can
 // touch the client, so the client may be closed right after it: it

@@ -64,12 +64,16 @@ type Options struct {
 	// retries (MaxRetries, after a backoff of MinRetryBackoff to
 	// MaxRetryBackoff) and, when the client's ContextTimeoutEnabled is
 	// set, while it reads and writes. Over a *redis.Client (a Sentinel's
-	// FailoverClient is one) the Fleet's commands go through a clone of
-	// it (Client.WithTimeout) whose ReadTimeout and WriteTimeout are
-	// Timeout, so that reads and writes are bounded even without
-	// ContextTimeoutEnabled; over a ClusterClient or a Ring without it,
-	// a read or write waits for the client's ReadTimeout or WriteTimeout
-	// (3 s by default). Zero or less means DefaultTimeout, 1 s.
+	// FailoverClient is one) without ContextTimeoutEnabled, the Fleet's
+	// commands go through a clone of it (Client.WithTimeout) whose
+	// ReadTimeout and WriteTimeout are Timeout, so that reads and writes
+	// are bounded all the same; go-redis's clone keeps none of the
+	// client's hooks, so tracing or metrics hooks then do not see the
+	// Fleet's commands. Over a ClusterClient or a Ring without it, a read
+	// or write waits for the client's ReadTimeout or WriteTimeout (3 s by
+	// default). Set ContextTimeoutEnabled: every command is then bounded
+	// by its deadline and seen by the client's hooks. Zero or less means
+	// DefaultTimeout, 1 s.
 	Timeout time.Duration
 }
 
@@ -144,19 +148,22 @@ var _ retryhttp.Fleet = (*Fleet)(nil)
 // that the connection it opens is the one they find.
 //
 // The Fleet never closes client; [Fleet.Close] must be called before
-// the client is closed. Over a *redis.Client, the Fleet's commands go
-// through a clone of it with Options.Timeout as its read and write
-// timeouts: hooks added to client after New do not see them. New panics
-// if client is nil.
+// the client is closed. Over a *redis.Client without
+// ContextTimeoutEnabled, the Fleet's commands go through a clone of it
+// with Options.Timeout as its read and write timeouts, which none of the
+// client's hooks see (see [Options.Timeout]). New panics if client is
+// nil.
 func New(client redis.UniversalClient, opts Options) *Fleet {
 	if client == nil {
 		panic("redisfleet: New with a nil client")
 	}
 	f := newFleet(client, opts)
-	if c, ok := client.(*redis.Client); ok {
+	if c, ok := client.(*redis.Client); ok && !c.Options().ContextTimeoutEnabled {
 		// Bounds every read and write of the Fleet's by Timeout, so
 		// that Close, which waits for them, is prompt even when the
-		// store accepts and never answers.
+		// store accepts and never answers. With ContextTimeoutEnabled
+		// the commands' deadlines do that, and the client's own hooks
+		// (which a clone loses) see the Fleet's commands.
 		f.client = c.WithTimeout(f.opts.Timeout)
 	}
 	f.done.Add(2)
