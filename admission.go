@@ -109,9 +109,10 @@ type admission struct {
 		min    time.Duration
 	}
 
-	// limitNow and inFlightNow mirror limit and inFlight for Stats and
-	// for the facts of a decision, read without the lock.
-	limitNow, inFlightNow atomic.Int64
+	// maxNow, limitNow and inFlightNow mirror max, limit and inFlight,
+	// for the check of a policy's maximum, for Stats and for the facts
+	// of a decision, read without the lock.
+	maxNow, limitNow, inFlightNow atomic.Int64
 }
 
 // admitWaiter is an attempt waiting in line for a slot: ch is closed when
@@ -127,6 +128,25 @@ func newAdmission(max int) *admission {
 	a := &admission{max: max, limit: float64(max)}
 	a.publish()
 	return a
+}
+
+// fit takes max, the MaxConcurrency of the policy in force, as a's
+// maximum, once the policy has changed it. A limit at the old maximum
+// was held there by the policy, not by the host, and moves to the new
+// one; a limit the host brought lower keeps what it learnt, within the
+// new maximum. Slots that a higher limit frees go to the line.
+func (a *admission) fit(max int) {
+	if a.maxNow.Load() == int64(max) {
+		return
+	}
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if a.limit >= float64(a.max) {
+		a.limit = float64(max)
+	}
+	a.max, a.limit = max, min(a.limit, float64(max))
+	a.handOver()
+	a.publish()
 }
 
 // admitFacts are what a decision reads of a host's admission: its limit
@@ -151,6 +171,7 @@ func (a *admission) acquire() (*admitWaiter, bool) {
 	defer a.mu.Unlock()
 	if len(a.line) == 0 && a.inFlight < int(a.limit) {
 		a.take()
+		a.publish()
 		return nil, true
 	}
 	w := &admitWaiter{ch: make(chan struct{})}
@@ -297,6 +318,7 @@ func (a *admission) reset() {
 
 // publish mirrors the limit and the attempts in flight. a.mu must be held.
 func (a *admission) publish() {
+	a.maxNow.Store(int64(a.max))
 	a.limitNow.Store(int64(a.limit))
 	a.inFlightNow.Store(int64(a.inFlight))
 }

@@ -243,3 +243,57 @@ func TestAdmissionCutsOnCollapse(t *testing.T) {
 		})
 	}
 }
+
+// The limit follows the policy in force: a higher MaxConcurrency lifts a
+// limit that sat at the old one, a lower one bounds it, and while the
+// policy has no admission, Stats show none; attempts sent under the old
+// policy still give their slots back.
+func TestAdmissionFollowsThePolicy(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		srv := &rt.Server{Choose: func(int, *http.Request) rt.Step { return rt.Step{Delay: 500 * time.Millisecond} }}
+		tr := admitting(srv, 2, time.Second)
+		for _, err := range burst(t, tr, "/x", 2, 0) {
+			require.NoError(t, err)
+		}
+		require.Equal(t, 2, tr.Stats().Hosts["api.test"].ConcurrencyLimit)
+
+		with := func(max int) *policy.Config {
+			cfg := policy.Default()
+			if max > 0 {
+				cfg.Admission = &policy.Admission{MaxConcurrency: max, MaxWait: time.Second}
+			}
+			return cfg
+		}
+		require.NoError(t, tr.SetPolicy(with(10)))
+		assert.Equal(t, 10, tr.Stats().Hosts["api.test"].ConcurrencyLimit, "raised with the policy")
+		start := time.Now()
+		for _, err := range burst(t, tr, "/x", 10, 0) {
+			require.NoError(t, err)
+		}
+		assert.Equal(t, 500*time.Millisecond, time.Since(start), "ten at once")
+		assert.Zero(t, tr.Stats().Hosts["api.test"].AdmissionWaits)
+
+		require.NoError(t, tr.SetPolicy(with(3)))
+		assert.Equal(t, 3, tr.Stats().Hosts["api.test"].ConcurrencyLimit, "lowered with the policy")
+
+		var wg sync.WaitGroup
+		wg.Go(func() { burst(t, tr, "/x", 3, 0) })
+		synctest.Wait() // three in flight under the limit
+		require.Equal(t, 3, tr.Stats().Hosts["api.test"].InFlight)
+		require.NoError(t, tr.SetPolicy(with(0)))
+		hs := tr.Stats().Hosts["api.test"]
+		assert.Zero(t, hs.ConcurrencyLimit, "no admission: no limit shown")
+		assert.Zero(t, hs.InFlight)
+		wg.Wait()
+
+		require.NoError(t, tr.SetPolicy(with(3)))
+		hs = tr.Stats().Hosts["api.test"]
+		assert.Equal(t, 3, hs.ConcurrencyLimit)
+		assert.Zero(t, hs.InFlight, "the attempts sent under admission gave their slots back")
+		start = time.Now()
+		for _, err := range burst(t, tr, "/x", 3, 0) {
+			require.NoError(t, err)
+		}
+		assert.Equal(t, 500*time.Millisecond, time.Since(start), "three at once")
+	})
+}
