@@ -6,6 +6,8 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"github.com/retryhttp/retryhttp/retrytrace"
 )
 
 // Slots go to attempts while the limit allows, and then to those in line,
@@ -210,4 +212,50 @@ func TestAdmissionUnloaded(t *testing.T) {
 	before = a.limit
 	assert.Greater(t, judgeWindow(a, now.Add(61*time.Second), 50*time.Millisecond, 0), before,
 		"a minute on, 50 ms is the host's own")
+}
+
+// The gate takes a slot under the host's limit for an attempt that holds
+// none, to wait in line for up to maxWait within its deadline whenever no
+// slot is free when it takes one: the host full when the facts were read,
+// or its last slot taken since by another request. An attempt that cannot
+// wait at all is shed when the host is full.
+func TestGateAdmission(t *testing.T) {
+	now := time.Now()
+	room := admitFacts{limit: 4, inFlight: 3}
+	full := admitFacts{limit: 4, inFlight: 4}
+	shed := noMore(1, retrytrace.RefusedShed)
+	shed.limit = 4
+	for _, tc := range []struct {
+		name     string
+		admit    admitFacts
+		admitted bool
+		maxWait  time.Duration
+		deadline time.Duration // 0: none
+		want     step
+	}{
+		{name: "room: the wait in line, should it lose the last slot", admit: room, maxWait: time.Second,
+			want: step{kind: stepSend, attempt: 1, acquire: true, wait: time.Second}},
+		{name: "room: within the deadline", admit: room, maxWait: time.Second, deadline: 200 * time.Millisecond,
+			want: step{kind: stepSend, attempt: 1, acquire: true, wait: 200 * time.Millisecond}},
+		{name: "room, no wait", admit: room,
+			want: step{kind: stepSend, attempt: 1, acquire: true}},
+		{name: "full: in line", admit: full, maxWait: time.Second,
+			want: step{kind: stepSend, attempt: 1, acquire: true, wait: time.Second}},
+		{name: "others in line: in line", admit: admitFacts{limit: 4, inFlight: 1, queued: true}, maxWait: time.Second,
+			want: step{kind: stepSend, attempt: 1, acquire: true, wait: time.Second}},
+		{name: "full, no wait: shed", admit: full, want: shed},
+		{name: "full, at the deadline: shed", admit: full, maxWait: time.Second, deadline: -time.Millisecond, want: shed},
+		{name: "a slot held already", admit: full, admitted: true, maxWait: time.Second,
+			want: step{kind: stepSend, attempt: 1}},
+		{name: "no admission", want: step{kind: stepSend, attempt: 1}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			f := facts{now: now, replayable: true, maxServerDelay: time.Minute, admitted: tc.admitted, admitWait: tc.maxWait,
+				host: hostFacts{budget: true, admit: tc.admit}}
+			if tc.deadline != 0 {
+				f.deadline = now.Add(tc.deadline)
+			}
+			assert.Equal(t, tc.want, gate(&f, 1, false, 0.5))
+		})
+	}
 }
