@@ -149,6 +149,16 @@ func (a *admission) fit(max int) {
 	a.publish()
 }
 
+// settled reports whether forgetting a loses nothing: its limit is where
+// it starts, and no attempt holds a slot or waits for one. What it
+// learnt of the host's unloaded latency goes, which matters little for a
+// host nobody sent to for a while.
+func (a *admission) settled() bool {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	return a.limit >= float64(a.max) && a.inFlight == 0 && len(a.line) == 0
+}
+
 // admitFacts are what a decision reads of a host's admission: its limit
 // (0: no admission), the attempts in flight, and whether others wait in
 // line already.

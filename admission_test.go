@@ -1,12 +1,14 @@
 package retryhttp
 
 import (
+	"fmt"
 	"testing"
 	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/retryhttp/retryhttp/internal/tokens"
 	"github.com/retryhttp/retryhttp/retrytrace"
 )
 
@@ -258,4 +260,35 @@ func TestGateAdmission(t *testing.T) {
 			assert.Equal(t, tc.want, gate(&f, 1, false, 0.5))
 		})
 	}
+}
+
+// A host whose limit the host brought down, or with attempts in flight
+// under it, is not idle: the table keeps it past its bound, and its limit
+// with it, while idle hosts can go instead. Back at its start, with no
+// attempt in flight, it is idle again.
+func TestAdmissionKeepsItsHost(t *testing.T) {
+	now := time.Now()
+	ht := newHostTable(nil, 16)
+	h := ht.get("slow")
+	a := h.admission(100)
+	assert.True(t, h.idle(tokens.Max, now), "a limit where it starts")
+	_, ok := a.acquire()
+	require.True(t, ok)
+	assert.False(t, h.idle(tokens.Max, now), "an attempt in flight")
+	a.release(now, 0, signNone)
+	a.mu.Lock()
+	a.limit = 40
+	a.publish()
+	a.mu.Unlock()
+	assert.False(t, h.idle(tokens.Max, now), "a lowered limit")
+
+	for i := range 64 {
+		ht.get(fmt.Sprintf("h%d", i)) // idle, and past the bound
+	}
+	require.True(t, ht.has("slow"), "kept past the bound")
+	assert.Same(t, a, ht.get("slow").admit.Load())
+	assert.Equal(t, int64(40), a.limitNow.Load())
+
+	a.reset()
+	assert.True(t, h.idle(tokens.Max, now), "back at its start")
 }
