@@ -71,7 +71,7 @@ type Admission struct {
 	// MaxWait is the longest an attempt past the limit waits for a slot
 	// before it fails. Zero means [DefaultMaxWait]; a negative MaxWait
 	// means no wait: an attempt past the limit fails at once. JSON:
-	// "maxWait", a duration string.
+	// "maxWait", a duration string, negative ("-1s") for no wait.
 	MaxWait time.Duration
 }
 
