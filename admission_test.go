@@ -292,3 +292,30 @@ func TestAdmissionKeepsItsHost(t *testing.T) {
 	a.reset()
 	assert.True(t, h.idle(tokens.Max, now), "back at its start")
 }
+
+// A new maximum moves a limit that sat at the old one, bounds a limit
+// the host brought lower without raising it, and hands the slots a
+// higher limit frees to the line.
+func TestAdmissionFit(t *testing.T) {
+	a := newAdmission(2)
+	for range 2 {
+		_, ok := a.acquire()
+		require.True(t, ok)
+	}
+	w, ok := a.acquire()
+	require.False(t, ok)
+	a.fit(10)
+	assert.Equal(t, admitFacts{limit: 10, inFlight: 3}, a.factsNow(), "at the old maximum: to the new one")
+	assert.True(t, a.granted(w), "the slot the new limit frees goes to the line")
+
+	a.mu.Lock()
+	a.limit = 4 // the host's
+	a.mu.Unlock()
+	a.fit(20)
+	assert.Equal(t, 4.0, a.limit, "learnt: kept")
+	a.fit(3)
+	assert.Equal(t, 3.0, a.limit, "within the new maximum")
+	a.fit(8)
+	assert.Equal(t, 8.0, a.limit, "at the maximum again: to the new one")
+	assert.Equal(t, int64(8), a.limitNow.Load())
+}
