@@ -14,15 +14,35 @@ import (
 var ErrShed = errors.New("retryhttp: host at its concurrency limit")
 
 // The admission's constants. The limit is judged once a window of
-// admitWindow latency samples has come (or admitTick has passed with at
-// least admitMinSamples): by the window's tenth percentile, which neither
-// a heavy tail nor a mix of fast and slow answers moves, while a queue at
-// the host delays every answer; against the host's unloaded latency, the
-// lowest such percentile of the last minute. A percentile past
-// admitTolerance times the unloaded latency
-// cuts the limit in proportion (by half at most); a loss (a 503, a 429,
-// a timeout, a reset) cuts it by admitLossCut; a window with neither
-// raises it by its square root, at least one, while the limit was used.
+// admitWindow attempts has ended (or admitTick has passed with at least
+// admitMinSamples): by the tenth percentile of its latency samples, which
+// neither a heavy tail nor a mix of fast and slow answers moves, while a
+// queue at the host delays every answer; against the host's unloaded
+// latency, the lowest such percentile of the last minute; and by the
+// share of its attempts that were lost work. A percentile past
+// admitTolerance times the unloaded latency cuts the limit in proportion;
+// a loss rate past admitLossRate, with at least admitMinLosses lost, cuts
+// it by that rate; by half at most, the deeper cut of the two. A window
+// with neither raises it by a tenth, at least one, while the limit was
+// used.
+//
+// Lost work is what a host shows when it is sent more than it can take:
+// a throttle (a 429, a 503 with a server delay, a Throttled verdict), a
+// timeout, a reset. A 5xx that is no throttle is not: a healthy host
+// answers one now and then for reasons of its own, fast or slow, and a
+// limit that fell on each (as a loss-based limit that cuts on any error
+// does) would collapse on a host that is far from its capacity. It is no
+// latency sample either: a fast error is no measure of the host's
+// service, and would pull its unloaded latency down.
+//
+// admitLossRate is a tenth because the two cases lie far apart on either
+// side of it. A healthy host's sporadic losses stay well under it: at a
+// loss rate of 1%, a window of 64 attempts holds seven losses a few times
+// in a million. A host that refuses what it is sent past its capacity
+// loses the share of the excess: a tenth is about a tenth too much, and
+// a cut by the rate lost takes the limit back to what was served.
+// admitMinLosses keeps a short window at a low rate from being judged by
+// one or two: eight attempts with one loss are no rate.
 //
 // The unloaded latency is a minimum over a minute, not an average that
 // follows the medians: an average would rise with the queue the limit
@@ -35,11 +55,28 @@ const (
 	admitMinSamples = 8
 	admitTick       = 100 * time.Millisecond
 	admitTolerance  = 1.5
-	admitLossCut    = 0.9
+	admitLossRate   = 0.1
+	admitMinLosses  = 3
 	// The unloaded latency is the least of admitBuckets minima, each of
 	// admitBucket.
 	admitBuckets = 6
 	admitBucket  = 10 * time.Second
+)
+
+// admitSign is what an attempt that gives its slot back showed of its
+// host's load.
+type admitSign uint8
+
+const (
+	// signNone: nothing; it was not sent, or was cut off by the client.
+	signNone admitSign = iota
+	// signAnswer: an answer, whose latency is a sample of the host's.
+	signAnswer
+	// signError: an answer that says nothing of the host's load, a 5xx
+	// that is no throttle; it counts among the window's attempts.
+	signError
+	// signLost: lost work, a throttle, a timeout or a reset.
+	signLost
 )
 
 // admission is a host's concurrency limit that adapts to the host, in the
@@ -51,20 +88,19 @@ const (
 // a slot is taken, handed over and given back as one step with the line,
 // so that no waiter misses a slot freed while it joins.
 type admission struct {
-	max int // the policy's MaxConcurrency, where the limit starts
-
 	mu       sync.Mutex
+	max      int // the policy's MaxConcurrency, where the limit starts
 	limit    float64
 	inFlight int
 	line     []*admitWaiter // oldest first
-	// The window of latency samples being gathered, and whether it saw a
-	// loss; when it started; and the most attempts in flight at once
-	// during the window.
-	samples [admitWindow]time.Duration
-	n       int
-	lost    bool
-	started time.Time
-	peak    int
+	// The window being gathered: the latency samples of its answers,
+	// the attempts that ended in it and those of them lost; when it
+	// started; and the most attempts in flight at once during it.
+	samples     [admitWindow]time.Duration
+	n           int
+	ended, lost int
+	started     time.Time
+	peak        int
 	// mins are the least window percentiles of the last buckets, by the
 	// number of the bucket (the time divided by admitBucket) they are
 	// of; the host's unloaded latency is their least (0: none yet).
@@ -73,9 +109,10 @@ type admission struct {
 		min    time.Duration
 	}
 
-	// limitNow and inFlightNow mirror limit and inFlight for Stats and
-	// for the facts of a decision, read without the lock.
-	limitNow, inFlightNow atomic.Int64
+	// maxNow, limitNow and inFlightNow mirror max, limit and inFlight,
+	// for the check of a policy's maximum, for Stats and for the facts
+	// of a decision, read without the lock.
+	maxNow, limitNow, inFlightNow atomic.Int64
 }
 
 // admitWaiter is an attempt waiting in line for a slot: ch is closed when
@@ -91,6 +128,35 @@ func newAdmission(max int) *admission {
 	a := &admission{max: max, limit: float64(max)}
 	a.publish()
 	return a
+}
+
+// fit takes max, the MaxConcurrency of the policy in force, as a's
+// maximum, once the policy has changed it. A limit at the old maximum
+// was held there by the policy, not by the host, and moves to the new
+// one; a limit the host brought lower keeps what it learnt, within the
+// new maximum. Slots that a higher limit frees go to the line.
+func (a *admission) fit(max int) {
+	if a.maxNow.Load() == int64(max) {
+		return
+	}
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if a.limit >= float64(a.max) {
+		a.limit = float64(max)
+	}
+	a.max, a.limit = max, min(a.limit, float64(max))
+	a.handOver()
+	a.publish()
+}
+
+// settled reports whether forgetting a loses nothing: its limit is where
+// it starts, and no attempt holds a slot or waits for one. What it
+// learnt of the host's unloaded latency goes, which matters little for a
+// host nobody sent to for a while.
+func (a *admission) settled() bool {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	return a.limit >= float64(a.max) && a.inFlight == 0 && len(a.line) == 0
 }
 
 // admitFacts are what a decision reads of a host's admission: its limit
@@ -115,6 +181,7 @@ func (a *admission) acquire() (*admitWaiter, bool) {
 	defer a.mu.Unlock()
 	if len(a.line) == 0 && a.inFlight < int(a.limit) {
 		a.take()
+		a.publish()
 		return nil, true
 	}
 	w := &admitWaiter{ch: make(chan struct{})}
@@ -143,23 +210,27 @@ func (a *admission) leave(w *admitWaiter) bool {
 	return false
 }
 
-// release gives an attempt's slot back at now, with what it showed: its
-// latency, when it is a sample (an answer that is no throttle), and
-// whether it was lost work (a 503, a 429, a timeout, a reset). Slots free
-// under the limit go to the waiters in line, oldest first.
-func (a *admission) release(now time.Time, latency time.Duration, sample, lost bool) {
+// release gives an attempt's slot back at now, with what it showed of
+// the host (see admitSign): the latency of an answer, or lost work.
+// Slots free under the limit go to the waiters in line, oldest first.
+func (a *admission) release(now time.Time, latency time.Duration, sign admitSign) {
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	a.inFlight--
 	if a.started.IsZero() {
 		a.started = now
 	}
-	a.lost = a.lost || lost
-	if sample && a.n < len(a.samples) {
+	switch sign {
+	case signAnswer:
 		a.samples[a.n] = latency
 		a.n++
+	case signLost:
+		a.lost++
 	}
-	if a.n == len(a.samples) || now.Sub(a.started) >= admitTick && (a.n >= admitMinSamples || a.lost) {
+	if sign != signNone {
+		a.ended++
+	}
+	if a.ended == admitWindow || now.Sub(a.started) >= admitTick && a.ended >= admitMinSamples {
 		a.judge(now)
 	}
 	a.handOver()
@@ -170,19 +241,26 @@ func (a *admission) release(now time.Time, latency time.Duration, sample, lost b
 // next. a.mu must be held.
 func (a *admission) judge(now time.Time) {
 	used := a.peak >= int(a.limit)/2
-	low := a.low()
+	var low time.Duration
+	if a.n >= admitMinSamples {
+		low = a.low()
+	}
 	base := a.unloaded(now, low)
+	cut := 1.0
+	if a.lost >= admitMinLosses && float64(a.lost) > admitLossRate*float64(a.ended) {
+		cut = 1 - float64(a.lost)/float64(a.ended)
+	}
+	if low > 0 && float64(low) > admitTolerance*float64(base) {
+		cut = min(cut, admitTolerance*float64(base)/float64(low))
+	}
 	switch {
-	case a.lost:
-		a.limit *= admitLossCut
-	case low == 0:
-	case float64(low) > admitTolerance*float64(base):
-		a.limit *= max(0.5, admitTolerance*float64(base)/float64(low))
-	case used:
+	case cut < 1:
+		a.limit *= max(0.5, cut)
+	case low > 0 && used:
 		a.limit += max(1, a.limit/10)
 	}
 	a.limit = min(max(a.limit, 1), float64(a.max))
-	a.n, a.lost, a.started, a.peak = 0, false, now, a.inFlight
+	a.n, a.ended, a.lost, a.started, a.peak = 0, 0, 0, now, a.inFlight
 }
 
 // unloaded notes low, the tenth percentile of a window that ended at now
@@ -239,7 +317,7 @@ func (a *admission) take() {
 func (a *admission) reset() {
 	a.mu.Lock()
 	defer a.mu.Unlock()
-	a.limit, a.n, a.lost, a.started = float64(a.max), 0, false, time.Time{}
+	a.limit, a.n, a.ended, a.lost, a.started = float64(a.max), 0, 0, 0, time.Time{}
 	a.mins = [admitBuckets]struct {
 		bucket int64
 		min    time.Duration
@@ -250,6 +328,7 @@ func (a *admission) reset() {
 
 // publish mirrors the limit and the attempts in flight. a.mu must be held.
 func (a *admission) publish() {
+	a.maxNow.Store(int64(a.max))
 	a.limitNow.Store(int64(a.limit))
 	a.inFlightNow.Store(int64(a.inFlight))
 }

@@ -50,16 +50,32 @@ func (c *call) after(r *result) step {
 }
 
 // readmit gives back the concurrency slot of attempt r, whose outcome is
-// out, at now, with what it showed of its host: its latency, unless it was
-// a throttle or a 503, which is lost work and never a fast answer, as a
-// timeout or a reset is.
+// out, at now, with what it showed of its host's load.
 func (c *call) readmit(r *result, out outcome, now time.Time) {
 	if c.admits&(1<<r.n) == 0 {
 		return
 	}
 	c.admits &^= 1 << r.n
-	lost := out == outNetwork || throttle(r) || r.resp != nil && r.resp.StatusCode == http.StatusServiceUnavailable
-	c.host.admit.Load().release(now, r.latency, r.resp != nil && !lost, lost)
+	c.host.admit.Load().release(now, r.latency, loadSign(r, out))
+}
+
+// loadSign is what attempt r, whose outcome is out, showed of its host's
+// load. Lost work: a throttle, which is never a fast answer, or a
+// timeout or a reset (a network error after the request may have reached
+// the host), unless another request's cancellation closed the connection
+// under it, which says nothing of the host. A 5xx that is no throttle
+// says nothing of the load either (see admitSign). Any other answer is a
+// sample of the host's latency.
+func loadSign(r *result, out outcome) admitSign {
+	switch {
+	case throttle(r), out == outNetwork && !isLost(r.err):
+		return signLost
+	case r.resp == nil:
+		return signNone
+	case r.resp.StatusCode >= http.StatusInternalServerError:
+		return signError
+	}
+	return signAnswer
 }
 
 // attemptFactsOf is what attempt r, whose outcome is out, showed, as a decision

@@ -129,7 +129,7 @@ func (c *call) unadmit(n int) {
 		return
 	}
 	c.admits &^= 1 << n
-	c.host.admit.Load().release(time.Now(), 0, false, false)
+	c.host.admit.Load().release(time.Now(), 0, signNone)
 }
 
 // unadmitAll gives back every concurrency slot the request holds, and its

@@ -159,8 +159,9 @@ type step struct {
 	pace bool
 	rate float64
 	// acquire says a stepSend takes a slot under its host's concurrency
-	// limit, waiting in line for one at most wait; limit is the limit,
-	// for RefusedShed.
+	// limit, waiting in line for one at most wait when none is free (a
+	// wait that ends once a slot is taken); limit is the limit, for
+	// RefusedShed.
 	acquire bool
 	limit   int
 	// hedges is what a stepSend does to the host's hedge budget.
@@ -259,19 +260,19 @@ func gate(f *facts, n int, again bool, rnd float64) step {
 		s.hedges = hedgeEarn
 	}
 	if a := h.admit; a.limit > 0 && !f.admitted {
-		if a.queued || a.inFlight >= a.limit {
-			wait := f.admitWait
-			if !f.deadline.IsZero() {
-				wait = min(wait, f.deadline.Sub(f.now))
-			}
-			if wait <= 0 {
-				r := noMore(n, retrytrace.RefusedShed)
-				r.limit = a.limit
-				return r
-			}
-			s.wait = wait // in line, at most this long
+		wait := f.admitWait
+		if !f.deadline.IsZero() {
+			wait = min(wait, f.deadline.Sub(f.now))
 		}
-		s.acquire = true
+		if wait <= 0 && (a.queued || a.inFlight >= a.limit) {
+			r := noMore(n, retrytrace.RefusedShed)
+			r.limit = a.limit
+			return r
+		}
+		// In line, at most this long, should no slot be free when the
+		// attempt takes one: the host full when the facts were read, or
+		// its last slot taken since by another request.
+		s.acquire, s.wait = true, max(wait, 0)
 	}
 	if p := h.pace; p.rate > 0 && !f.slotTaken {
 		wait := p.slot(f.now).Sub(f.now)

@@ -53,14 +53,18 @@ type hostFacts struct {
 // hedges, its hedge budget.
 type asks struct{ holds, pace, budgets, capped bool }
 
-// admission returns h's concurrency limit, making it, starting at max, if
-// need be.
+// admission returns h's concurrency limit under a policy whose
+// MaxConcurrency is max, making it, starting at max, if need be. A limit
+// made under another policy takes max as its maximum (see
+// admission.fit).
 func (h *host) admission(max int) *admission {
-	if a := h.admit.Load(); a != nil {
-		return a
+	a := h.admit.Load()
+	if a == nil {
+		h.admit.CompareAndSwap(nil, newAdmission(max))
+		a = h.admit.Load()
 	}
-	h.admit.CompareAndSwap(nil, newAdmission(max))
-	return h.admit.Load()
+	a.fit(max)
+	return a
 }
 
 // factsFor is what a decision at now reads of h for the requests of rule,
@@ -248,9 +252,12 @@ func holdAsked(r *result, holds bool) (time.Duration, bool) {
 }
 
 // read fills in hs what h holds at now: its budgets, under a throttle of
-// capacity milli-tokens (0: none), the holds in force, and the quantiles
-// of its latencies. It makes nothing, not even a latency sketch.
-func (h *host) read(hs *HostStats, capacity int64, now time.Time) {
+// capacity milli-tokens (0: none), the holds in force, its concurrency
+// limit under admit, the policy's admission in force (nil: none, and no
+// limit to show, whatever attempts of an older policy still hold), and
+// the quantiles of its latencies. It makes nothing, not even a latency
+// sketch.
+func (h *host) read(hs *HostStats, capacity int64, admit *policy.Admission, now time.Time) {
 	if capacity > 0 {
 		hs.Tokens = float64(min(h.bucket.tokens.Load(), capacity)) / tokens.PerToken
 		hs.MaxTokens = float64(capacity) / tokens.PerToken
@@ -259,7 +266,8 @@ func (h *host) read(hs *HostStats, capacity int64, now time.Time) {
 	for _, hd := range h.holds.inForce(now) {
 		hs.Holds = append(hs.Holds, Hold{Rule: hd.Rule, Status: hd.Status, Since: hd.since, Until: hd.Until})
 	}
-	if a := h.admit.Load(); a != nil {
+	if a := h.admit.Load(); a != nil && admit != nil {
+		a.fit(admit.Concurrency())
 		hs.ConcurrencyLimit, hs.InFlight = int(a.limitNow.Load()), int(a.inFlightNow.Load())
 	}
 	for _, rate := range h.paces.rates(now) {

@@ -48,11 +48,13 @@ func (h *host) latency() *latencyRing {
 }
 
 // idle reports whether forgetting h loses nothing worth keeping at now:
-// its bucket is full, its hedge budget fresh, and no hold in force. Its
-// latencies are lost, which matters little for a host nobody sent to
-// for a while.
+// its bucket is full, its hedge budget fresh, no hold in force, and its
+// concurrency limit, if any, settled (where it starts, no attempt
+// holding a slot or waiting for one). Its latencies are lost, which
+// matters little for a host nobody sent to for a while.
 func (h *host) idle(capacity int64, now time.Time) bool {
-	return h.bucket.full(capacity) && h.hedges.fresh() && !h.holds.any(now)
+	a := h.admit.Load()
+	return h.bucket.full(capacity) && h.hedges.fresh() && !h.holds.any(now) && (a == nil || a.settled())
 }
 
 // hostTable holds a [host] per host for at most maxHosts hosts, so that a

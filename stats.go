@@ -312,9 +312,13 @@ func (st *state) snapshot(now time.Time) Stats {
 		s.Total.add(snap)
 	})
 	capacity := st.hosts.capacity()
+	var admit *policy.Admission
+	if cfg := st.pol.Load().cfg; cfg != nil { // nil: the policy is invalid
+		admit = cfg.Admission
+	}
 	st.hosts.each(func(h *host) {
 		hs := s.Hosts[h.name]
-		h.read(&hs, capacity, now)
+		h.read(&hs, capacity, admit, now)
 		s.Hosts[h.name] = hs
 	})
 	s.Buffer = st.pool.stats()

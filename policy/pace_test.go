@@ -29,6 +29,9 @@ func TestParsePaceAndAdmission(t *testing.T) {
 			admission: &policy.Admission{MaxConcurrency: 50, MaxWait: 250 * time.Millisecond}},
 		{json: `{"admission": {"maxConcurrency": -1}}`, err: "admission.maxConcurrency: -1"},
 		{json: `{"admission": {"maxWait": 5}}`, err: "admission.maxWait"},
+		{json: `{"admission": {"maxWait": "-1s"}}`, admission: &policy.Admission{MaxWait: -time.Second}},
+		{json: `{"admission": {"maxWait": "soon"}}`, err: `admission.maxWait: "soon": must be a duration`},
+		{json: `{"maxServerDelay": "-1s"}`, err: "maxServerDelay: \"-1s\": must not be negative"},
 	} {
 		t.Run(tc.json, func(t *testing.T) {
 			c, err := policy.ParseConfig([]byte(tc.json))
@@ -55,7 +58,10 @@ func TestPaceAndAdmissionInForce(t *testing.T) {
 	assert.Equal(t, policy.DefaultMaxConcurrency, a.Concurrency())
 	assert.Equal(t, policy.DefaultMaxWait, a.Wait())
 	assert.Equal(t, time.Duration(0), (&policy.Admission{MaxWait: -1}).Wait(), "a negative wait means none")
-	err := (&policy.Config{Admission: &policy.Admission{MaxConcurrency: -3}}).Validate()
+	c, err := policy.ParseConfig([]byte(`{"admission": {"maxWait": "-0.5s"}}`))
+	require.NoError(t, err)
+	assert.Equal(t, time.Duration(0), c.Admission.Wait(), "in JSON too")
+	err = (&policy.Config{Admission: &policy.Admission{MaxConcurrency: -3}}).Validate()
 	require.ErrorIs(t, err, policy.ErrInvalid)
 	assert.Contains(t, err.Error(), "Admission.MaxConcurrency: -3")
 }

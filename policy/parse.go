@@ -61,7 +61,8 @@ import (
 // "pace" is a switch too ([Config.Pace]), read as "hold" is. "admission"
 // ([Config.Admission]) is not: left out, there is none; {} turns it on,
 // with "maxConcurrency" (an integer) and "maxWait" (a duration string)
-// optional.
+// optional. A negative "maxWait" such as "-1s" means no wait, as a
+// negative [Admission.MaxWait] does.
 //
 // A "maxAttempts" above [MaxRetryAttempts] is read as it is written, and
 // counts as MaxRetryAttempts (see [Retry.Attempts]), as gRPC takes a
@@ -226,7 +227,7 @@ func (m *configJSON) config() (*Config, error) {
 			return nil, err
 		}
 		c.Admission = &Admission{MaxConcurrency: a.MaxConcurrency}
-		if c.Admission.MaxWait, err = parseDuration("admission.maxWait", a.MaxWait); err != nil {
+		if c.Admission.MaxWait, err = parseSignedDuration("admission.maxWait", a.MaxWait); err != nil {
 			return nil, err
 		}
 	}
@@ -394,15 +395,26 @@ func parseHedge(path string, raw json.RawMessage) (*Hedge, error) {
 // parseDuration reads a Go duration string, which covers the protobuf JSON
 // form too (decimal seconds with an "s" suffix). A left-out value is 0.
 func parseDuration(path string, s *durationJSON) (time.Duration, error) {
+	d, err := parseSignedDuration(path, s)
+	if err != nil {
+		return 0, err
+	}
+	if d < 0 {
+		return 0, &FieldError{Field: path, Value: strconv.Quote(string(*s)), Reason: "must not be negative"}
+	}
+	return d, nil
+}
+
+// parseSignedDuration reads a duration string as parseDuration does, a
+// negative one included, for a field to which a negative value means
+// what it means in Go (admission.maxWait: no wait).
+func parseSignedDuration(path string, s *durationJSON) (time.Duration, error) {
 	if s == nil {
 		return 0, nil
 	}
 	d, err := time.ParseDuration(string(*s))
 	if err != nil {
 		return 0, &FieldError{Field: path, Value: strconv.Quote(string(*s)), Reason: `must be a duration such as "0.1s" or "250ms"`}
-	}
-	if d < 0 {
-		return 0, &FieldError{Field: path, Value: strconv.Quote(string(*s)), Reason: "must not be negative"}
 	}
 	return d, nil
 }
