@@ -21,28 +21,31 @@ var ErrShed = errors.New("retryhttp: host at its concurrency limit")
 // latency, the lowest such percentile of the last minute; and by the
 // share of its attempts that were lost work. A percentile past
 // admitTolerance times the unloaded latency cuts the limit in proportion;
-// a loss rate past admitLossRate, with at least admitMinLosses lost, cuts
-// it by that rate; by half at most, the deeper cut of the two. A window
-// with neither raises it by a tenth, at least one, while the limit was
-// used.
+// a loss rate past admitLossRate cuts it by that rate, when both the
+// window's rate (with at least admitMinLosses lost) and the host's loss
+// rate smoothed over the last admitWindow attempts or so are past it; by
+// half at most, the deeper cut of the two. A window with neither raises
+// it by a tenth, at least one, while the limit was used.
 //
 // Lost work is what a host shows when it is sent more than it can take:
 // a throttle (a 429, a 503 with a server delay, a Throttled verdict), a
-// timeout, a reset. A 5xx that is no throttle is not: a healthy host
-// answers one now and then for reasons of its own, fast or slow, and a
-// limit that fell on each (as a loss-based limit that cuts on any error
-// does) would collapse on a host that is far from its capacity. It is no
-// latency sample either: a fast error is no measure of the host's
-// service, and would pull its unloaded latency down.
+// 503, a timeout, a reset. Another 5xx is not: a healthy host answers a
+// 500 now and then for reasons of its own. Neither a 503 nor another 5xx
+// is a latency sample: a fast error is no measure of the host's service,
+// and would pull its unloaded latency down.
 //
-// admitLossRate is a tenth because the two cases lie far apart on either
-// side of it. A healthy host's sporadic losses stay well under it: at a
-// loss rate of 1%, a window of 64 attempts holds seven losses a few times
-// in a million. A host that refuses what it is sent past its capacity
-// loses the share of the excess: a tenth is about a tenth too much, and
-// a cut by the rate lost takes the limit back to what was served.
-// admitMinLosses keeps a short window at a low rate from being judged by
-// one or two: eight attempts with one loss are no rate.
+// admitLossRate is a quarter because the two cases lie far apart on
+// either side of it. A host that answers a few 503s at random, far from
+// its capacity, stays well under it: at 10% lost, a window of 64
+// attempts holds 17 losses about once in ten thousand windows, and the
+// smoothed rate (whose deviation is then under 3 points) is further
+// still; a limit that fell on any loss, as a loss-based limit that cuts
+// on each error does, would collapse on such a host. A host that refuses
+// what it is sent past its capacity loses the share of the excess, and a
+// cut by the rate lost takes the limit back to what was served. Both
+// rates must be past it: the window's alone is noisy in short windows,
+// and the smoothed one alone still remembers a cut that already worked.
+// admitMinLosses keeps a short window from being judged by one or two.
 //
 // The unloaded latency is a minimum over a minute, not an average that
 // follows the medians: an average would rise with the queue the limit
@@ -55,7 +58,7 @@ const (
 	admitMinSamples = 8
 	admitTick       = 100 * time.Millisecond
 	admitTolerance  = 1.5
-	admitLossRate   = 0.1
+	admitLossRate   = 0.25
 	admitMinLosses  = 3
 	// The unloaded latency is the least of admitBuckets minima, each of
 	// admitBucket.
@@ -73,9 +76,10 @@ const (
 	// signAnswer: an answer, whose latency is a sample of the host's.
 	signAnswer
 	// signError: an answer that says nothing of the host's load, a 5xx
-	// that is no throttle; it counts among the window's attempts.
+	// that is neither a throttle nor a 503; it counts among the window's
+	// attempts.
 	signError
-	// signLost: lost work, a throttle, a timeout or a reset.
+	// signLost: lost work, a throttle, a 503, a timeout or a reset.
 	signLost
 )
 
@@ -100,7 +104,10 @@ type admission struct {
 	n           int
 	ended, lost int
 	started     time.Time
-	peak        int
+	// lossRate is the share of attempts lost, smoothed over the last
+	// admitWindow or so, window after window.
+	lossRate float64
+	peak     int
 	// mins are the least window percentiles of the last buckets, by the
 	// number of the bucket (the time divided by admitBucket) they are
 	// of; the host's unloaded latency is their least (0: none yet).
@@ -229,6 +236,11 @@ func (a *admission) release(now time.Time, latency time.Duration, sign admitSign
 	}
 	if sign != signNone {
 		a.ended++
+		x := 0.0
+		if sign == signLost {
+			x = 1
+		}
+		a.lossRate += (x - a.lossRate) / admitWindow
 	}
 	if a.ended == admitWindow || now.Sub(a.started) >= admitTick && a.ended >= admitMinSamples {
 		a.judge(now)
@@ -247,7 +259,7 @@ func (a *admission) judge(now time.Time) {
 	}
 	base := a.unloaded(now, low)
 	cut := 1.0
-	if a.lost >= admitMinLosses && float64(a.lost) > admitLossRate*float64(a.ended) {
+	if a.lost >= admitMinLosses && float64(a.lost) > admitLossRate*float64(a.ended) && a.lossRate > admitLossRate {
 		cut = 1 - float64(a.lost)/float64(a.ended)
 	}
 	if low > 0 && float64(low) > admitTolerance*float64(base) {
@@ -317,7 +329,7 @@ func (a *admission) take() {
 func (a *admission) reset() {
 	a.mu.Lock()
 	defer a.mu.Unlock()
-	a.limit, a.n, a.ended, a.lost, a.started = float64(a.max), 0, 0, 0, time.Time{}
+	a.limit, a.n, a.ended, a.lost, a.started, a.lossRate = float64(a.max), 0, 0, 0, time.Time{}, 0
 	a.mins = [admitBuckets]struct {
 		bucket int64
 		min    time.Duration

@@ -68,8 +68,8 @@ func flush(a *admission, now time.Time) {
 
 // The limit follows the host: down in proportion when the tenth
 // percentile of a window's latencies passes 1.5 times the unloaded one (by
-// half at most), down by the loss rate when more than a tenth of the
-// window was lost, up by a tenth (one at least) in a window that used it
+// half at most), down by the loss rate when more than a quarter of the
+// window, and of the host's recent attempts, was lost, up by a tenth (one at least) in a window that used it
 // and showed neither; between 1 and its max.
 func TestAdmissionJudges(t *testing.T) {
 	now := time.Now()
@@ -80,7 +80,8 @@ func TestAdmissionJudges(t *testing.T) {
 	before := a.limit
 	assert.InDelta(t, before/2, judgeWindow(a, now, time.Second, 0), 1e-9, "by half at most")
 	before = a.limit
-	assert.InDelta(t, before*(1-8.0/64), judgeWindow(a, now, 10*time.Millisecond, 8), 1e-9, "8 of 64 lost: by 8/64")
+	a.lossRate = 0.5 // a host that was losing before
+	assert.InDelta(t, before*(1-20.0/64), judgeWindow(a, now, 10*time.Millisecond, 20), 1e-9, "20 of 64 lost: by 20/64")
 	for range 100 {
 		judgeWindow(a, now, time.Second, 0)
 	}
@@ -106,10 +107,12 @@ func TestAdmissionJudges(t *testing.T) {
 	assert.Equal(t, 40.0, b.limit, "one attempt at a time uses no limit of 40")
 }
 
-// A window's losses cut the limit by their rate, once they pass a tenth
-// of its attempts and number three at least: sporadic losses, and 5xx
-// that are no throttle however many, leave it to grow; a host that loses
-// most of what it is sent, or whose latency climbs, still cuts it, by the
+// A window's losses cut the limit by their rate, once they pass a quarter
+// of its attempts, number three at least, and the host's smoothed loss
+// rate is past a quarter too: sporadic losses, and 5xx that are neither
+// throttles nor 503s however many, leave it to grow; a short window's
+// losses cut only a host that was losing before; a host that loses most
+// of what it is sent, or whose latency climbs, still cuts it, by the
 // deeper of the two cuts, by half at most.
 func TestAdmissionLossRate(t *testing.T) {
 	const fast, slow = 10 * time.Millisecond, 30 * time.Millisecond
@@ -118,6 +121,7 @@ func TestAdmissionLossRate(t *testing.T) {
 		attempt func(i int) (time.Duration, admitSign) // the window's i-th
 		ended   int                                    // attempts in the window
 		want    float64                                // the limit after it, from 40
+		before  float64                                // the host's smoothed loss rate before it
 	}{
 		{name: "one loss grows", ended: admitWindow, want: 44, attempt: func(i int) (time.Duration, admitSign) {
 			return fast, lostIf(i == 0)
@@ -125,8 +129,14 @@ func TestAdmissionLossRate(t *testing.T) {
 		{name: "six of 64 lost, under a tenth, grows", ended: admitWindow, want: 44, attempt: func(i int) (time.Duration, admitSign) {
 			return fast, lostIf(i < 6)
 		}},
-		{name: "seven of 64 lost: by 7/64", ended: admitWindow, want: 40 * 57.0 / 64, attempt: func(i int) (time.Duration, admitSign) {
-			return fast, lostIf(i < 7)
+		{name: "sixteen of 64 lost, a quarter, grows", ended: admitWindow, want: 44, before: 0.5, attempt: func(i int) (time.Duration, admitSign) {
+			return fast, lostIf(i < 16)
+		}},
+		{name: "seventeen of 64 lost, from a healthy host, grows", ended: admitWindow, want: 44, attempt: func(i int) (time.Duration, admitSign) {
+			return fast, lostIf(i < 17)
+		}},
+		{name: "seventeen of 64 lost, the host losing before: by 17/64", ended: admitWindow, want: 40 * 47.0 / 64, before: 0.5, attempt: func(i int) (time.Duration, admitSign) {
+			return fast, lostIf(i < 17)
 		}},
 		{name: "half of 5xx that are no throttle grows", ended: admitWindow, want: 44, attempt: func(i int) (time.Duration, admitSign) {
 			if i%2 == 0 {
@@ -137,7 +147,10 @@ func TestAdmissionLossRate(t *testing.T) {
 		{name: "two of a short window of eight: no rate", ended: admitMinSamples, want: 40, attempt: func(i int) (time.Duration, admitSign) {
 			return fast, lostIf(i < 2) // and too few samples to grow
 		}},
-		{name: "three of a short window of eight: by 3/8", ended: admitMinSamples, want: 25, attempt: func(i int) (time.Duration, admitSign) {
+		{name: "three of a short window of eight, from a healthy host: no cut", ended: admitMinSamples, want: 40, attempt: func(i int) (time.Duration, admitSign) {
+			return fast, lostIf(i < 3)
+		}},
+		{name: "three of a short window of eight, the host losing before: by 3/8", ended: admitMinSamples, want: 25, before: 0.3, attempt: func(i int) (time.Duration, admitSign) {
 			return fast, lostIf(i < 3)
 		}},
 		{name: "all lost: by half", ended: admitWindow, want: 20, attempt: func(int) (time.Duration, admitSign) {
@@ -146,7 +159,7 @@ func TestAdmissionLossRate(t *testing.T) {
 		{name: "the deeper cut: latency", ended: admitWindow, want: 40 * 15.0 / 30, attempt: func(i int) (time.Duration, admitSign) {
 			return slow, lostIf(i < 8)
 		}},
-		{name: "the deeper cut: losses", ended: admitWindow, want: 40 * 44.0 / 64, attempt: func(i int) (time.Duration, admitSign) {
+		{name: "the deeper cut: losses", ended: admitWindow, want: 40 * 44.0 / 64, before: 0.5, attempt: func(i int) (time.Duration, admitSign) {
 			return 20 * time.Millisecond, lostIf(i < 20) // 1.5/2 for the latency
 		}},
 	} {
@@ -155,7 +168,7 @@ func TestAdmissionLossRate(t *testing.T) {
 			a := newAdmission(100)
 			a.limit = 40
 			judgeWindow(a, now, fast, 0) // the unloaded latency
-			a.limit = 40
+			a.limit, a.lossRate = 40, tc.before
 			a.mu.Lock()
 			for range 40 {
 				a.take() // in use

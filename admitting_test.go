@@ -197,7 +197,7 @@ func (q *queue) RoundTrip(req *http.Request) (*http.Response, error) {
 
 // A host that truly collapses still cuts its limit: its latency climbs
 // with the queue the callers build, or most of what it is sent is lost
-// (timed out, or throttled).
+// (timed out, refused with a 503, or throttled).
 func TestAdmissionCutsOnCollapse(t *testing.T) {
 	for _, tc := range []struct {
 		name string
@@ -215,6 +215,15 @@ func TestAdmissionCutsOnCollapse(t *testing.T) {
 			return &rt.Server{Choose: func(int, *http.Request) rt.Step {
 				if rnd() < 0.8 {
 					return rt.Step{Fault: rt.Hang}
+				}
+				return rt.Step{Delay: 10 * time.Millisecond}
+			}}
+		}},
+		{name: "most are refused with a plain 503", host: func() http.RoundTripper {
+			rnd := draw(9)
+			return &rt.Server{Choose: func(int, *http.Request) rt.Step {
+				if rnd() < 0.8 {
+					return rt.Step{Status: 503, Delay: time.Millisecond}
 				}
 				return rt.Step{Delay: 10 * time.Millisecond}
 			}}

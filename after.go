@@ -60,15 +60,16 @@ func (c *call) readmit(r *result, out outcome, now time.Time) {
 }
 
 // loadSign is what attempt r, whose outcome is out, showed of its host's
-// load. Lost work: a throttle, which is never a fast answer, or a
-// timeout or a reset (a network error after the request may have reached
-// the host), unless another request's cancellation closed the connection
-// under it, which says nothing of the host. A 5xx that is no throttle
-// says nothing of the load either (see admitSign). Any other answer is a
-// sample of the host's latency.
+// load. Lost work: a throttle or a 503, which is never a fast answer, or
+// a timeout or a reset (a network error after the request may have
+// reached the host), unless another request's cancellation closed the
+// connection under it, which says nothing of the host. Another 5xx says
+// nothing of the load (see admitSign). Any other answer is a sample of
+// the host's latency.
 func loadSign(r *result, out outcome) admitSign {
 	switch {
-	case throttle(r), out == outNetwork && !isLost(r.err):
+	case throttle(r), out == outNetwork && !isLost(r.err),
+		r.resp != nil && r.resp.StatusCode == http.StatusServiceUnavailable:
 		return signLost
 	case r.resp == nil:
 		return signNone

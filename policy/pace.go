@@ -51,12 +51,12 @@ func defaultPace() *Pace { return &Pace{} }
 // limit that adapts to it, so that a host that slows down without
 // refusing (a queue, a lost worker, a pause) is sent no more than it can
 // take, and can recover: the limit goes down when latency climbs above
-// the host's unloaded latency or when more than a tenth of the attempts
-// are lost (a throttle, a 429 or a 503 with a server delay; a timeout; a
-// reset), and up while neither happens, between 1 and MaxConcurrency. A
-// 5xx that is no throttle moves it neither way: sporadic errors of a
-// host far from its capacity do not shrink it. Every attempt, retries and hedges included, holds a
-// slot while it is in flight; an attempt past the limit waits for a slot
+// the host's unloaded latency or when more than a quarter of the
+// attempts are lost (a throttle, a 429 or a 503 with a server delay; a
+// plain 503; a timeout; a reset), and up while neither happens, between 1
+// and MaxConcurrency. Another 5xx moves it neither way: sporadic errors
+// of a host far from its capacity do not shrink it. Every attempt,
+// retries and hedges included, holds a slot while it is in flight; an attempt past the limit waits for a slot
 // up to MaxWait and within its deadline, or fails at once, nothing sent,
 // with the Transport's shed error. A throttle is lost work, never a fast
 // success: a 429 gives no latency sample, and raises neither the limit
