@@ -27,8 +27,9 @@ var secretURLs = []string{
 // URL that holds a secret (noise) and after it (cause), in the texts
 // such a URL reaches a log in: a *url.Error after a text, after the
 // Transport's words, and quoted once more. Text must not panic, must not
-// let the secret out, and must read each text, and the noise alone, in
-// time linear in its length.
+// let the secret out, must return at most MaxText bytes, and must read
+// each text, and the noise alone, in time linear in its length, even
+// past MaxText.
 func FuzzText(f *testing.F) {
 	for _, s := range hostileTexts(64) {
 		f.Add(uint8(0), s, "EOF")
@@ -49,14 +50,29 @@ func FuzzText(f *testing.F) {
 			fmt.Sprintf("wrapped: %q", failed),
 			noise + " " + fmt.Sprintf("wrapped: %q", failed),
 		}
+		// The texts again, after a long one, so that Text's bound falls
+		// in them where the fuzzer chooses.
+		at := int(which) + len(cause)
+		for _, text := range texts[1:3] {
+			texts = append(texts, strings.Repeat("x", MaxText-at%len(text))+" "+text)
+		}
 		for _, text := range append(texts, noise) {
 			r := newReader(text)
 			got := r.text()
 			if r.work > perByte*len(text) {
 				t.Errorf("Text(%q): work %d for %d bytes, want at most %d per byte", text, r.work, len(text), perByte)
 			}
-			if strings.Contains(got, textSecret) && !strings.Contains(noise+cause, textSecret) {
-				t.Errorf("Text(%q) = %q: the secret got through", text, got)
+			bounded := Text(text)
+			if len(bounded) > MaxText {
+				t.Errorf("Text(%q) is %d bytes, want at most %d", text, len(bounded), MaxText)
+			}
+			if strings.Contains(noise+cause, textSecret) {
+				continue
+			}
+			for _, out := range []string{got, bounded} {
+				if strings.Contains(out, textSecret) {
+					t.Errorf("Text(%q) = %q: the secret got through", text, out)
+				}
 			}
 		}
 	})

@@ -6,7 +6,20 @@ package redact
 import (
 	"net/url"
 	"strings"
+	"unicode/utf8"
 )
+
+// MaxText is the most of a text that [Text] reads, and the most it
+// returns, in bytes: 8 KiB. That holds a *url.Error whole for a URL of a
+// few KiB (nginx and Apache refuse a request line past 8 KiB), and
+// is as much as a log line or a span's attribute is worth. A server's answer may be
+// far longer (net/http reads a header section of up to 10 MB, and quotes
+// a malformed status line whole in its error), and reading it all would
+// cost memory and time for each failure.
+const MaxText = 8 << 10
+
+// shortened ends a text that Text shortened.
+const shortened = " …"
 
 // URL returns u as logs and traces may show it: its scheme, host and
 // path, its userinfo (if any) replaced by "REDACTED:REDACTED", and no
@@ -58,15 +71,55 @@ func URL(u *url.URL) string {
 // before its query (`p "?k=v" x` reads as a word and a quoted URL).
 // net/url escapes both in a path.
 //
-// Text takes time linear in the length of s, whatever s holds. A quote
+// Text takes time linear in what it reads, whatever that holds. A quote
 // inside a quoted string (\"...\") opens a string that ends where the
 // outer one does; of the strings that end at one quote, at most four are
 // unquoted and parsed in full and refused as URLs (as a string that does
 // not unquote is), and the rest are read bare, as a refused string is:
 // that keeps less of a URL in them, and hides its secrets as it does
 // those of any bare URL.
+//
+// Text reads at most MaxText bytes of s and returns at most MaxText
+// bytes. A longer s is read up to the last space or control character in
+// its first MaxText bytes, where a bare URL ends, so that no URL is read
+// split: its start alone may read as a URL with nothing to hide
+// ("https://alice:" is a host and an empty port, where
+// "https://alice:pw@host" has a userinfo). A quoted URL whose closing
+// quote lies past that point is read bare, which keeps less of it. A text
+// shortened, or whose result would be longer than MaxText, ends in " …".
 func Text(s string) string {
-	return newReader(s).text()
+	head := s
+	if len(s) > MaxText {
+		head = s[:lastBreak(s[:MaxText+1])]
+	}
+	out := newReader(head).text()
+	if len(head) == len(s) && len(out) <= MaxText {
+		return out
+	}
+	return prefix(out, MaxText-len(shortened)) + shortened
+}
+
+// lastBreak returns the index of the last space or control character in
+// s, or 0 if none.
+func lastBreak(s string) int {
+	for i := len(s) - 1; i >= 0; i-- {
+		if s[i] <= ' ' || s[i] == 0x7f {
+			return i
+		}
+	}
+	return 0
+}
+
+// prefix returns the longest prefix of s of at most n bytes that ends at
+// a character boundary.
+func prefix(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	for n > 0 && !utf8.RuneStart(s[n]) {
+		n--
+	}
+	return s[:n]
 }
 
 // authorityStart returns where the host (or userinfo) of the quoted URL

@@ -92,3 +92,15 @@ func TestRefusedStringsAreReadBare(t *testing.T) {
 		})
 	}
 }
+
+// Text reads no more of a text than its first MaxText bytes and one, and
+// returns at most MaxText bytes, whatever the text: the work of a failure
+// is bounded, however long the text a server made.
+func TestTextReadsAtMostMaxText(t *testing.T) {
+	for name, s := range hostileTexts(1 << 20) {
+		got := Text(s)
+		assert.LessOrEqual(t, len(got), MaxText, "%s: got %d bytes", name, len(got))
+		assert.True(t, got == Text(s[:MaxText+1]), "%s: what Text returns depends on bytes past MaxText+1", name)
+		assert.True(t, strings.HasSuffix(got, shortened), "%s: got a text ending %q", name, got[max(len(got)-20, 0):])
+	}
+}
