@@ -8,11 +8,13 @@ import (
 
 // maxRefused is how many quoted strings ending at the same closing quote
 // are read in full (unquoted and parsed) and refused as URLs before the
-// rest that end there are read bare, which is always safe (see Text).
-// Quotes inside a quoted string are escaped, and each opens a string
-// that ends where the outer one does; in a text that %q wrote, no such
-// string fails to unquote, and few fail to parse: an error quoted within
-// an error, within another, refuses one or two.
+// rest that end there are read bare, as any refused string is (see
+// Text). Quotes inside a quoted string are escaped, and each opens a
+// string that ends where the outer one does. In a text that %q wrote,
+// each such string unquotes, and most that hold no URL are refused from
+// their first bytes (pathLike): a full read refuses only one that fails
+// to parse and holds no "//", query or fragment, such as "a:b" followed
+// by a control character or a bad escape.
 const maxRefused = 4
 
 // reader reads one text for Text, from its start to its end, in time
