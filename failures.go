@@ -83,6 +83,9 @@ func (c *call) noteFailure(resp *http.Response, err error) {
 		f.Path = "/" // as net/http sends it
 	}
 	if err != nil {
+		// A server can make the error megabytes long (a status line is
+		// quoted whole): redact.Text reads 8 KiB of it at most, in time
+		// linear in that, before this RoundTrip returns.
 		f.Err = clip(redact.Text(err.Error()))
 	} else {
 		f.Status = resp.StatusCode

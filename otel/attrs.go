@@ -118,5 +118,5 @@ func timeout(err error) bool {
 }
 
 // scrub returns err's text with every URL in it cut down as url.full
-// is.
+// is, and at most redact.MaxText bytes of it.
 func scrub(err error) string { return redact.Text(err.Error()) }

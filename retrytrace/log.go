@@ -32,7 +32,9 @@ import (
 // the fields of the hooks' payloads, as the otel module and the status
 // page name them too. No record holds
 // a query string, a fragment, userinfo or a header value: every URL in an
-// error's text is cut down to its scheme, host and path.
+// error's text is cut down to its scheme, host and path. An error's text
+// is at most 8 KiB, a longer one shortened and ending in " …", so that
+// what a server makes an error say costs each record little.
 //
 // The hooks are safe for concurrent use and keep no state.
 func LogHooks(l *slog.Logger) *Hooks {

@@ -3,7 +3,6 @@ package status
 import (
 	"math"
 	"strconv"
-	"strings"
 	"time"
 	"unicode/utf8"
 
@@ -14,11 +13,6 @@ import (
 // most 253 characters; a longer text is cut, as the Transport cuts the
 // texts of its failures.
 const maxText = 256
-
-// maxRedact is the most of an error's text that is redacted: redact.Text
-// takes time that grows faster than its text (with the square of it for
-// some texts), and the page shows maxText bytes of it at most.
-const maxRedact = 2 * maxText
 
 // mark ends a text that was cut.
 const mark = "…"
@@ -48,25 +42,9 @@ func prefix(s string, n int) string {
 
 // errText is an error's text as the page shows it: every URL in it cut
 // down to its scheme, host and path, as the logs show them, then clipped.
-//
-// A text longer than maxRedact is cut before it is redacted, and then
-// back to the last space or control character before the cut: a URL
-// that the cut would split is left out whole. Split, its start may read
-// as a URL of its own with nothing to hide ("https://alice:" is a host
-// and an empty port, where "https://alice:pw@host" has a userinfo). A
-// bare URL holds no space or control character, so the words kept are
-// whole, and a URL among them is read as in the whole text; one in a
-// quoted string whose quote closes past the cut is read as a bare URL,
-// which keeps less of it.
-func errText(s string) string {
-	if len(s) <= maxRedact {
-		return clip(redact.Text(s))
-	}
-	// The last space or control character at or before the cut, where a
-	// bare URL ends; none leaves nothing to redact.
-	end := strings.LastIndexFunc(s[:maxRedact+1], func(r rune) bool { return r <= ' ' || r == 0x7f })
-	return clip(redact.Text(s[:max(end, 0)]) + mark)
-}
+// redact.Text reads at most redact.MaxText bytes of it, and ends a text
+// it shortened so that no URL is read split.
+func errText(s string) string { return clip(redact.Text(s)) }
 
 // fixed is a number the page shows with up to three decimals, kept as a
 // count of thousandths. The figures that come as floats (a budget's

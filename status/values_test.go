@@ -10,6 +10,8 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"github.com/retryhttp/retryhttp/internal/redact"
 )
 
 // clip keeps a text of up to 256 bytes, and cuts a longer one at a
@@ -44,11 +46,11 @@ func TestClip(t *testing.T) {
 func TestErrText(t *testing.T) {
 	t.Parallel()
 	const secret = "hunter2"
-	long := strings.Repeat("p", 2*maxRedact)
+	long := strings.Repeat("p", 2*redact.MaxText)
 	// A quoted URL whose long query redaction leaves out, so that what
 	// is near the cut comes within the 256 bytes shown.
-	lead := `Get "https://api.test/?q=` + strings.Repeat("q", 300) + `": `
-	fill := func(n int) string { return strings.Repeat("x", maxRedact-len(lead)-n) }
+	lead := `Get "https://api.test/?q=` + strings.Repeat("q", redact.MaxText-212) + `": `
+	fill := func(n int) string { return strings.Repeat("x", redact.MaxText-len(lead)-n) }
 	tests := []struct {
 		name, in, want string
 	}{

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"net/url"
+	"strings"
 	"testing"
 
 	"github.com/retryhttp/retryhttp/internal/redact"
@@ -107,3 +108,51 @@ func TestRedactURLs(t *testing.T) {
 		})
 	}
 }
+
+// Text reads at most MaxText bytes of a text, back to the last space
+// before them, so that no URL is read split, and says so; what it
+// returns is at most MaxText bytes, even when cutting URLs down made the
+// text longer. No secret shows, wherever the text ends: inside a URL's
+// userinfo, inside its query, or inside a quoted URL whose quote closes
+// past it. Where a secret starts before that point, its first letters are
+// what must not show.
+func TestTextLongTexts(t *testing.T) {
+	const secret = "1234567"
+	// upTo fills text with x's, then a space, up to n bytes before
+	// MaxText.
+	upTo := func(text string, n int) string {
+		return text + strings.Repeat("x", redact.MaxText-len(text)-n-1) + " "
+	}
+	long := strings.Repeat("p", 2*redact.MaxText)
+	lead := `Get "https://api.test/p": EOF;`
+	tests := []struct{ name, in, want string }{
+		{"at the bound", upTo(lead, 1) + "x", upTo(lead, 1) + "x"},
+		{"one past it", upTo(lead, 10) + strings.Repeat("x", 11), strings.TrimSuffix(upTo(lead, 10), " ") + " …"},
+		{"no space", strings.Repeat("x", redact.MaxText+1), " …"},
+		{"a query past the end", "Get https://api.test/" + long + "?api_key=" + secret, "Get …"},
+		{"a query across the end", upTo(lead, 20) + "https://api.test/p?api_key=" + secret + long, ""},
+		{"userinfo across the end", upTo(lead, 18) + "https://alice:" + secret + "@api.test/" + long, ""},
+		{"a user across the end", upTo(lead, 13) + "https://alice@api.test/" + long, ""},
+		{"a quote closing past the end", upTo(lead, 20) + `"https://alice:` + secret + `@api.test/` + long + `": EOF`, ""},
+		{"a longer text once cut down", strings.Repeat("//alice@h ", redact.MaxText/10), ""},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			got := redact.Text(tt.in)
+			if tt.want != "" {
+				assert.True(t, got == tt.want, "got %d bytes, ending %q; want %d, ending %q",
+					len(got), tail(got), len(tt.want), tail(tt.want))
+			}
+			assert.LessOrEqual(t, len(got), redact.MaxText)
+			assert.NotContains(t, got, secret[:4], "a secret, or the part of it before the end")
+			assert.NotContains(t, got, "alic", "a userinfo's user, or the part of it before the end")
+			assert.NotContains(t, got, "api_k")
+			if len(tt.in) > redact.MaxText || strings.Contains(tt.name, "cut down") {
+				assert.True(t, strings.HasSuffix(got, " …"), "got a text ending %q", tail(got))
+			}
+		})
+	}
+}
+
+// tail is the end of a long text, as a test shows it.
+func tail(s string) string { return s[max(len(s)-60, 0):] }
