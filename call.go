@@ -75,6 +75,9 @@ type call struct {
 	waitFor   int
 	waitUntil time.Time
 	hedger    hedger // the hedge loop's state, kept with the call
+	// probe is the turn to go first after a capped hold that an attempt
+	// of the request took, until its outcome is learnt; zero: none.
+	probe probeTurn
 }
 
 // newCall readies req's call: its plan, its body, its host and its
@@ -143,6 +146,7 @@ func (st *state) newCall(req *http.Request, hooks *retrytrace.Hooks, classifier 
 // have put its state in order.
 func (c *call) end(completed bool) {
 	c.unadmitAll()
+	c.unprobe() // a probe cut off, or never sent
 	c.body.release()
 	c.last.abort(errCallDone) // an outcome kept, and not handed back
 	if !completed {

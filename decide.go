@@ -107,6 +107,9 @@ type facts struct {
 	// attempt that may be retried.
 	schedule       time.Duration
 	maxServerDelay time.Duration // longer server delays are not waited for
+	// probing says the attempt decided on is the probe of its host's
+	// capped hold, out already: its resend goes on with the turn.
+	probing bool
 
 	// The host, for the request's rule.
 	host hostFacts
@@ -217,9 +220,10 @@ func noMore(n int, why retrytrace.RefusalReason) step {
 // spread that rnd draws, before the deadline; or refuses it when the
 // hold's end is past the deadline or maxServerDelay. When a capped hold
 // has ended, the attempt goes first (a probe), or waits for the answer of
-// the one that did. A retry or hedge (not a resend) needs the host's
-// budgets and the request's body to allow it, and a hedge one of the
-// host's hedge budget, which each first attempt earns. Under a host's
+// the one that did; the probe's own resend goes on. A retry or hedge (not
+// a resend) needs the host's budgets and the request's body to allow it,
+// and a hedge one of the host's hedge budget, which each first attempt
+// earns. Under a host's
 // concurrency limit, the attempt takes a slot, unless it holds one: when
 // none is free, it waits in line up to maxWait within its deadline, or is
 // refused when it cannot wait at all. On a paced host, the attempt takes
@@ -236,6 +240,9 @@ func gate(f *facts, n int, again bool, rnd float64) step {
 		}
 		return step{kind: stepWait, attempt: n, wait: h.hold.release(rnd, f.deadline).Sub(f.now), reason: retrytrace.WaitHold}
 	case holdProbing:
+		if f.probing {
+			break // the resend of the probe itself
+		}
 		return step{kind: stepWait, attempt: n, wait: h.hold.lapse.Sub(f.now), reason: retrytrace.WaitHold, wake: h.hold.wake}
 	}
 	s := step{kind: stepSend, attempt: n}

@@ -206,6 +206,7 @@ func TestGate(t *testing.T) {
 		host     hostFacts
 		deadline time.Duration // 0: none
 		noBody   bool          // the body can no longer be replayed
+		probing  bool          // attempt n is the capped hold's probe, out already
 		want     step
 	}{
 		{name: "a first attempt goes", n: 1, host: open, want: step{kind: stepSend, attempt: 1}},
@@ -244,10 +245,12 @@ func TestGate(t *testing.T) {
 			want: step{kind: stepSend, attempt: 1, probe: true, hold: capped}},
 		{name: "the others wait for its answer", n: 1, host: hostFacts{hold: probing, holding: holdProbing},
 			want: step{kind: stepWait, attempt: 1, wait: time.Minute, reason: retrytrace.WaitHold, wake: wake}},
+		{name: "the probe's own resend goes on", n: 1, again: true, probing: true, host: hostFacts{hold: probing, holding: holdProbing},
+			want: step{kind: stepSend, attempt: 1}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			f := facts{now: now, replayable: !tt.noBody, maxServerDelay: time.Minute, host: tt.host}
+			f := facts{now: now, replayable: !tt.noBody, maxServerDelay: time.Minute, host: tt.host, probing: tt.probing}
 			if tt.deadline > 0 {
 				f.deadline = now.Add(tt.deadline)
 			}

@@ -66,8 +66,9 @@ const maxHold = 100 * 365 * 24 * time.Hour
 // wait for it. One cut to that length is Capped: when it ends, one
 // request goes first (the probe), and the others wait for an answer of
 // the rule, which may set the hold again. wake is closed when that answer
-// comes; lapse is when the others stop waiting for it, should the probe
-// never be answered.
+// comes, or when the probe's attempt ends with none (it was not sent, or
+// got no answer), so that another goes first at once; lapse is when the
+// others stop waiting for it, should the probe never be answered.
 type hold struct {
 	holdlist.Hold
 	since time.Time
@@ -185,7 +186,8 @@ func (hs *holds) answered(rule string, now time.Time, response bool) {
 
 // probe makes the request that asks it go first after rule's capped hold,
 // which ended at until, if no other request went first since lapse; it
-// reports whether it does, and the channel its answer closes.
+// reports whether it does, and the channel its answer closes, which
+// names its turn for unprobe.
 func (hs *holds) probe(rule string, until, now, lapse time.Time) (wake chan struct{}, ok bool) {
 	hs.list.Edit(func(list []hold) []hold {
 		for i, h := range list {
@@ -201,6 +203,27 @@ func (hs *holds) probe(rule string, until, now, lapse time.Time) (wake chan stru
 		return list
 	})
 	return wake, ok
+}
+
+// unprobe gives back the turn that probe gave with wake, when the
+// probe's attempt ended with nothing to settle the hold (it was not
+// sent, or not answered): the requests waiting for its answer look
+// again at once, and one goes first in its place. A turn settled
+// already, by an answer, a new hold or a reset, is left alone.
+func (hs *holds) unprobe(rule string, wake chan struct{}) {
+	if !hs.list.Capping() {
+		return // the hold was settled, or cleared
+	}
+	hs.list.Edit(func(list []hold) []hold {
+		for i, h := range list {
+			if h.Rule == rule && h.wake == wake {
+				close(wake)
+				list[i].wake = nil
+				break
+			}
+		}
+		return list
+	})
 }
 
 // clear ends every hold: the host is back, its owner says.
