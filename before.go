@@ -81,11 +81,19 @@ func (c *call) admit(n int, again bool) step {
 }
 
 // claim takes, for attempt n, the turn to go first after the capped hold
-// h, which has ended: the others wait for its answer, at most
-// maxServerDelay from now. It reports false when another request took
-// the turn since the facts f were read.
+// h, which has ended: the others wait for its answer, until the lapse,
+// when its request gives up on the answer (its deadline, its attempt's
+// timeout), at most maxServerDelay from now. It reports false when
+// another request took the turn since the facts f were read.
 func (c *call) claim(n int, h hold, now time.Time, f *facts) bool {
-	wake, ok := c.host.holds.probe(c.rule, h.Until, now, now.Add(f.maxServerDelay))
+	lapse := now.Add(f.maxServerDelay)
+	if !f.deadline.IsZero() && f.deadline.Before(lapse) {
+		lapse = f.deadline
+	}
+	if r := c.plan.retry; r != nil && r.PerAttemptTimeout > 0 && now.Add(r.PerAttemptTimeout).Before(lapse) {
+		lapse = now.Add(r.PerAttemptTimeout)
+	}
+	wake, ok := c.host.holds.probe(c.rule, h.Until, now, lapse)
 	if ok {
 		c.probe = probeTurn{n: n, wake: wake}
 	}
@@ -197,7 +205,7 @@ func (c *call) capped() bool { return c.plan.hedge != nil && c.plan.hedge.MaxExt
 func (c *call) refusal(s step) error {
 	switch s.refusal {
 	case retrytrace.RefusedHeld:
-		return &HoldError{Host: c.host.name, Remaining: s.hold.Until.Sub(s.at), Status: s.hold.Status}
+		return &HoldError{Host: c.host.name, Remaining: s.wait, Status: s.hold.Status}
 	case retrytrace.RefusedPaced:
 		return fmt.Errorf("host %s paced at %.3g requests/s: its next send slot is %v away (%w)",
 			c.host.name, s.rate, s.wait.Round(time.Millisecond), ErrPaced)

@@ -144,7 +144,9 @@ type step struct {
 	// attempt is the attempt the step is about: the one that follows a
 	// wait or a resend, or the one a refusal keeps from being made.
 	attempt int
-	wait    time.Duration            // before that attempt
+	// wait is before that attempt; for a refusal by a hold or the pace,
+	// how long the hold, or the wait for the slot, still lasts.
+	wait    time.Duration
 	reason  retrytrace.WaitReason    // why wait is as long as it is
 	refusal retrytrace.RefusalReason // why no further attempt goes; "" when none was due
 	backoff int                      // the retry policy's counter once the wait is over
@@ -220,10 +222,11 @@ func noMore(n int, why retrytrace.RefusalReason) step {
 // spread that rnd draws, before the deadline; or refuses it when the
 // hold's end is past the deadline or maxServerDelay. When a capped hold
 // has ended, the attempt goes first (a probe), or waits for the answer of
-// the one that did; the probe's own resend goes on. A retry or hedge (not
-// a resend) needs the host's budgets and the request's body to allow it,
-// and a hedge one of the host's hedge budget, which each first attempt
-// earns. Under a host's
+// the one that did, until the probe's lapse, or is refused when the lapse
+// is past the deadline or maxServerDelay; the probe's own resend goes on.
+// A retry or hedge (not a resend) needs the host's budgets and the
+// request's body to allow it, and a hedge one of the host's hedge budget,
+// which each first attempt earns. Under a host's
 // concurrency limit, the attempt takes a slot, unless it holds one: when
 // none is free, it waits in line up to maxWait within its deadline, or is
 // refused when it cannot wait at all. On a paced host, the attempt takes
@@ -235,7 +238,7 @@ func gate(f *facts, n int, again bool, rnd float64) step {
 	case holdHeld:
 		if left := h.hold.Until.Sub(f.now); left > f.maxServerDelay || !f.fits(left) {
 			s := noMore(n, retrytrace.RefusedHeld)
-			s.hold = h.hold
+			s.hold, s.wait = h.hold, left
 			return s
 		}
 		return step{kind: stepWait, attempt: n, wait: h.hold.release(rnd, f.deadline).Sub(f.now), reason: retrytrace.WaitHold}
@@ -243,7 +246,13 @@ func gate(f *facts, n int, again bool, rnd float64) step {
 		if f.probing {
 			break // the resend of the probe itself
 		}
-		return step{kind: stepWait, attempt: n, wait: h.hold.lapse.Sub(f.now), reason: retrytrace.WaitHold, wake: h.hold.wake}
+		left := h.hold.lapse.Sub(f.now)
+		if left > f.maxServerDelay || !f.fits(left) {
+			s := noMore(n, retrytrace.RefusedHeld)
+			s.hold, s.wait = h.hold, left
+			return s
+		}
+		return step{kind: stepWait, attempt: n, wait: left, reason: retrytrace.WaitHold, wake: h.hold.wake}
 	}
 	s := step{kind: stepSend, attempt: n}
 	if h.holding == holdProbe {

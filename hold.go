@@ -22,7 +22,9 @@ type HoldError struct {
 	// port kept.
 	Host string
 	// Remaining is how long the hold still lasted when the request was
-	// refused.
+	// refused. Once a hold cut to maxServerDelay has ended, while the
+	// request that went first waits for its answer, it is how long the
+	// others would wait for that answer at most.
 	Remaining time.Duration
 	// Status is the status of the response that set the hold.
 	Status int
@@ -67,8 +69,14 @@ const maxHold = 100 * 365 * 24 * time.Hour
 // request goes first (the probe), and the others wait for an answer of
 // the rule, which may set the hold again. wake is closed when that answer
 // comes, or when the probe's attempt ends with none (it was not sent, or
-// got no answer), so that another goes first at once; lapse is when the
-// others stop waiting for it, should the probe never be answered.
+// got no answer), so that another goes first at once. lapse is when the
+// others stop waiting for it: when the probe's own request gives up on
+// the answer (its deadline, its attempt's timeout), at most
+// maxServerDelay after it went, the longest the policy waits for a
+// server. The end of the probe's attempt is learnt at once as a rule, so
+// the lapse only bounds the wait should it not be (a base that ignores
+// its context). A request that cannot wait until the lapse is refused at
+// once, as under the hold.
 type hold struct {
 	holdlist.Hold
 	since time.Time
@@ -185,9 +193,9 @@ func (hs *holds) answered(rule string, now time.Time, response bool) {
 }
 
 // probe makes the request that asks it go first after rule's capped hold,
-// which ended at until, if no other request went first since lapse; it
-// reports whether it does, and the channel its answer closes, which
-// names its turn for unprobe.
+// which ended at until, if no other request went first since its lapse;
+// the others wait for its answer until lapse. It reports whether it does,
+// and the channel its answer closes, which names its turn for unprobe.
 func (hs *holds) probe(rule string, until, now, lapse time.Time) (wake chan struct{}, ok bool) {
 	hs.list.Edit(func(list []hold) []hold {
 		for i, h := range list {

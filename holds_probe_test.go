@@ -118,3 +118,84 @@ func TestAProbeNotSentGivesItsTurnBack(t *testing.T) {
 		})
 	}
 }
+
+// While a capped hold's probe is out, a request that could not wait for
+// its answer fails at once with ErrHeld, nothing sent, as under the hold
+// itself: the others wait for the answer at most until the probe's own
+// request would give up on it (its deadline), at most maxServerDelay. A
+// request that can wait goes when the answer comes, or, when the probe's
+// request gives up, goes first in its place.
+func TestAProbesWaitersKeepTheirDeadlines(t *testing.T) {
+	tests := []struct {
+		name string
+		// probeWithin is the probe request's deadline from the start (0:
+		// none); its answer would come 30 s after it is sent.
+		probeWithin time.Duration
+		// waiterWithin is the deadline, from 62 s, of a request that can
+		// wait; it goes at goes(probed), the probe having gone at probed.
+		waiterWithin time.Duration
+		goes         func(probed time.Duration) time.Duration
+	}{
+		{"a slow probe is waited for", 0, time.Hour,
+			func(probed time.Duration) time.Duration { return probed + 30*time.Second }},
+		{"a probe that gives up gives its turn", 75 * time.Second, 20 * time.Second,
+			func(time.Duration) time.Duration { return 75 * time.Second }},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				var mu sync.Mutex
+				sentAt := map[string]time.Duration{}
+				var start time.Time
+				srv := &rt.Server{Choose: func(_ int, req *http.Request) rt.Step {
+					mu.Lock()
+					defer mu.Unlock()
+					sentAt[req.URL.Path] = time.Since(start)
+					switch req.URL.Path {
+					case "/first":
+						return rt.Step{Status: 503, Header: aYear}
+					case "/probe":
+						return rt.Step{Delay: 30 * time.Second}
+					}
+					return rt.Step{}
+				}}
+				tr := &retryhttp.Transport{Base: srv}
+				start = time.Now()
+				_, err := getWithin(t, tr, retryhttp.WithoutRetries(t.Context()), "/first", 0)
+				require.NoError(t, err)
+				var wg sync.WaitGroup
+				wg.Go(func() {
+					_, _ = getWithin(t, tr, retryhttp.WithoutRetries(t.Context()), "/probe", tt.probeWithin)
+				})
+				time.Sleep(62 * time.Second) // virtual time: the probe is out, its answer not yet in
+				mu.Lock()
+				probed, out := sentAt["/probe"]
+				mu.Unlock()
+				require.True(t, out, "the probe is out")
+				within(t, probed, time.Minute, time.Second)
+
+				asked := time.Now()
+				_, err = getWithin(t, tr, retryhttp.WithoutRetries(t.Context()), "/hasty", time.Second)
+				require.ErrorIs(t, err, retryhttp.ErrHeld, "a request that cannot wait for the probe's answer")
+				var held *retryhttp.HoldError
+				require.ErrorAs(t, err, &held)
+				assert.Equal(t, 503, held.Status)
+				assert.Greater(t, held.Remaining, time.Second, "the probe's answer may come as late as its request allows")
+				assert.LessOrEqual(t, held.Remaining, time.Minute)
+				var e *retryhttp.Error
+				require.ErrorAs(t, err, &e)
+				assert.Zero(t, e.Attempts, "nothing sent")
+				assert.Equal(t, asked, time.Now(), "refused at once")
+
+				status, err := getWithin(t, tr, retryhttp.WithoutRetries(t.Context()), "/patient", tt.waiterWithin)
+				require.NoError(t, err, "a request that can wait for the probe's answer waits")
+				assert.Equal(t, 200, status)
+				wg.Wait()
+				mu.Lock()
+				defer mu.Unlock()
+				assert.NotContains(t, sentAt, "/hasty")
+				assert.Equal(t, tt.goes(probed), sentAt["/patient"], "it goes when the probe's answer comes, or its request gives up")
+			})
+		})
+	}
+}
