@@ -25,12 +25,14 @@ import (
 // took the last one since the facts were read. An attempt refused gives its
 // concurrency slot back. The turn to go first after a capped hold is
 // taken last, once nothing can refuse the attempt: a turn taken by an
-// attempt that does not go would hold the others back for nothing.
+// attempt that does not go would hold the others back for nothing. A wait
+// for a hold or a pace ends when the host's owner resets it.
 func (c *call) admit(n int, again bool) step {
 	now := time.Now()
 	if s, waiting := c.inLine(n, now); waiting {
 		return s
 	}
+	resets := c.host.resets.count() // before the facts: a reset after it ends the wait decided
 	f := c.facts(now)
 	f.host = c.host.factsFor(c.rule, now, c.st.fleet, asks{holds: c.pol.cfg.Hold != nil, pace: c.pol.pacing,
 		budgets: n > 1 && !again, capped: c.capped()})
@@ -47,6 +49,9 @@ func (c *call) admit(n int, again bool) step {
 		return s
 	case s.kind == stepWait && s.reason == retrytrace.WaitHold:
 		c.slot = 0 // a slot taken before the hold has passed unused: the attempt takes a new one after it
+		if !c.onReset(&s, resets) {
+			return c.admit(n, again) // reset since the facts were read
+		}
 	}
 	if s.acquire {
 		if w, ok := c.host.admit.Load().acquire(); !ok {
@@ -58,6 +63,9 @@ func (c *call) admit(n int, again bool) step {
 	}
 	if s.pace {
 		if instead, later := c.takeSlot(n, now, f.deadline); later {
+			if instead.kind == stepWait && !c.onReset(&instead, resets) {
+				return c.admit(n, again) // reset since the facts were read: the pace is lifted
+			}
 			return instead
 		}
 	}
@@ -78,6 +86,15 @@ func (c *call) admit(n int, again bool) step {
 		c.host.hedges.earn(c.plan.hedge.MaxExtraLoad)
 	}
 	return s
+}
+
+// onReset makes the wait s, decided from facts read after the host's
+// resets came to resets, end at its next reset; it reports false when
+// one came since, and the wait must be decided again.
+func (c *call) onReset(s *step, resets uint64) bool {
+	var ok bool
+	s.reset, ok = c.host.resets.after(resets)
+	return ok
 }
 
 // claim takes, for attempt n, the turn to go first after the capped hold

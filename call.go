@@ -267,8 +267,10 @@ func (c *call) avoid() []string { return c.failedAddrs[:c.failedAt] }
 // pause waits out s, a wait before attempt s.attempt with no attempt in
 // flight, reporting it first. The wait ends when the step said, s.at, so
 // that the time spent since the decision (getting the next attempt's
-// body, the hooks) is not added to it. It returns the caller's context's
-// cause if that ends first.
+// body, the hooks) is not added to it; or sooner, when what it waits for
+// comes (a probe's answer, a slot in line: s.wake) or goes (the host's
+// owner resets its hold or pace: s.reset). It returns the caller's
+// context's cause if that ends first.
 func (c *call) pause(s step) error {
 	c.waiting(s.attempt, s.wait, s.reason, true)
 	d := time.Until(s.at)
@@ -280,7 +282,9 @@ func (c *call) pause(s step) error {
 	select {
 	case <-t.C:
 		return nil
-	case <-s.wake: // nil, and never ready, but for a hold's probe
+	case <-s.wake: // nil, and never ready, but for a hold's probe or a place in line
+		return nil
+	case <-s.reset: // nil but for a hold's or a pace's wait
 		return nil
 	case <-c.ctx.Done():
 		return context.Cause(c.ctx)

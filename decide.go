@@ -157,8 +157,10 @@ type step struct {
 	hold  hold
 	probe bool
 	// wake, when not nil, ends a stepWait early: the answer a hold's
-	// probe waits for has come.
-	wake <-chan struct{}
+	// probe waits for has come, or a slot in line. reset, when not nil,
+	// ends it when the host's owner resets it (see hosts.reset): the hold
+	// or pace waited for is gone.
+	wake, reset <-chan struct{}
 	// pace says a stepSend takes a send slot of its host's pace; rate is
 	// the pace's rate, for RefusedPaced, whose wait is the slot's.
 	pace bool

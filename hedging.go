@@ -18,10 +18,12 @@ type hedger struct {
 	results chan result
 	timer   *time.Timer // when the next hedge is due, while armed
 	armed   bool
-	wake    <-chan struct{}              // ends the armed wait early; nil: only the timer
-	dueNow  bool                         // the next hedge is due at once: no timer is set for it
-	flights [maxHedgeAttempts + 1]flight // by attempt number
-	flying  int                          // attempts in flight
+	// wake and reset end the armed wait early (a probe's answer, a slot
+	// in line; the host's owner resetting it); nil: only the timer.
+	wake, reset <-chan struct{}
+	dueNow      bool                         // the next hedge is due at once: no timer is set for it
+	flights     [maxHedgeAttempts + 1]flight // by attempt number
+	flying      int                          // attempts in flight
 	// closed says no further hedge starts: a limit, the server or the
 	// policy refused one, or the body can no longer be sent whole.
 	closed bool
@@ -67,9 +69,12 @@ func (c *call) hedge() (*http.Response, error) {
 		}
 		select {
 		case <-h.timerC(c):
-			h.armed, h.wake = false, nil
+			h.armed, h.wake, h.reset = false, nil, nil
 			h.due(c)
 		case <-h.wakeC():
+			h.disarm()
+			h.due(c)
+		case <-h.resetC():
 			h.disarm()
 			h.due(c)
 		case <-h.outgrownC(c):
@@ -116,10 +121,20 @@ func (h *hedger) timerC(c *call) <-chan time.Time {
 }
 
 // wakeC is the channel that ends the wait of an armed timer early (the
-// answer a hold's probe waits for has come), nil (never ready) otherwise.
+// answer a hold's probe waits for has come, a slot in line), nil (never
+// ready) otherwise.
 func (h *hedger) wakeC() <-chan struct{} {
 	if h.armed {
 		return h.wake
+	}
+	return nil
+}
+
+// resetC is the channel that ends the wait of an armed timer for a hold
+// or a pace when the host's owner resets it, nil (never ready) otherwise.
+func (h *hedger) resetC() <-chan struct{} {
+	if h.armed {
+		return h.reset
 	}
 	return nil
 }
@@ -147,15 +162,15 @@ func (h *hedger) start() {
 }
 
 // arm makes the next hedge due after d, or at notBefore if that is later,
-// or when wake (if not nil) is closed; one due now goes at the loop's next
-// turn, with no timer.
-func (h *hedger) arm(d time.Duration, wake <-chan struct{}) {
+// or when wake or reset (if not nil) is closed; one due now goes at the
+// loop's next turn, with no timer.
+func (h *hedger) arm(d time.Duration, wake, reset <-chan struct{}) {
 	if d = max(d, time.Until(h.notBefore)); d <= 0 {
 		h.dueNow = true
 		return
 	}
 	h.timer.Reset(d)
-	h.armed, h.wake = true, wake
+	h.armed, h.wake, h.reset = true, wake, reset
 }
 
 // disarm stops the armed timer, whose tick, if it came already, is
@@ -169,7 +184,7 @@ func (h *hedger) disarm() {
 		default:
 		}
 	}
-	h.armed, h.wake = false, nil
+	h.armed, h.wake, h.reset = false, nil, nil
 }
 
 // due sends what is due: an attempt's transparent resend, at once and
@@ -182,7 +197,7 @@ func (h *hedger) due(c *call) {
 		switch s := c.admit(n, true); s.kind { // a resend waits out a hold too
 		case stepWait:
 			c.waiting(n, s.wait, s.reason, h.flying == 0)
-			h.arm(time.Until(s.at), s.wake)
+			h.arm(time.Until(s.at), s.wake, s.reset)
 		case stepNoMore:
 			h.resend = 0
 			c.unresent()
@@ -201,14 +216,14 @@ func (h *hedger) due(c *call) {
 	switch s.kind {
 	case stepWait:
 		c.waiting(n, s.wait, s.reason, h.flying == 0)
-		h.arm(time.Until(s.at), s.wake)
+		h.arm(time.Until(s.at), s.wake, s.reset)
 	case stepNoMore:
 		h.close(c, s)
 	default:
 		h.launch(c, n, how{hedged: true})
 		if d := c.hedgeDelay(); h.mayLaunch(c) && d < tooLong {
 			c.waiting(n+1, d, retrytrace.WaitHedgeDelay, h.flying == 0)
-			h.arm(d, nil)
+			h.arm(d, nil, nil)
 		}
 	}
 }
@@ -288,7 +303,7 @@ func (h *hedger) landed(c *call, r result) (*http.Response, error, bool) {
 			c.waiting(s.attempt, s.wait, s.reason, h.flying == 0)
 			h.notBefore = later(h.notBefore, s.at)
 		}
-		h.arm(0, nil)
+		h.arm(0, nil, nil)
 	}
 	return nil, nil, false
 }

@@ -3,6 +3,8 @@ package retryhttp
 import (
 	"errors"
 	"fmt"
+	"slices"
+	"sync/atomic"
 	"time"
 
 	"github.com/retryhttp/retryhttp/internal/holdlist"
@@ -130,6 +132,10 @@ func (h hold) state(now time.Time) holdState {
 // hold does after its end too, until an answer settles it.
 type holds struct {
 	list holdlist.List[hold]
+	// forgotten are the fleet's holds on the host that its owner ended
+	// (see forget), by rule and end; nil: none. They are read only
+	// when the fleet reports a hold in force.
+	forgotten atomic.Pointer[[]holdlist.Hold]
 }
 
 // any reports whether a hold on the host may matter at now.
@@ -232,6 +238,57 @@ func (hs *holds) unprobe(rule string, wake chan struct{}) {
 		}
 		return list
 	})
+}
+
+// forget ends, for this Transport, the fleet's holds on the host in force
+// at now, as the host's owner asks (see [Transport.ResetBackoff]): look
+// gives the fleet's view of each of rules. A fleet hold of a rule that
+// ends no later than the one forgotten is over; one that ends later was
+// set since, and counts. (A fleet keeps a hold's latest end, so a hold
+// set after the reset shows as a later end.) Holds forgotten before and
+// still in force stay forgotten, should the fleet not tell now.
+func (hs *holds) forget(rules []string, look func(rule string) FleetView, now time.Time) {
+	var gone []holdlist.Hold
+	if old := hs.forgotten.Load(); old != nil {
+		for _, h := range *old {
+			if h.Until.After(now) {
+				gone = append(gone, h)
+			}
+		}
+	}
+	for _, rule := range rules {
+		v := look(rule)
+		if !v.HoldUntil.After(now) {
+			continue
+		}
+		i := slices.IndexFunc(gone, func(h holdlist.Hold) bool { return h.Rule == rule })
+		switch {
+		case i < 0:
+			gone = append(gone, holdlist.Hold{Rule: rule, Until: v.HoldUntil, Status: v.HoldStatus})
+		case v.HoldUntil.After(gone[i].Until):
+			gone[i].Until = v.HoldUntil
+		}
+	}
+	if len(gone) == 0 {
+		hs.forgotten.Store(nil)
+		return
+	}
+	hs.forgotten.Store(&gone)
+}
+
+// forgot reports whether the fleet's hold on rule that ends at until is
+// one the host's owner ended (see forget).
+func (hs *holds) forgot(rule string, until time.Time) bool {
+	gone := hs.forgotten.Load()
+	if gone == nil {
+		return false
+	}
+	for _, h := range *gone {
+		if h.Rule == rule {
+			return !until.After(h.Until)
+		}
+	}
+	return false
 }
 
 // clear ends every hold: the host is back, its owner says.

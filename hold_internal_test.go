@@ -124,3 +124,38 @@ func TestHoldsUnprobeGivesTheTurnBack(t *testing.T) {
 		})
 	}
 }
+
+// TestHoldsForgetTheFleetsHolds reads which fleet holds a host's owner
+// ended: those in force when it did, and no later ones.
+func TestHoldsForgetTheFleetsHolds(t *testing.T) {
+	t.Parallel()
+	now := time.Now()
+	fleet := map[string]FleetView{
+		"held":  {HoldUntil: now.Add(time.Minute), HoldStatus: 429},
+		"ended": {HoldUntil: now.Add(-time.Second), HoldStatus: 429},
+	}
+	var hs holds
+	assert.False(t, hs.forgot("held", now.Add(time.Minute)), "nothing forgotten before a reset")
+	hs.forget([]string{"held", "ended", "none"}, func(rule string) FleetView { return fleet[rule] }, now)
+	tests := []struct {
+		rule  string
+		until time.Time
+		want  bool
+	}{
+		{"held", now.Add(time.Minute), true},
+		{"held", now.Add(30 * time.Second), true},
+		{"held", now.Add(time.Minute + time.Millisecond), false}, // set since: it ends later
+		{"ended", now.Add(time.Second), false},                   // not in force at the reset
+		{"none", now.Add(time.Second), false},
+	}
+	for _, tt := range tests {
+		assert.Equal(t, tt.want, hs.forgot(tt.rule, tt.until), "%s until %v", tt.rule, tt.until.Sub(now))
+	}
+
+	// A second reset, which the fleet cannot tell of: what was forgotten
+	// and is still in force stays forgotten; what ended goes.
+	hs.forget([]string{"held"}, func(string) FleetView { return FleetView{} }, now.Add(time.Second))
+	assert.True(t, hs.forgot("held", now.Add(time.Minute)))
+	hs.forget([]string{"held"}, func(string) FleetView { return FleetView{} }, now.Add(2*time.Minute))
+	assert.Nil(t, hs.forgotten.Load())
+}
