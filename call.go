@@ -265,14 +265,23 @@ func (c *call) answer(why error) (*http.Response, error) {
 func (c *call) avoid() []string { return c.failedAddrs[:c.failedAt] }
 
 // pause waits out s, a wait before attempt s.attempt with no attempt in
-// flight, reporting it first. The wait ends when the step said, s.at, so
-// that the time spent since the decision (getting the next attempt's
-// body, the hooks) is not added to it; or sooner, when what it waits for
-// comes (a probe's answer, a slot in line: s.wake) or goes (the host's
-// owner resets its hold or pace: s.reset). It returns the caller's
+// flight, reporting it first, and counting, once it is over, how long it
+// lasted: from the decision to its end. The wait ends when the step said,
+// s.at, so that the time spent since the decision (getting the next
+// attempt's body, the hooks) is not added to it; or sooner, when what it
+// waits for comes (a probe's answer, a slot in line: s.wake) or goes (the
+// host's owner resets its hold or pace: s.reset). It returns the caller's
 // context's cause if that ends first.
 func (c *call) pause(s step) error {
-	c.waiting(s.attempt, s.wait, s.reason, true)
+	c.waiting(s.attempt, s.wait, s.reason)
+	err := c.sleep(s)
+	c.waited(s.reason, time.Since(s.decided()), true)
+	return err
+}
+
+// sleep waits until s.at, or until s.wake, s.reset or the caller's
+// context end the wait; it returns the context's cause if it ended.
+func (c *call) sleep(s step) error {
 	d := time.Until(s.at)
 	if d <= 0 {
 		return context.Cause(c.ctx)

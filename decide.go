@@ -174,6 +174,9 @@ type step struct {
 	hedges hedgeUse
 }
 
+// decided is when the step was decided: a wait lasts from then.
+func (s step) decided() time.Time { return s.at.Add(-s.wait) }
+
 // stepKind is the kind of a step.
 type stepKind uint8
 

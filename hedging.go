@@ -35,6 +35,12 @@ type hedger struct {
 	// notBefore is when the server's delay, or a dial window, lets the
 	// next hedge go; a non-fatal answer does not send it any earlier.
 	notBefore time.Time
+	// waitWhy is why the loop waits, since waitSince (zero: it does not),
+	// and waitIdle whether no attempt was in flight when the wait began:
+	// what counting it at its end (see ended) needs.
+	waitWhy   retrytrace.WaitReason
+	waitSince time.Time
+	waitIdle  bool
 }
 
 // flight is an attempt in flight.
@@ -64,18 +70,22 @@ func (c *call) hedge() (*http.Response, error) {
 		}
 		if h.dueNow {
 			h.dueNow = false
+			h.ended(c)
 			h.due(c)
 			continue
 		}
 		select {
 		case <-h.timerC(c):
 			h.armed, h.wake, h.reset = false, nil, nil
+			h.ended(c)
 			h.due(c)
 		case <-h.wakeC():
 			h.disarm()
+			h.ended(c)
 			h.due(c)
 		case <-h.resetC():
 			h.disarm()
+			h.ended(c)
 			h.due(c)
 		case <-h.outgrownC(c):
 			if resp, err, done := h.outgrown(c); done {
@@ -139,6 +149,26 @@ func (h *hedger) resetC() <-chan struct{} {
 	return nil
 }
 
+// begin reports a wait of d before attempt n, for why, decided at
+// since, and times it from then until it ends (see ended); the wait timed
+// before ends now, replaced.
+func (h *hedger) begin(c *call, n int, d time.Duration, why retrytrace.WaitReason, since time.Time) {
+	h.ended(c)
+	c.waiting(n, d, why)
+	h.waitWhy, h.waitSince, h.waitIdle = why, since, h.flying == 0
+}
+
+// ended counts how long the wait timed lasted, now that it is over: its
+// timer fired, or what it waited for came or went, another replaced it,
+// or the request is over.
+func (h *hedger) ended(c *call) {
+	if h.waitSince.IsZero() {
+		return
+	}
+	c.waited(h.waitWhy, time.Since(h.waitSince), h.waitIdle)
+	h.waitSince = time.Time{}
+}
+
 // outgrownC is the channel closed when the body outgrows its buffer,
 // until that has been handled; nil (never ready) after.
 func (h *hedger) outgrownC(c *call) <-chan struct{} {
@@ -196,7 +226,7 @@ func (h *hedger) due(c *call) {
 	if n := h.resend; n > 0 {
 		switch s := c.admit(n, true); s.kind { // a resend waits out a hold too
 		case stepWait:
-			c.waiting(n, s.wait, s.reason, h.flying == 0)
+			h.begin(c, n, s.wait, s.reason, s.decided())
 			h.arm(time.Until(s.at), s.wake, s.reset)
 		case stepNoMore:
 			h.resend = 0
@@ -215,14 +245,14 @@ func (h *hedger) due(c *call) {
 	s := c.admit(n, false)
 	switch s.kind {
 	case stepWait:
-		c.waiting(n, s.wait, s.reason, h.flying == 0)
+		h.begin(c, n, s.wait, s.reason, s.decided())
 		h.arm(time.Until(s.at), s.wake, s.reset)
 	case stepNoMore:
 		h.close(c, s)
 	default:
 		h.launch(c, n, how{hedged: true})
 		if d := c.hedgeDelay(); h.mayLaunch(c) && d < tooLong {
-			c.waiting(n+1, d, retrytrace.WaitHedgeDelay, h.flying == 0)
+			h.begin(c, n+1, d, retrytrace.WaitHedgeDelay, time.Now())
 			h.arm(d, nil, nil)
 		}
 	}
@@ -300,7 +330,7 @@ func (h *hedger) landed(c *call, r result) (*http.Response, error, bool) {
 		h.close(c, s)
 	default: // stepNext
 		if s.wait > 0 {
-			c.waiting(s.attempt, s.wait, s.reason, h.flying == 0)
+			h.begin(c, s.attempt, s.wait, s.reason, s.decided())
 			h.notBefore = later(h.notBefore, s.at)
 		}
 		h.arm(0, nil, nil)
@@ -318,6 +348,9 @@ func (h *hedger) close(c *call, s step) {
 		c.whyUnsent = err
 	}
 	h.closed = true
+	if h.resend == 0 {
+		h.ended(c) // no hedge waits any more
+	}
 }
 
 // outgrown ends, at once, every attempt in flight but the one sending the
@@ -428,6 +461,7 @@ func reap(results <-chan result, n int) {
 // cancels and closes every attempt.
 func (h *hedger) finish(c *call) {
 	h.disarm()
+	h.ended(c)
 	h.dueNow = false
 	if h.flying > 0 {
 		h.cancelAll(c, errPanicked)

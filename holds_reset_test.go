@@ -2,6 +2,7 @@ package retryhttp_test
 
 import (
 	"net/http"
+	"slices"
 	"sync"
 	"testing"
 	"testing/synctest"
@@ -14,6 +15,7 @@ import (
 	"github.com/retryhttp/retryhttp/internal/memfleet"
 	"github.com/retryhttp/retryhttp/policy"
 	rt "github.com/retryhttp/retryhttp/retryhttptest"
+	"github.com/retryhttp/retryhttp/retrytrace"
 )
 
 // ResetBackoff ends the fleet's holds on the host too, for the Transport
@@ -62,7 +64,8 @@ func TestResetBackoffEndsTheFleetsHolds(t *testing.T) {
 
 // ResetBackoff ends the waits of the requests held back by the host's
 // hold or pace, or by its concurrency limit: they go at once, without
-// waiting out the hold or the slot they waited for.
+// waiting out the hold or the slot they waited for. Their waits count as
+// long as they lasted, in Stats and in each request's RetryDelay.
 func TestResetBackoffWakesTheWaiters(t *testing.T) {
 	hedging := &policy.Config{Rules: []policy.Rule{{Name: []policy.Name{{}},
 		Hedge: &policy.Hedge{MaxAttempts: 2, HedgingDelay: time.Hour}}}, Hold: &policy.Hold{}}
@@ -72,9 +75,11 @@ func TestResetBackoffWakesTheWaiters(t *testing.T) {
 		// hold makes the host hold back the next requests, through tr,
 		// and returns how many are sent from then on and wait.
 		hold func(t *testing.T, tr *retryhttp.Transport) int
+		// counted is the wait time their waits count in.
+		counted func(retryhttp.Counters) time.Duration
 	}{
-		{"a hold", nil, holdFor30s},
-		{"a hold, hedged", hedging, holdFor30s},
+		{"a hold", nil, holdFor30s, holdWaitTime},
+		{"a hold, hedged", hedging, holdFor30s, holdWaitTime},
 		{"a pace", nil, func(t *testing.T, tr *retryhttp.Transport) int {
 			for range 5 { // a request a second
 				burst(t, tr, "/x", 1, 0)
@@ -82,7 +87,7 @@ func TestResetBackoffWakesTheWaiters(t *testing.T) {
 			}
 			burst(t, tr, "/throttle", 1, 0) // paced at 0.7/s: a slot every 1.4 s
 			return 3                        // one goes, two wait for a slot
-		}},
+		}, func(c retryhttp.Counters) time.Duration { return c.PaceWaitTime }},
 		{"a concurrency limit", admission(), func(t *testing.T, tr *retryhttp.Transport) int {
 			var wg sync.WaitGroup
 			for range 40 {
@@ -97,7 +102,7 @@ func TestResetBackoffWakesTheWaiters(t *testing.T) {
 			limit := tr.Stats().Hosts["api.test"].ConcurrencyLimit
 			require.Less(t, limit, 50, "lost work cut the limit")
 			return limit + 1 // the limit fills, one waits in line
-		}},
+		}, func(c retryhttp.Counters) time.Duration { return c.AdmissionWaitTime }},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -119,8 +124,16 @@ func TestResetBackoffWakesTheWaiters(t *testing.T) {
 					}
 					return rt.Step{}
 				}}
-				tr := &retryhttp.Transport{Base: srv, Policy: tt.cfg}
+				var delays []time.Duration // of /w
+				tr := &retryhttp.Transport{Base: srv, Policy: tt.cfg, Hooks: &retrytrace.Hooks{Done: func(d retrytrace.DoneInfo) {
+					if d.Request.URL.Path == "/w" {
+						mu.Lock()
+						delays = append(delays, d.RetryDelay)
+						mu.Unlock()
+					}
+				}}}
 				n := tt.hold(t, tr)
+				counted := tt.counted(tr.Stats().Total)
 				start = time.Now()
 				var wg sync.WaitGroup
 				for range n {
@@ -144,6 +157,14 @@ func TestResetBackoffWakesTheWaiters(t *testing.T) {
 				for _, at := range sent[n-waiting:] {
 					assert.Equal(t, 100*time.Millisecond, at, "a request that waited goes at the reset")
 				}
+				assert.Equal(t, time.Duration(waiting)*100*time.Millisecond, tt.counted(tr.Stats().Total)-counted,
+					"each wait counts as long as it lasted")
+				slices.Sort(delays)
+				want := make([]time.Duration, n)
+				for i := n - waiting; i < n; i++ {
+					want[i] = 100 * time.Millisecond
+				}
+				assert.Equal(t, want, delays, "the requests' retry delays")
 			})
 		})
 	}
@@ -156,6 +177,8 @@ func holdFor30s(t *testing.T, tr *retryhttp.Transport) int {
 	require.NoError(t, err)
 	return 2
 }
+
+func holdWaitTime(c retryhttp.Counters) time.Duration { return c.HoldWaitTime }
 
 // admission is policy.Default with a concurrency limit of 50, a wait in
 // line of up to a second, and neither pace nor holds: the limit alone.
