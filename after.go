@@ -107,6 +107,9 @@ func (c *call) learn(r *result, out outcome, now time.Time) {
 	if c.host.learn(r, l) {
 		c.holdSet()
 	}
+	if r.n == c.probe.n {
+		c.unprobe() // its outcome settled the hold, or could not
+	}
 }
 
 // unresent makes the outcome of the try whose transparent resend a hold

@@ -23,16 +23,21 @@ import (
 // again at once if another request did; and, a first attempt, earns its
 // share of a hedge, or, a hedge, spends one, refused if another request
 // took the last one since the facts were read. An attempt refused gives its
-// concurrency slot back.
+// concurrency slot back. The turn to go first after a capped hold is
+// taken last, once nothing can refuse the attempt: a turn taken by an
+// attempt that does not go would hold the others back for nothing. A wait
+// for a hold or a pace ends when the host's owner resets it.
 func (c *call) admit(n int, again bool) step {
 	now := time.Now()
 	if s, waiting := c.inLine(n, now); waiting {
 		return s
 	}
+	resets := c.host.resets.count() // before the facts: a reset after it ends the wait decided
 	f := c.facts(now)
 	f.host = c.host.factsFor(c.rule, now, c.st.fleet, asks{holds: c.pol.cfg.Hold != nil, pace: c.pol.pacing,
 		budgets: n > 1 && !again, capped: c.capped()})
 	f.slotTaken = c.slot == n && !c.slotAt.Before(f.host.pace.cut)
+	f.probing = again && c.probe.n == n && f.host.hold.wake == c.probe.wake
 	if a := c.pol.cfg.Admission; a != nil {
 		f.host.admit, f.admitted, f.admitWait = c.host.admission(a.Concurrency()).factsNow(), c.admits&(1<<n) != 0, a.Wait()
 	}
@@ -44,6 +49,9 @@ func (c *call) admit(n int, again bool) step {
 		return s
 	case s.kind == stepWait && s.reason == retrytrace.WaitHold:
 		c.slot = 0 // a slot taken before the hold has passed unused: the attempt takes a new one after it
+		if !c.onReset(&s, resets) {
+			return c.admit(n, again) // reset since the facts were read
+		}
 	}
 	if s.acquire {
 		if w, ok := c.host.admit.Load().acquire(); !ok {
@@ -55,27 +63,77 @@ func (c *call) admit(n int, again bool) step {
 	}
 	if s.pace {
 		if instead, later := c.takeSlot(n, now, f.deadline); later {
+			if instead.kind == stepWait && !c.onReset(&instead, resets) {
+				return c.admit(n, again) // reset since the facts were read: the pace is lifted
+			}
 			return instead
 		}
 	}
-	if s.probe {
-		if _, ok := c.host.holds.probe(c.rule, s.hold.Until, now, now.Add(f.maxServerDelay)); !ok {
-			return c.admit(n, again) // another went first: wait for its answer
+	if s.hedges == hedgeSpend && !c.host.hedges.spend() {
+		c.unadmit(n)
+		return noMore(n, retrytrace.RefusedHedgeBudget)
+	}
+	if s.probe && !c.claim(n, s.hold, now, &f) {
+		if s.hedges == hedgeSpend {
+			c.host.hedges.earn(1) // the hedge spent goes back: the attempt does not go now
 		}
+		return c.admit(n, again) // another went first: wait for its answer
 	}
 	if !again {
 		c.host.sendingAt(now)
 	}
-	switch s.hedges {
-	case hedgeEarn:
+	if s.hedges == hedgeEarn {
 		c.host.hedges.earn(c.plan.hedge.MaxExtraLoad)
-	case hedgeSpend:
-		if !c.host.hedges.spend() {
-			c.unadmit(n)
-			s = noMore(n, retrytrace.RefusedHedgeBudget)
-		}
 	}
 	return s
+}
+
+// onReset makes the wait s, decided from facts read after the host's
+// resets came to resets, end at its next reset; it reports false when
+// one came since, and the wait must be decided again.
+func (c *call) onReset(s *step, resets uint64) bool {
+	var ok bool
+	s.reset, ok = c.host.resets.after(resets)
+	return ok
+}
+
+// claim takes, for attempt n, the turn to go first after the capped hold
+// h, which has ended: the others wait for its answer, until the lapse,
+// when its request gives up on the answer (its deadline, its attempt's
+// timeout), at most maxServerDelay from now. It reports false when
+// another request took the turn since the facts f were read.
+func (c *call) claim(n int, h hold, now time.Time, f *facts) bool {
+	lapse := now.Add(f.maxServerDelay)
+	if !f.deadline.IsZero() && f.deadline.Before(lapse) {
+		lapse = f.deadline
+	}
+	if r := c.plan.retry; r != nil && r.PerAttemptTimeout > 0 && now.Add(r.PerAttemptTimeout).Before(lapse) {
+		lapse = now.Add(r.PerAttemptTimeout)
+	}
+	wake, ok := c.host.holds.probe(c.rule, h.Until, now, lapse)
+	if ok {
+		c.probe = probeTurn{n: n, wake: wake}
+	}
+	return ok
+}
+
+// probeTurn is a request's turn to go first after a capped hold: the
+// attempt that took it, and the channel closed when the turn ends, which
+// names it.
+type probeTurn struct {
+	n    int
+	wake chan struct{}
+}
+
+// unprobe gives back the turn to go first after a capped hold that the
+// request holds, if its attempt's outcome did not settle it: the attempt
+// was not sent, or got no answer, or the request ended before it did.
+// The others waiting for the answer then look again at once.
+func (c *call) unprobe() {
+	if c.probe.wake != nil {
+		c.host.holds.unprobe(c.rule, c.probe.wake)
+		c.probe = probeTurn{}
+	}
 }
 
 // takeSlot takes attempt n's send slot of its host's pace at now. Unless
@@ -164,7 +222,7 @@ func (c *call) capped() bool { return c.plan.hedge != nil && c.plan.hedge.MaxExt
 func (c *call) refusal(s step) error {
 	switch s.refusal {
 	case retrytrace.RefusedHeld:
-		return &HoldError{Host: c.host.name, Remaining: s.hold.Until.Sub(s.at), Status: s.hold.Status}
+		return &HoldError{Host: c.host.name, Remaining: s.wait, Status: s.hold.Status}
 	case retrytrace.RefusedPaced:
 		return fmt.Errorf("host %s paced at %.3g requests/s: its next send slot is %v away (%w)",
 			c.host.name, s.rate, s.wait.Round(time.Millisecond), ErrPaced)

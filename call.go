@@ -75,6 +75,9 @@ type call struct {
 	waitFor   int
 	waitUntil time.Time
 	hedger    hedger // the hedge loop's state, kept with the call
+	// probe is the turn to go first after a capped hold that an attempt
+	// of the request took, until its outcome is learnt; zero: none.
+	probe probeTurn
 }
 
 // newCall readies req's call: its plan, its body, its host and its
@@ -143,6 +146,7 @@ func (st *state) newCall(req *http.Request, hooks *retrytrace.Hooks, classifier 
 // have put its state in order.
 func (c *call) end(completed bool) {
 	c.unadmitAll()
+	c.unprobe() // a probe cut off, or never sent
 	c.body.release()
 	c.last.abort(errCallDone) // an outcome kept, and not handed back
 	if !completed {
@@ -261,12 +265,23 @@ func (c *call) answer(why error) (*http.Response, error) {
 func (c *call) avoid() []string { return c.failedAddrs[:c.failedAt] }
 
 // pause waits out s, a wait before attempt s.attempt with no attempt in
-// flight, reporting it first. The wait ends when the step said, s.at, so
-// that the time spent since the decision (getting the next attempt's
-// body, the hooks) is not added to it. It returns the caller's context's
-// cause if that ends first.
+// flight, reporting it first, and counting, once it is over, how long it
+// lasted: from the decision to its end. The wait ends when the step said,
+// s.at, so that the time spent since the decision (getting the next
+// attempt's body, the hooks) is not added to it; or sooner, when what it
+// waits for comes (a probe's answer, a slot in line: s.wake) or goes (the
+// host's owner resets its hold or pace: s.reset). It returns the caller's
+// context's cause if that ends first.
 func (c *call) pause(s step) error {
-	c.waiting(s.attempt, s.wait, s.reason, true)
+	c.waiting(s.attempt, s.wait, s.reason)
+	err := c.sleep(s)
+	c.waited(s.reason, time.Since(s.decided()), true)
+	return err
+}
+
+// sleep waits until s.at, or until s.wake, s.reset or the caller's
+// context end the wait; it returns the context's cause if it ended.
+func (c *call) sleep(s step) error {
 	d := time.Until(s.at)
 	if d <= 0 {
 		return context.Cause(c.ctx)
@@ -276,7 +291,9 @@ func (c *call) pause(s step) error {
 	select {
 	case <-t.C:
 		return nil
-	case <-s.wake: // nil, and never ready, but for a hold's probe
+	case <-s.wake: // nil, and never ready, but for a hold's probe or a place in line
+		return nil
+	case <-s.reset: // nil but for a hold's or a pace's wait
 		return nil
 	case <-c.ctx.Done():
 		return context.Cause(c.ctx)

@@ -107,6 +107,9 @@ type facts struct {
 	// attempt that may be retried.
 	schedule       time.Duration
 	maxServerDelay time.Duration // longer server delays are not waited for
+	// probing says the attempt decided on is the probe of its host's
+	// capped hold, out already: its resend goes on with the turn.
+	probing bool
 
 	// The host, for the request's rule.
 	host hostFacts
@@ -141,7 +144,9 @@ type step struct {
 	// attempt is the attempt the step is about: the one that follows a
 	// wait or a resend, or the one a refusal keeps from being made.
 	attempt int
-	wait    time.Duration            // before that attempt
+	// wait is before that attempt; for a refusal by a hold or the pace,
+	// how long the hold, or the wait for the slot, still lasts.
+	wait    time.Duration
 	reason  retrytrace.WaitReason    // why wait is as long as it is
 	refusal retrytrace.RefusalReason // why no further attempt goes; "" when none was due
 	backoff int                      // the retry policy's counter once the wait is over
@@ -152,8 +157,10 @@ type step struct {
 	hold  hold
 	probe bool
 	// wake, when not nil, ends a stepWait early: the answer a hold's
-	// probe waits for has come.
-	wake <-chan struct{}
+	// probe waits for has come, or a slot in line. reset, when not nil,
+	// ends it when the host's owner resets it (see hosts.reset): the hold
+	// or pace waited for is gone.
+	wake, reset <-chan struct{}
 	// pace says a stepSend takes a send slot of its host's pace; rate is
 	// the pace's rate, for RefusedPaced, whose wait is the slot's.
 	pace bool
@@ -167,6 +174,9 @@ type step struct {
 	// hedges is what a stepSend does to the host's hedge budget.
 	hedges hedgeUse
 }
+
+// decided is when the step was decided: a wait lasts from then.
+func (s step) decided() time.Time { return s.at.Add(-s.wait) }
 
 // stepKind is the kind of a step.
 type stepKind uint8
@@ -218,9 +228,11 @@ func noMore(n int, why retrytrace.RefusalReason) step {
 // spread that rnd draws, before the deadline; or refuses it when the
 // hold's end is past the deadline or maxServerDelay. When a capped hold
 // has ended, the attempt goes first (a probe), or waits for the answer of
-// the one that did. A retry or hedge (not a resend) needs the host's
-// budgets and the request's body to allow it, and a hedge one of the
-// host's hedge budget, which each first attempt earns. Under a host's
+// the one that did, until the probe's lapse, or is refused when the lapse
+// is past the deadline or maxServerDelay; the probe's own resend goes on.
+// A retry or hedge (not a resend) needs the host's budgets and the
+// request's body to allow it, and a hedge one of the host's hedge budget,
+// which each first attempt earns. Under a host's
 // concurrency limit, the attempt takes a slot, unless it holds one: when
 // none is free, it waits in line up to maxWait within its deadline, or is
 // refused when it cannot wait at all. On a paced host, the attempt takes
@@ -232,12 +244,21 @@ func gate(f *facts, n int, again bool, rnd float64) step {
 	case holdHeld:
 		if left := h.hold.Until.Sub(f.now); left > f.maxServerDelay || !f.fits(left) {
 			s := noMore(n, retrytrace.RefusedHeld)
-			s.hold = h.hold
+			s.hold, s.wait = h.hold, left
 			return s
 		}
 		return step{kind: stepWait, attempt: n, wait: h.hold.release(rnd, f.deadline).Sub(f.now), reason: retrytrace.WaitHold}
 	case holdProbing:
-		return step{kind: stepWait, attempt: n, wait: h.hold.lapse.Sub(f.now), reason: retrytrace.WaitHold, wake: h.hold.wake}
+		if f.probing {
+			break // the resend of the probe itself
+		}
+		left := h.hold.lapse.Sub(f.now)
+		if left > f.maxServerDelay || !f.fits(left) {
+			s := noMore(n, retrytrace.RefusedHeld)
+			s.hold, s.wait = h.hold, left
+			return s
+		}
+		return step{kind: stepWait, attempt: n, wait: left, reason: retrytrace.WaitHold, wake: h.hold.wake}
 	}
 	s := step{kind: stepSend, attempt: n}
 	if h.holding == holdProbe {

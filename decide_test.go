@@ -198,6 +198,8 @@ func TestGate(t *testing.T) {
 	capped := hold{Hold: holdlist.Hold{Rule: "r", Until: now.Add(-time.Second), Status: 503, Capped: true}, since: now.Add(-time.Minute)}
 	probing := capped
 	probing.wake, probing.lapse = wake, now.Add(time.Minute)
+	lapsing := probing // taken under a longer maxServerDelay
+	lapsing.lapse = now.Add(2 * time.Minute)
 	long := hold{Hold: holdlist.Hold{Until: now.Add(2 * time.Minute), Status: 503}}
 	tests := []struct {
 		name     string
@@ -206,6 +208,7 @@ func TestGate(t *testing.T) {
 		host     hostFacts
 		deadline time.Duration // 0: none
 		noBody   bool          // the body can no longer be replayed
+		probing  bool          // attempt n is the capped hold's probe, out already
 		want     step
 	}{
 		{name: "a first attempt goes", n: 1, host: open, want: step{kind: stepSend, attempt: 1}},
@@ -221,10 +224,10 @@ func TestGate(t *testing.T) {
 		{name: "a hold holds a first attempt back to its release point", n: 1, host: hostFacts{hold: held, holding: holdHeld},
 			want: step{kind: stepWait, attempt: 1, wait: 9*time.Second + 500*time.Millisecond, reason: retrytrace.WaitHold}},
 		{name: "a hold past the deadline refuses", n: 1, host: hostFacts{hold: held, holding: holdHeld}, deadline: 9 * time.Second,
-			want: step{kind: stepNoMore, attempt: 1, refusal: retrytrace.RefusedHeld, hold: held}},
+			want: step{kind: stepNoMore, attempt: 1, refusal: retrytrace.RefusedHeld, hold: held, wait: 9 * time.Second}},
 		{name: "a hold over maxServerDelay refuses", n: 2, deadline: time.Hour,
 			host: hostFacts{hold: long, holding: holdHeld, budget: true},
-			want: step{kind: stepNoMore, attempt: 2, refusal: retrytrace.RefusedHeld, hold: long}},
+			want: step{kind: stepNoMore, attempt: 2, refusal: retrytrace.RefusedHeld, hold: long, wait: 2 * time.Minute}},
 		{name: "a capped first attempt earns", n: 1, host: hostFacts{capped: true},
 			want: step{kind: stepSend, attempt: 1, hedges: hedgeEarn}},
 		{name: "a capped hedge spends", n: 2, host: hostFacts{budget: true, capped: true, hedgeLeft: true},
@@ -244,10 +247,18 @@ func TestGate(t *testing.T) {
 			want: step{kind: stepSend, attempt: 1, probe: true, hold: capped}},
 		{name: "the others wait for its answer", n: 1, host: hostFacts{hold: probing, holding: holdProbing},
 			want: step{kind: stepWait, attempt: 1, wait: time.Minute, reason: retrytrace.WaitHold, wake: wake}},
+		{name: "one that cannot wait for its answer within its deadline is refused", n: 1, deadline: time.Minute,
+			host: hostFacts{hold: probing, holding: holdProbing},
+			want: step{kind: stepNoMore, attempt: 1, refusal: retrytrace.RefusedHeld, hold: probing, wait: time.Minute}},
+		{name: "one that cannot wait for its answer within maxServerDelay is refused", n: 2, deadline: time.Hour,
+			host: hostFacts{hold: lapsing, holding: holdProbing, budget: true},
+			want: step{kind: stepNoMore, attempt: 2, refusal: retrytrace.RefusedHeld, hold: lapsing, wait: 2 * time.Minute}},
+		{name: "the probe's own resend goes on", n: 1, again: true, probing: true, host: hostFacts{hold: probing, holding: holdProbing},
+			want: step{kind: stepSend, attempt: 1}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			f := facts{now: now, replayable: !tt.noBody, maxServerDelay: time.Minute, host: tt.host}
+			f := facts{now: now, replayable: !tt.noBody, maxServerDelay: time.Minute, host: tt.host, probing: tt.probing}
 			if tt.deadline > 0 {
 				f.deadline = now.Add(tt.deadline)
 			}

@@ -29,7 +29,7 @@ func TestPooledHedgeTimerCarriesNoTick(t *testing.T) {
 	var c call
 	h := &c.hedger
 	h.start()
-	h.arm(time.Millisecond, nil) // a next hedge is due, and then no longer read: the request ends first
+	h.arm(time.Millisecond, nil, nil) // a next hedge is due, and then no longer read: the request ends first
 	for len(h.timer.C) == 0 {
 		runtime.Gosched() // the tick lands in the channel's buffer, unread
 	}

@@ -18,10 +18,12 @@ type hedger struct {
 	results chan result
 	timer   *time.Timer // when the next hedge is due, while armed
 	armed   bool
-	wake    <-chan struct{}              // ends the armed wait early; nil: only the timer
-	dueNow  bool                         // the next hedge is due at once: no timer is set for it
-	flights [maxHedgeAttempts + 1]flight // by attempt number
-	flying  int                          // attempts in flight
+	// wake and reset end the armed wait early (a probe's answer, a slot
+	// in line; the host's owner resetting it); nil: only the timer.
+	wake, reset <-chan struct{}
+	dueNow      bool                         // the next hedge is due at once: no timer is set for it
+	flights     [maxHedgeAttempts + 1]flight // by attempt number
+	flying      int                          // attempts in flight
 	// closed says no further hedge starts: a limit, the server or the
 	// policy refused one, or the body can no longer be sent whole.
 	closed bool
@@ -33,6 +35,12 @@ type hedger struct {
 	// notBefore is when the server's delay, or a dial window, lets the
 	// next hedge go; a non-fatal answer does not send it any earlier.
 	notBefore time.Time
+	// waitWhy is why the loop waits, since waitSince (zero: it does not),
+	// and waitIdle whether no attempt was in flight when the wait began:
+	// what counting it at its end (see ended) needs.
+	waitWhy   retrytrace.WaitReason
+	waitSince time.Time
+	waitIdle  bool
 }
 
 // flight is an attempt in flight.
@@ -62,15 +70,22 @@ func (c *call) hedge() (*http.Response, error) {
 		}
 		if h.dueNow {
 			h.dueNow = false
+			h.ended(c)
 			h.due(c)
 			continue
 		}
 		select {
 		case <-h.timerC(c):
-			h.armed, h.wake = false, nil
+			h.armed, h.wake, h.reset = false, nil, nil
+			h.ended(c)
 			h.due(c)
 		case <-h.wakeC():
 			h.disarm()
+			h.ended(c)
+			h.due(c)
+		case <-h.resetC():
+			h.disarm()
+			h.ended(c)
 			h.due(c)
 		case <-h.outgrownC(c):
 			if resp, err, done := h.outgrown(c); done {
@@ -116,12 +131,42 @@ func (h *hedger) timerC(c *call) <-chan time.Time {
 }
 
 // wakeC is the channel that ends the wait of an armed timer early (the
-// answer a hold's probe waits for has come), nil (never ready) otherwise.
+// answer a hold's probe waits for has come, a slot in line), nil (never
+// ready) otherwise.
 func (h *hedger) wakeC() <-chan struct{} {
 	if h.armed {
 		return h.wake
 	}
 	return nil
+}
+
+// resetC is the channel that ends the wait of an armed timer for a hold
+// or a pace when the host's owner resets it, nil (never ready) otherwise.
+func (h *hedger) resetC() <-chan struct{} {
+	if h.armed {
+		return h.reset
+	}
+	return nil
+}
+
+// begin reports a wait of d before attempt n, for why, decided at
+// since, and times it from then until it ends (see ended); the wait timed
+// before ends now, replaced.
+func (h *hedger) begin(c *call, n int, d time.Duration, why retrytrace.WaitReason, since time.Time) {
+	h.ended(c)
+	c.waiting(n, d, why)
+	h.waitWhy, h.waitSince, h.waitIdle = why, since, h.flying == 0
+}
+
+// ended counts how long the wait timed lasted, now that it is over: its
+// timer fired, or what it waited for came or went, another replaced it,
+// or the request is over.
+func (h *hedger) ended(c *call) {
+	if h.waitSince.IsZero() {
+		return
+	}
+	c.waited(h.waitWhy, time.Since(h.waitSince), h.waitIdle)
+	h.waitSince = time.Time{}
 }
 
 // outgrownC is the channel closed when the body outgrows its buffer,
@@ -147,15 +192,15 @@ func (h *hedger) start() {
 }
 
 // arm makes the next hedge due after d, or at notBefore if that is later,
-// or when wake (if not nil) is closed; one due now goes at the loop's next
-// turn, with no timer.
-func (h *hedger) arm(d time.Duration, wake <-chan struct{}) {
+// or when wake or reset (if not nil) is closed; one due now goes at the
+// loop's next turn, with no timer.
+func (h *hedger) arm(d time.Duration, wake, reset <-chan struct{}) {
 	if d = max(d, time.Until(h.notBefore)); d <= 0 {
 		h.dueNow = true
 		return
 	}
 	h.timer.Reset(d)
-	h.armed, h.wake = true, wake
+	h.armed, h.wake, h.reset = true, wake, reset
 }
 
 // disarm stops the armed timer, whose tick, if it came already, is
@@ -169,7 +214,7 @@ func (h *hedger) disarm() {
 		default:
 		}
 	}
-	h.armed, h.wake = false, nil
+	h.armed, h.wake, h.reset = false, nil, nil
 }
 
 // due sends what is due: an attempt's transparent resend, at once and
@@ -181,8 +226,8 @@ func (h *hedger) due(c *call) {
 	if n := h.resend; n > 0 {
 		switch s := c.admit(n, true); s.kind { // a resend waits out a hold too
 		case stepWait:
-			c.waiting(n, s.wait, s.reason, h.flying == 0)
-			h.arm(time.Until(s.at), s.wake)
+			h.begin(c, n, s.wait, s.reason, s.decided())
+			h.arm(time.Until(s.at), s.wake, s.reset)
 		case stepNoMore:
 			h.resend = 0
 			c.unresent()
@@ -200,15 +245,15 @@ func (h *hedger) due(c *call) {
 	s := c.admit(n, false)
 	switch s.kind {
 	case stepWait:
-		c.waiting(n, s.wait, s.reason, h.flying == 0)
-		h.arm(time.Until(s.at), s.wake)
+		h.begin(c, n, s.wait, s.reason, s.decided())
+		h.arm(time.Until(s.at), s.wake, s.reset)
 	case stepNoMore:
 		h.close(c, s)
 	default:
 		h.launch(c, n, how{hedged: true})
 		if d := c.hedgeDelay(); h.mayLaunch(c) && d < tooLong {
-			c.waiting(n+1, d, retrytrace.WaitHedgeDelay, h.flying == 0)
-			h.arm(d, nil)
+			h.begin(c, n+1, d, retrytrace.WaitHedgeDelay, time.Now())
+			h.arm(d, nil, nil)
 		}
 	}
 }
@@ -285,10 +330,10 @@ func (h *hedger) landed(c *call, r result) (*http.Response, error, bool) {
 		h.close(c, s)
 	default: // stepNext
 		if s.wait > 0 {
-			c.waiting(s.attempt, s.wait, s.reason, h.flying == 0)
+			h.begin(c, s.attempt, s.wait, s.reason, s.decided())
 			h.notBefore = later(h.notBefore, s.at)
 		}
-		h.arm(0, nil)
+		h.arm(0, nil, nil)
 	}
 	return nil, nil, false
 }
@@ -303,6 +348,9 @@ func (h *hedger) close(c *call, s step) {
 		c.whyUnsent = err
 	}
 	h.closed = true
+	if h.resend == 0 {
+		h.ended(c) // no hedge waits any more
+	}
 }
 
 // outgrown ends, at once, every attempt in flight but the one sending the
@@ -413,6 +461,7 @@ func reap(results <-chan result, n int) {
 // cancels and closes every attempt.
 func (h *hedger) finish(c *call) {
 	h.disarm()
+	h.ended(c)
 	h.dueNow = false
 	if h.flying > 0 {
 		h.cancelAll(c, errPanicked)

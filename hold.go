@@ -3,6 +3,8 @@ package retryhttp
 import (
 	"errors"
 	"fmt"
+	"slices"
+	"sync/atomic"
 	"time"
 
 	"github.com/retryhttp/retryhttp/internal/holdlist"
@@ -22,7 +24,9 @@ type HoldError struct {
 	// port kept.
 	Host string
 	// Remaining is how long the hold still lasted when the request was
-	// refused.
+	// refused. Once a hold cut to maxServerDelay has ended, while the
+	// request that went first waits for its answer, it is how long the
+	// others would wait for that answer at most.
 	Remaining time.Duration
 	// Status is the status of the response that set the hold.
 	Status int
@@ -66,8 +70,15 @@ const maxHold = 100 * 365 * 24 * time.Hour
 // wait for it. One cut to that length is Capped: when it ends, one
 // request goes first (the probe), and the others wait for an answer of
 // the rule, which may set the hold again. wake is closed when that answer
-// comes; lapse is when the others stop waiting for it, should the probe
-// never be answered.
+// comes, or when the probe's attempt ends with none (it was not sent, or
+// got no answer), so that another goes first at once. lapse is when the
+// others stop waiting for it: when the probe's own request gives up on
+// the answer (its deadline, its attempt's timeout), at most
+// maxServerDelay after it went, the longest the policy waits for a
+// server. The end of the probe's attempt is learnt at once as a rule, so
+// the lapse only bounds the wait should it not be (a base that ignores
+// its context). A request that cannot wait until the lapse is refused at
+// once, as under the hold.
 type hold struct {
 	holdlist.Hold
 	since time.Time
@@ -121,6 +132,10 @@ func (h hold) state(now time.Time) holdState {
 // hold does after its end too, until an answer settles it.
 type holds struct {
 	list holdlist.List[hold]
+	// forgotten are the fleet's holds on the host that its owner ended
+	// (see forget), by rule and end; nil: none. They are read only
+	// when the fleet reports a hold in force.
+	forgotten atomic.Pointer[[]holdlist.Hold]
 }
 
 // any reports whether a hold on the host may matter at now.
@@ -184,8 +199,9 @@ func (hs *holds) answered(rule string, now time.Time, response bool) {
 }
 
 // probe makes the request that asks it go first after rule's capped hold,
-// which ended at until, if no other request went first since lapse; it
-// reports whether it does, and the channel its answer closes.
+// which ended at until, if no other request went first since its lapse;
+// the others wait for its answer until lapse. It reports whether it does,
+// and the channel its answer closes, which names its turn for unprobe.
 func (hs *holds) probe(rule string, until, now, lapse time.Time) (wake chan struct{}, ok bool) {
 	hs.list.Edit(func(list []hold) []hold {
 		for i, h := range list {
@@ -201,6 +217,78 @@ func (hs *holds) probe(rule string, until, now, lapse time.Time) (wake chan stru
 		return list
 	})
 	return wake, ok
+}
+
+// unprobe gives back the turn that probe gave with wake, when the
+// probe's attempt ended with nothing to settle the hold (it was not
+// sent, or not answered): the requests waiting for its answer look
+// again at once, and one goes first in its place. A turn settled
+// already, by an answer, a new hold or a reset, is left alone.
+func (hs *holds) unprobe(rule string, wake chan struct{}) {
+	if !hs.list.Capping() {
+		return // the hold was settled, or cleared
+	}
+	hs.list.Edit(func(list []hold) []hold {
+		for i, h := range list {
+			if h.Rule == rule && h.wake == wake {
+				close(wake)
+				list[i].wake = nil
+				break
+			}
+		}
+		return list
+	})
+}
+
+// forget ends, for this Transport, the fleet's holds on the host in force
+// at now, as the host's owner asks (see [Transport.ResetBackoff]): look
+// gives the fleet's view of each of rules. A fleet hold of a rule that
+// ends no later than the one forgotten is over; one that ends later was
+// set since, and counts. (A fleet keeps a hold's latest end, so a hold
+// set after the reset shows as a later end.) Holds forgotten before and
+// still in force stay forgotten, should the fleet not tell now.
+func (hs *holds) forget(rules []string, look func(rule string) FleetView, now time.Time) {
+	var gone []holdlist.Hold
+	if old := hs.forgotten.Load(); old != nil {
+		for _, h := range *old {
+			if h.Until.After(now) {
+				gone = append(gone, h)
+			}
+		}
+	}
+	for _, rule := range rules {
+		v := look(rule)
+		if !v.HoldUntil.After(now) {
+			continue
+		}
+		i := slices.IndexFunc(gone, func(h holdlist.Hold) bool { return h.Rule == rule })
+		switch {
+		case i < 0:
+			gone = append(gone, holdlist.Hold{Rule: rule, Until: v.HoldUntil, Status: v.HoldStatus})
+		case v.HoldUntil.After(gone[i].Until):
+			gone[i].Until = v.HoldUntil
+		}
+	}
+	if len(gone) == 0 {
+		hs.forgotten.Store(nil)
+		return
+	}
+	hs.forgotten.Store(&gone)
+}
+
+// forgot reports whether the fleet's hold on rule that ends at until is
+// one the host's owner ended (see forget).
+func (hs *holds) forgot(rule string, until time.Time) bool {
+	gone := hs.forgotten.Load()
+	if gone == nil {
+		return false
+	}
+	for _, h := range *gone {
+		if h.Rule == rule {
+			return !until.After(h.Until)
+		}
+	}
+	return false
 }
 
 // clear ends every hold: the host is back, its owner says.

@@ -75,3 +75,87 @@ func TestHoldsWakeTheProbesWaitersOfAHoldReplaced(t *testing.T) {
 		})
 	}
 }
+
+// TestHoldsUnprobeGivesTheTurnBack checks that a probe's turn given back
+// wakes its waiters and lets another go first, and that a turn settled
+// already (by an answer, a new hold, a reset, or a later turn) is left
+// alone, its channel closed once.
+func TestHoldsUnprobeGivesTheTurnBack(t *testing.T) {
+	t.Parallel()
+	now := time.Now()
+	const limit = time.Minute
+	ended := now.Add(2 * limit)
+	tests := []struct {
+		name   string
+		settle func(hs *holds) // what happens to the turn before it is given back
+		want   holdState       // where the next request stands after
+	}{
+		{"given back", func(*holds) {}, holdProbe},
+		{"answered already", func(hs *holds) { hs.answered("capped", ended, true) }, holdNone},
+		{"errored already", func(hs *holds) { hs.answered("capped", ended, false) }, holdProbe},
+		{"held again", func(hs *holds) { hs.set("capped", ended, time.Hour, limit, 503) }, holdHeld},
+		{"reset", func(hs *holds) { hs.clear() }, holdNone},
+		{"taken again after its lapse", func(hs *holds) {
+			hd, _ := hs.get("capped", ended.Add(time.Minute))
+			_, ok := hs.probe("capped", hd.Until, ended.Add(time.Minute), ended.Add(2*time.Minute))
+			require.True(t, ok)
+		}, holdProbing},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			var hs holds
+			hs.set("capped", now, time.Hour, limit, 503)
+			hd, state := hs.get("capped", ended)
+			require.Equal(t, holdProbe, state)
+			wake, ok := hs.probe("capped", hd.Until, ended, ended.Add(time.Minute))
+			require.True(t, ok)
+			_, state = hs.get("capped", ended)
+			require.Equal(t, holdProbing, state)
+			tt.settle(&hs)
+			hs.unprobe("capped", wake) // closing wake a second time would panic
+			select {
+			case <-wake:
+			default:
+				t.Error("got the probe's waiters left waiting")
+			}
+			_, state = hs.get("capped", ended.Add(time.Second))
+			assert.Equal(t, tt.want, state)
+		})
+	}
+}
+
+// TestHoldsForgetTheFleetsHolds reads which fleet holds a host's owner
+// ended: those in force when it did, and no later ones.
+func TestHoldsForgetTheFleetsHolds(t *testing.T) {
+	t.Parallel()
+	now := time.Now()
+	fleet := map[string]FleetView{
+		"held":  {HoldUntil: now.Add(time.Minute), HoldStatus: 429},
+		"ended": {HoldUntil: now.Add(-time.Second), HoldStatus: 429},
+	}
+	var hs holds
+	assert.False(t, hs.forgot("held", now.Add(time.Minute)), "nothing forgotten before a reset")
+	hs.forget([]string{"held", "ended", "none"}, func(rule string) FleetView { return fleet[rule] }, now)
+	tests := []struct {
+		rule  string
+		until time.Time
+		want  bool
+	}{
+		{"held", now.Add(time.Minute), true},
+		{"held", now.Add(30 * time.Second), true},
+		{"held", now.Add(time.Minute + time.Millisecond), false}, // set since: it ends later
+		{"ended", now.Add(time.Second), false},                   // not in force at the reset
+		{"none", now.Add(time.Second), false},
+	}
+	for _, tt := range tests {
+		assert.Equal(t, tt.want, hs.forgot(tt.rule, tt.until), "%s until %v", tt.rule, tt.until.Sub(now))
+	}
+
+	// A second reset, which the fleet cannot tell of: what was forgotten
+	// and is still in force stays forgotten; what ended goes.
+	hs.forget([]string{"held"}, func(string) FleetView { return FleetView{} }, now.Add(time.Second))
+	assert.True(t, hs.forgot("held", now.Add(time.Minute)))
+	hs.forget([]string{"held"}, func(string) FleetView { return FleetView{} }, now.Add(2*time.Minute))
+	assert.Nil(t, hs.forgotten.Load())
+}

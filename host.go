@@ -19,10 +19,11 @@ import (
 
 // held returns the hold on h for rule at now, the Transport's or the
 // fleet's (v, what the fleet knows of h), whichever ends later, and where
-// a request of the rule stands against it.
+// a request of the rule stands against it. A fleet's hold that h's owner
+// ended (see hostTable.reset) is none.
 func (h *host) held(rule string, now time.Time, v FleetView) (hold, holdState) {
 	hd, state := h.holds.get(rule, now)
-	if v.HoldUntil.After(now) && v.HoldUntil.After(hd.Until) {
+	if v.HoldUntil.After(now) && v.HoldUntil.After(hd.Until) && !h.holds.forgot(rule, v.HoldUntil) {
 		hd, state = hold{Hold: holdlist.Hold{Rule: rule, Until: v.HoldUntil, Status: v.HoldStatus}, since: now}, holdHeld
 	}
 	return hd, state

@@ -1,6 +1,7 @@
 package retryhttp
 
 import (
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -36,6 +37,7 @@ type host struct {
 	// latencies is made on the first hedged request to the host, so
 	// that hosts never hedged do not carry its kilobyte.
 	latencies atomic.Pointer[latencyRing]
+	resets    resets // ends the waits for a hold or a pace when its owner resets it
 }
 
 // latency returns the host's latency sketch, making it if need be.
@@ -146,18 +148,81 @@ func (ht *hostTable) capacity() int64 {
 }
 
 // reset ends what the table keeps against name (a URL host, lowercased),
-// or against every host for "": its holds and its pace. The host is back,
-// its owner says.
-func (ht *hostTable) reset(name string) {
-	ht.each(func(h *host) {
-		if name == "" || h.name == name {
-			h.holds.clear()
-			h.paces.clear()
-			if a := h.admit.Load(); a != nil {
-				a.reset()
-			}
+// or against every host for "": its holds, the Transport's and, for it,
+// the fleet's (those in force now, of rules, the keys of the policy's
+// rules), its pace and its concurrency limit. The requests waiting for a
+// hold or a pace of the host look again at once. The host is back, its
+// owner says.
+//
+// A named host the table does not know is made when there is a fleet,
+// whose holds on it it may meet at the next request.
+func (ht *hostTable) reset(name string, fleet Fleet, rules []string) {
+	now := time.Now()
+	reset := func(h *host) {
+		h.holds.clear()
+		if fleet != nil {
+			h.holds.forget(rules, func(rule string) FleetView { return fleet.Look(h.name, rule) }, now)
 		}
-	})
+		h.paces.clear()
+		if a := h.admit.Load(); a != nil {
+			a.reset()
+		}
+		h.resets.signal() // last: a wait that looks again sees the host reset
+	}
+	if name == "" {
+		ht.each(reset)
+		return
+	}
+	h := ht.hosts.Peek(name)
+	if h == nil && fleet != nil {
+		h = ht.get(name)
+	}
+	if h != nil {
+		reset(h)
+	}
+}
+
+// resets tells the requests waiting for a host's hold or pace that its
+// owner reset it: each wait the gate decides gets the channel that the
+// next reset closes. The count lets a decision made from facts read
+// before a reset learn of it: a wait that takes its channel after the
+// reset looks again at once. Its zero value is ready; mu guards ch,
+// made by the first wait after a reset and closed by the next reset, so
+// that a host nobody waits on makes none.
+type resets struct {
+	n  atomic.Uint64 // resets so far
+	mu sync.Mutex
+	ch chan struct{}
+}
+
+// count returns the resets so far: read before the facts of a decision.
+func (r *resets) count() uint64 { return r.n.Load() }
+
+// after returns the channel the next reset closes, and true, when no
+// reset came since count returned n; nil and false otherwise, when the
+// decision read facts the reset has changed.
+func (r *resets) after(n uint64) (<-chan struct{}, bool) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.n.Load() != n {
+		return nil, false
+	}
+	if r.ch == nil {
+		r.ch = make(chan struct{})
+	}
+	return r.ch, true
+}
+
+// signal counts a reset and wakes every wait that took a channel before
+// it.
+func (r *resets) signal() {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.n.Add(1)
+	if r.ch != nil {
+		close(r.ch)
+		r.ch = nil
+	}
 }
 
 // each calls f with every host held, for the status page; the records

@@ -19,7 +19,9 @@ type observer struct {
 
 	// The request's figures, for the Done hook.
 	hedges, transparent int
-	waited              time.Duration // with no attempt in flight
+	// retryDelay is the time the request spent waiting with no attempt
+	// in flight, as long as each wait lasted.
+	retryDelay time.Duration
 }
 
 // outcomeNames name each outcome for the hooks; an outDone is a success
@@ -124,33 +126,42 @@ func (o *observer) transparentRetry() {
 	o.counters.each(func(x *counters) { x.transparent.Add(1) })
 }
 
-// waiting reports a wait before attempt n. idle says no attempt is in
-// flight meanwhile, so that the wait counts as the request's retry delay.
-func (o *observer) waiting(n int, d time.Duration, why retrytrace.WaitReason, idle bool) {
-	if idle {
-		o.waited += d
-	}
+// waiting reports a wait of d before attempt n, for why, as it starts: d
+// is the wait announced, the longest it may last. The hooks hear of it,
+// and it counts as a wait of its kind; how long it lasted is counted when
+// it ends (waited), as a probe's answer, a slot in line, a reset or the
+// caller may end it sooner.
+func (o *observer) waiting(n int, d time.Duration, why retrytrace.WaitReason) {
 	switch why {
 	case retrytrace.WaitHold:
-		o.counters.each(func(x *counters) {
-			x.holdWaits.Add(1)
-			x.holdWaitNanos.Add(uint64(d))
-		})
+		o.counters.each(func(x *counters) { x.holdWaits.Add(1) })
 	case retrytrace.WaitPace:
-		o.counters.each(func(x *counters) {
-			x.paceWaits.Add(1)
-			x.paceWaitNanos.Add(uint64(d))
-		})
+		o.counters.each(func(x *counters) { x.paceWaits.Add(1) })
 	case retrytrace.WaitAdmission:
-		o.counters.each(func(x *counters) {
-			x.admissionWaits.Add(1)
-			x.admissionWaitNanos.Add(uint64(d))
-		})
+		o.counters.each(func(x *counters) { x.admissionWaits.Add(1) })
 	}
 	for _, h := range o.hooks {
 		if h != nil && h.Wait != nil {
 			h.Wait(retrytrace.WaitInfo{Request: o.req, Rule: o.rule, Attempt: n, Delay: d, Reason: why})
 		}
+	}
+}
+
+// waited counts d, how long a wait for why lasted, from its start to its
+// end, in the wait time of its kind. idle says no attempt was in flight
+// when it started, so that it counts as the request's retry delay.
+func (o *observer) waited(why retrytrace.WaitReason, d time.Duration, idle bool) {
+	d = max(d, 0)
+	if idle {
+		o.retryDelay += d
+	}
+	switch why {
+	case retrytrace.WaitHold:
+		o.counters.each(func(x *counters) { x.holdWaitNanos.Add(uint64(d)) })
+	case retrytrace.WaitPace:
+		o.counters.each(func(x *counters) { x.paceWaitNanos.Add(uint64(d)) })
+	case retrytrace.WaitAdmission:
+		o.counters.each(func(x *counters) { x.admissionWaitNanos.Add(uint64(d)) })
 	}
 }
 
@@ -190,7 +201,7 @@ func (o *observer) finished(resp *http.Response, err error, attempts int) {
 	for _, h := range o.hooks {
 		if h != nil && h.Done != nil {
 			h.Done(retrytrace.DoneInfo{Request: o.req, Rule: o.rule, Attempts: attempts, Hedges: o.hedges,
-				TransparentRetries: o.transparent, RetryDelay: o.waited, StatusCode: status, Err: err})
+				TransparentRetries: o.transparent, RetryDelay: o.retryDelay, StatusCode: status, Err: err})
 		}
 	}
 }

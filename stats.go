@@ -46,24 +46,32 @@ type Counters struct {
 	HedgeBudgetRefusals uint64
 	// HoldsSet counts answers that set or extended a hold on their host
 	// (see [policy.Hold]); HoldWaits counts the waits of requests, first
-	// attempts and retries alike, until a hold ended, and HoldWaitTime
-	// their total length; HoldRefusals counts the attempts a hold refused,
-	// as it would not end within their deadline or maxServerDelay.
+	// attempts and retries alike, for a hold to end, or for the answer to
+	// the request that went first after a capped hold; HoldWaitTime is
+	// the time those waits lasted, in all, each from its start until the
+	// request went on (the hold's end and the request's release point, the
+	// answer, a ResetBackoff, or the caller's end), not the time announced
+	// to [retrytrace.Hooks.Wait]. HoldRefusals counts the attempts a hold
+	// refused, as it would not end within their deadline or
+	// maxServerDelay.
 	HoldsSet     uint64
 	HoldWaits    uint64
 	HoldWaitTime time.Duration
 	HoldRefusals uint64
 	// PaceWaits counts the attempts that waited for a send slot of their
-	// host's pace (see [policy.Pace]), and PaceWaitTime their total wait;
-	// PaceRefusals counts the attempts refused as their slot would come
-	// past their deadline or maxServerDelay.
+	// host's pace (see [policy.Pace]), and PaceWaitTime the time those
+	// waits lasted, in all, each until its slot came, a ResetBackoff, or
+	// the caller's end; PaceRefusals counts the attempts refused as their
+	// slot would come past their deadline or maxServerDelay.
 	PaceWaits    uint64
 	PaceWaitTime time.Duration
 	PaceRefusals uint64
 	// AdmissionWaits counts the attempts that waited in line for a slot
 	// under their host's concurrency limit (see [policy.Admission]), and
-	// AdmissionWaitTime the longest each could wait, in all; Shed counts
-	// the attempts refused as no slot came in time.
+	// AdmissionWaitTime the time those waits lasted, in all, each until a
+	// slot came, maxWait ran out, or the caller's end, not the longest each
+	// could wait; Shed counts the attempts refused as no slot came in
+	// time.
 	AdmissionWaits    uint64
 	AdmissionWaitTime time.Duration
 	Shed              uint64

@@ -371,12 +371,16 @@ func (t *Transport) CloseIdleConnections() {
 
 // ResetBackoff tells the Transport that host is back, for an application
 // that has an out-of-band reason to believe so, as gRPC's
-// ResetConnectBackoff does for a channel: the holds on host end, and,
-// when the Transport dials through a base of its own (Base is nil), so do
-// the dial backoff windows of its addresses; the next request goes at
-// once. host is a URL host, as in a request's URL ("api.example.com",
-// "api.example.com:8443"), in any case; "" means every host. A Base of
-// the caller's keeps its own dial backoff: see dial.Dialer.ResetBackoff.
+// ResetConnectBackoff does for a channel: the holds on host end (the
+// Fleet's that it knows of now included, for this Transport: a hold the
+// Fleet learns of later counts), its pace and concurrency limit are
+// lifted, and, when the Transport dials through a base of its own (Base
+// is nil), the dial backoff windows of its addresses end too; the next
+// request goes at once, and so do the requests waiting for a hold or a
+// pace of host. host is a URL host, as in a request's URL
+// ("api.example.com", "api.example.com:8443"), in any case; "" means
+// every host. A Base of the caller's keeps its own dial backoff: see
+// dial.Dialer.ResetBackoff.
 func (t *Transport) ResetBackoff(host string) {
 	st := t.st.Load()
 	if st == nil {
@@ -386,5 +390,5 @@ func (t *Transport) ResetBackoff(host string) {
 	if st.dialer != nil {
 		st.dialer.ResetBackoff(host)
 	}
-	st.hosts.reset(host)
+	st.hosts.reset(host, st.fleet, st.pol.Load().names)
 }

@@ -65,12 +65,12 @@ func Example() {
 	caller.End()
 
 	printSpans(spans, caller)
-	printHistograms(ctx, reader)
+	printHistograms(ctx, reader, 10*time.Millisecond)
 	// Output:
 	// GET true retryhttp.attempt=1 retryhttp.outcome=retryable http.response.status_code=503
 	// GET true retryhttp.attempt=2 retryhttp.outcome=success http.response.status_code=200 retryhttp.wait.delay=0.01
 	// retryhttp.client.request.retries {retry} 1 retryhttp.rule=GET
-	// retryhttp.client.request.retry_delay s 0.01 retryhttp.rule=GET
+	// retryhttp.client.request.retry_delay s >=0.01 retryhttp.rule=GET
 }
 
 // printSpans prints the attempt spans, and whether each is a child of the
@@ -85,8 +85,11 @@ func printSpans(spans *tracetest.InMemoryExporter, caller trace.Span) {
 	}
 }
 
-// printHistograms prints each histogram's unit, sum and rule.
-func printHistograms(ctx context.Context, reader *sdkmetric.ManualReader) {
+// printHistograms prints each histogram's unit, sum and rule. The sum of
+// a delay, the time the waits lasted, is printed as at least backoff, the
+// wait announced, when it is: a wait lasts a little longer than announced,
+// by however long the machine takes to wake the request.
+func printHistograms(ctx context.Context, reader *sdkmetric.ManualReader, backoff time.Duration) {
 	var rm metricdata.ResourceMetrics
 	if err := reader.Collect(ctx, &rm); err != nil {
 		fmt.Println(err)
@@ -97,7 +100,11 @@ func printHistograms(ctx context.Context, reader *sdkmetric.ManualReader) {
 		case metricdata.Histogram[int64]:
 			fmt.Println(m.Name, m.Unit, h.DataPoints[0].Sum, show(h.DataPoints[0].Attributes.ToSlice(), "retryhttp.rule"))
 		case metricdata.Histogram[float64]:
-			fmt.Println(m.Name, m.Unit, h.DataPoints[0].Sum, show(h.DataPoints[0].Attributes.ToSlice(), "retryhttp.rule"))
+			var sum any = h.DataPoints[0].Sum
+			if h.DataPoints[0].Sum >= backoff.Seconds() {
+				sum = fmt.Sprintf(">=%g", backoff.Seconds())
+			}
+			fmt.Println(m.Name, m.Unit, sum, show(h.DataPoints[0].Attributes.ToSlice(), "retryhttp.rule"))
 		}
 	}
 }

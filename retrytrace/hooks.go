@@ -101,8 +101,12 @@ type WaitInfo struct {
 	Request *http.Request
 	Rule    string // the rule governing the request, as in retryhttp.Stats.Rules
 	Attempt int    // the attempt that will follow the wait
-	Delay   time.Duration
-	Reason  WaitReason
+	// Delay is the wait announced: the longest it lasts. A probe's
+	// answer, a slot in line, a reset or the caller may end it sooner;
+	// DoneInfo.RetryDelay and the Transport's wait times count the time
+	// it lasted.
+	Delay  time.Duration
+	Reason WaitReason
 }
 
 // RefusalReason says why an attempt was not made.
@@ -147,7 +151,10 @@ type DoneInfo struct {
 	// reached the server.
 	TransparentRetries int
 	// RetryDelay is the time spent with no attempt in flight, waiting to
-	// send the next: backoffs and server delays.
+	// send the next: backoffs, server delays, holds, the pace, a place in
+	// line. Each wait counts as long as it lasted, which may be less than
+	// the Delay its [WaitInfo] announced (a probe's answer, a slot or a
+	// reset ending it sooner, or the caller).
 	RetryDelay time.Duration
 	StatusCode int // of the response handed back; 0 with an error
 	Err        error
