@@ -240,25 +240,8 @@ func noMore(n int, why retrytrace.RefusalReason) step {
 // next slot comes past the deadline or maxServerDelay.
 func gate(f *facts, n int, again bool, rnd float64) step {
 	h := &f.host
-	switch h.holding {
-	case holdHeld:
-		if left := h.hold.Until.Sub(f.now); left > f.maxServerDelay || !f.fits(left) {
-			s := noMore(n, retrytrace.RefusedHeld)
-			s.hold, s.wait = h.hold, left
-			return s
-		}
-		return step{kind: stepWait, attempt: n, wait: h.hold.release(rnd, f.deadline).Sub(f.now), reason: retrytrace.WaitHold}
-	case holdProbing:
-		if f.probing {
-			break // the resend of the probe itself
-		}
-		left := h.hold.lapse.Sub(f.now)
-		if left > f.maxServerDelay || !f.fits(left) {
-			s := noMore(n, retrytrace.RefusedHeld)
-			s.hold, s.wait = h.hold, left
-			return s
-		}
-		return step{kind: stepWait, attempt: n, wait: left, reason: retrytrace.WaitHold, wake: h.hold.wake}
+	if s, held := gateHold(f, n, rnd); held {
+		return s
 	}
 	s := step{kind: stepSend, attempt: n}
 	if h.holding == holdProbe {
@@ -305,6 +288,32 @@ func gate(f *facts, n int, again bool, rnd float64) step {
 		s.pace = true
 	}
 	return s
+}
+
+// gateHold is what a hold on the host asks of attempt n, when it asks
+// anything: a wait for the hold's end, spread by rnd, or for the answer
+// of the request that went first after a capped hold; or a refusal, when
+// that comes past the deadline or maxServerDelay.
+func gateHold(f *facts, n int, rnd float64) (step, bool) {
+	h := &f.host
+	var left time.Duration
+	switch {
+	case h.holding == holdHeld:
+		left = h.hold.Until.Sub(f.now)
+	case h.holding == holdProbing && !f.probing: // not the resend of the probe itself
+		left = h.hold.lapse.Sub(f.now)
+	default:
+		return step{}, false
+	}
+	if left > f.maxServerDelay || !f.fits(left) {
+		s := noMore(n, retrytrace.RefusedHeld)
+		s.hold, s.wait = h.hold, left
+		return s, true
+	}
+	if h.holding == holdProbing {
+		return step{kind: stepWait, attempt: n, wait: left, reason: retrytrace.WaitHold, wake: h.hold.wake}, true
+	}
+	return step{kind: stepWait, attempt: n, wait: h.hold.release(rnd, f.deadline).Sub(f.now), reason: retrytrace.WaitHold}, true
 }
 
 // decide is what follows the attempt f.attempt; rnd, in [0, 1), draws
