@@ -80,13 +80,20 @@ type Config struct {
 // that carries a wait, or by rate-limit fields that say a quota is spent,
 // on any status, a 200 included: the IETF RateLimit field with an item at
 // r=0, or a [DelayHeader] whose Remaining reads 0. It lasts until the
-// instant its response named; a later hold extends it, an earlier one
-// never shortens it. While it lasts no attempt under it is sent: a
-// request's first attempt, and any retry, waits until it ends if that is
-// within the request's deadline and [Config.MaxServerDelay], and
-// otherwise fails at once, nothing sent, with the Transport's held error.
-// Requests that waited go out spread over up to a tenth of the hold, at
-// most 1s, not in one instant.
+// instant its response named, but at most [Config.MaxServerDelay] past
+// that response, so that no server holds a host for longer than the
+// policy would wait for it; a later hold extends it, an earlier one never
+// shortens it. While it lasts no attempt under it is sent: a request's
+// first attempt, and any retry, waits until it ends if that is within the
+// request's deadline and MaxServerDelay, and otherwise fails at once,
+// nothing sent, with the Transport's held error. Requests that waited go
+// out spread over up to a tenth of the hold, at most 1s, not in one
+// instant. When a hold cut to MaxServerDelay ends, one request goes
+// first and the others wait for its answer, which may set the hold again;
+// a request that cannot wait as long as that request may take (its
+// deadline, at most MaxServerDelay) fails at once with the held error. The
+// Transport's ResetBackoff ends a host's holds, a fleet's included, and
+// wakes the requests waiting on them.
 //
 // The zero Hold, {} in JSON, turns holds on, as a nil Config.Hold does;
 // Off turns them off. A struct leaves room for settings of holds to come
