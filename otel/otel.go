@@ -3,6 +3,7 @@ package otel
 import (
 	"fmt"
 	"net/http"
+	"time"
 
 	otelglobal "go.opentelemetry.io/otel"
 	"go.opentelemetry.io/otel/attribute"
@@ -48,8 +49,9 @@ const (
 	// PaceDelayMetric is each wait of an attempt for a send slot of its
 	// host's pace (policy.Pace), and AdmissionDelayMetric each wait in
 	// line for a slot under its host's concurrency limit
-	// (policy.Admission), the longest it could wait. Unit s, with the
-	// attributes of the request histograms.
+	// (policy.Admission). Each of the three is recorded when the wait
+	// ends, as long as it lasted. Unit s, with the attributes of the
+	// request histograms.
 	PaceDelayMetric      = "retryhttp.client.pace.delay"
 	AdmissionDelayMetric = "retryhttp.client.admission.delay"
 	// RefusalsMetric counts the attempts a policy would make that were
@@ -164,7 +166,7 @@ func newRecorder(cfg Config) (*recorder, error) {
 		metric.WithDescription("Time an attempt waited for a send slot of its host's pace."),
 		metric.WithExplicitBucketBoundaries(delayBuckets...))
 	r.admission, errs[7] = meter.Float64Histogram(AdmissionDelayMetric, metric.WithUnit("s"),
-		metric.WithDescription("Time an attempt could wait in line for a slot under its host's concurrency limit."),
+		metric.WithDescription("Time an attempt waited in line for a slot under its host's concurrency limit."),
 		metric.WithExplicitBucketBoundaries(delayBuckets...))
 	for _, err := range errs {
 		if err != nil {
@@ -190,6 +192,7 @@ func (r *recorder) attemptStart(a retrytrace.AttemptStartInfo) {
 	if a.Attempt > 1 {
 		attrs = append(attrs, semconv.HTTPRequestResendCount(a.Attempt-1))
 	}
+	r.endWait(req)
 	if w, ok := r.table.takeWait(req, a.Attempt); ok {
 		attrs = append(attrs, WaitDelayKey.Float64(w.length.Seconds()), WaitReasonKey.String(string(w.reason)))
 	}
@@ -226,12 +229,20 @@ func (r *recorder) attemptDone(a retrytrace.AttemptDoneInfo) {
 	span.End()
 }
 
-// wait keeps the wait for the span of the attempt that follows it, and
-// records a wait for a hold.
+// wait keeps the wait for the span of the attempt that follows it. A
+// wait for a hold, a pace's slot or an admission slot is recorded when
+// it ends, as long as it lasted: at the request's next event.
 func (r *recorder) wait(w retrytrace.WaitInfo) {
-	r.table.announce(w.Request, announced{n: w.Attempt, length: w.Delay, reason: w.Reason})
+	now := time.Now()
+	if ended, ok := r.table.announce(w.Request, announced{n: w.Attempt, length: w.Delay, reason: w.Reason, rule: w.Rule, since: now}); ok {
+		r.waited(w.Request, ended, now)
+	}
+}
+
+// waited records the timed wait w of req, which ended at now.
+func (r *recorder) waited(req *http.Request, w announced, now time.Time) {
 	var h metric.Float64Histogram
-	switch w.Reason {
+	switch w.reason {
 	case retrytrace.WaitHold:
 		h = r.hold
 	case retrytrace.WaitPace:
@@ -241,12 +252,21 @@ func (r *recorder) wait(w retrytrace.WaitInfo) {
 	default:
 		return
 	}
-	h.Record(w.Request.Context(), w.Delay.Seconds(), metric.WithAttributeSet(requestAttrs(w.Request, w.Rule)))
+	h.Record(req.Context(), now.Sub(w.since).Seconds(), metric.WithAttributeSet(requestAttrs(req, w.rule)))
+}
+
+// endWait records the timed wait of req under way, if any: the request
+// went on.
+func (r *recorder) endWait(req *http.Request) {
+	if w, ok := r.table.endWait(req); ok {
+		r.waited(req, w, time.Now())
+	}
 }
 
 // refused counts the refusal, and notes on the caller's span why the
 // request was not retried.
 func (r *recorder) refused(f retrytrace.RefusedInfo) {
+	r.endWait(f.Request)
 	ctx := f.Request.Context()
 	set := requestAttrs(f.Request, f.Rule)
 	kv := append(set.ToSlice(), RefusalReasonKey.String(string(f.Reason)))
@@ -260,6 +280,7 @@ func (r *recorder) refused(f retrytrace.RefusedInfo) {
 
 // done records the request's histograms and forgets it.
 func (r *recorder) done(d retrytrace.DoneInfo) {
+	r.endWait(d.Request)
 	endDropped(r.table.remove(d.Request))
 	retries := d.Attempts - 1 - d.Hedges
 	if retries <= 0 && d.TransparentRetries == 0 && d.Hedges == 0 && d.RetryDelay == 0 {

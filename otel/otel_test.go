@@ -321,6 +321,44 @@ func TestHoldsAreRecorded(t *testing.T) {
 	})
 }
 
+// A wait is recorded as long as it lasted, not as announced: a request
+// waiting on a 30 s hold that ResetBackoff ends after a second records a
+// second.
+func TestHoldDelayIsTheTimeWaited(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		r := newRig(t)
+		mt := httpmock.NewMockTransport()
+		var calls atomic.Int64
+		mt.RegisterNoResponder(func(*http.Request) (*http.Response, error) {
+			if calls.Add(1) == 1 {
+				resp := httpmock.NewStringResponse(429, "")
+				resp.Header.Set("Retry-After", "30")
+				return resp, nil
+			}
+			return httpmock.NewStringResponse(200, "ok"), nil
+		})
+		tr := &retryhttp.Transport{Base: mt, Hooks: r.hooks}
+		req, err := http.NewRequestWithContext(retryhttp.WithoutRetries(t.Context()), "GET", "https://api.test/v1/items", nil)
+		require.NoError(t, err)
+		resp, err := tr.RoundTrip(req) // the 429: the host is held for 30 s
+		require.NoError(t, err)
+		resp.Body.Close()
+		go func() {
+			time.Sleep(time.Second) // virtual time
+			tr.ResetBackoff("")
+		}()
+		req, err = http.NewRequestWithContext(t.Context(), "GET", "https://api.test/v1/items", nil)
+		require.NoError(t, err)
+		resp, err = tr.RoundTrip(req)
+		require.NoError(t, err)
+		resp.Body.Close()
+		hold := r.metrics(t)[otel.HoldDelayMetric].Data.(metricdata.Histogram[float64]).DataPoints
+		require.Len(t, hold, 1)
+		assert.Equal(t, uint64(1), hold[0].Count)
+		assert.InDelta(t, 1.0, hold[0].Sum, 0.01, "the second it waited, not the 30 announced")
+	})
+}
+
 func TestConcurrentRequests(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		r := newRig(t)

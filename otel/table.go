@@ -38,6 +38,11 @@ type entry struct {
 	open  []openSpan // attempts in flight: one, or a few when hedged
 	wait  announced  // the wait before the next attempt, if any
 	waits bool       // wait holds a wait not yet taken
+	// timed is the wait for a hold, a pace's slot or an admission slot
+	// under way, whose length is recorded when it ends: at the request's
+	// next event.
+	timed  announced
+	timing bool
 }
 
 type openSpan struct {
@@ -49,6 +54,15 @@ type announced struct {
 	n      int
 	length time.Duration
 	reason retrytrace.WaitReason
+	rule   string
+	since  time.Time // when it was announced
+}
+
+// timedReason reports whether waits for reason are recorded as long as
+// they last: holds, paces and admission, whose announced length is the
+// longest they may last.
+func timedReason(reason retrytrace.WaitReason) bool {
+	return reason == retrytrace.WaitHold || reason == retrytrace.WaitPace || reason == retrytrace.WaitAdmission
 }
 
 func newTable(limit int) *table {
@@ -75,12 +89,31 @@ func (t *table) get(req *http.Request) (*entry, []openSpan) {
 }
 
 // announce keeps the wait before attempt n of req.
-func (t *table) announce(req *http.Request, w announced) {
+// A timed wait under way ends with it, and is returned.
+func (t *table) announce(req *http.Request, w announced) (ended announced, ok bool) {
 	t.mu.Lock()
 	e, dropped := t.get(req)
 	e.wait, e.waits = w, true
+	ended, ok = e.timed, e.timing
+	e.timed, e.timing = w, timedReason(w.reason)
 	t.mu.Unlock()
 	endDropped(dropped)
+	return ended, ok
+}
+
+// endWait returns the timed wait of req under way, if any, and forgets
+// it: the request went on.
+func (t *table) endWait(req *http.Request) (announced, bool) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	el, ok := t.byReq[req]
+	if !ok {
+		return announced{}, false
+	}
+	e := el.Value.(*entry)
+	w, timing := e.timed, e.timing
+	e.timing = false
+	return w, timing
 }
 
 // takeWait returns the wait announced before attempt n of req, if any,
