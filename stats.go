@@ -94,6 +94,10 @@ type Counters struct {
 // Publish it with expvar in one line, read afresh at each scrape:
 //
 //	expvar.Publish("retryhttp", expvar.Func(func() any { return tr.Stats() }))
+//
+// encoding/json shows its error values (PolicyErr, a dial.Window's Err)
+// as {}; the status package's JSON (status.Handler, ?format=json) gives
+// their text, redacted.
 type Stats struct {
 	// Total sums every host, and so every request since the Transport
 	// was first used, whatever policy it was under.
