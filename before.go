@@ -48,7 +48,8 @@ func (c *call) admit(n int, again bool) step {
 		c.unadmit(n)
 		return s
 	case s.kind == stepWait && s.reason == retrytrace.WaitHold:
-		c.slot = 0 // a slot taken before the hold has passed unused: the attempt takes a new one after it
+		c.slot = 0   // a slot taken before the hold has passed unused: the attempt takes a new one after it
+		c.unadmit(n) // nothing in flight while it waits: its concurrency slot goes back, and is taken anew after
 		if !c.onReset(&s, resets) {
 			return c.admit(n, again) // reset since the facts were read
 		}

@@ -105,6 +105,9 @@ type paced struct {
 	quotaR     float64
 	quotaUntil time.Time
 	limit      float64
+	// fieldsUntil is when the fields' rate under a policy goes stale,
+	// unless an answer brings them again (see stale).
+	fieldsUntil time.Time
 	// level is the units left that the fields said at levelAt, the last
 	// step of the fields' rate; top the most they said (see steer).
 	level   float64
@@ -227,6 +230,7 @@ func (ps *paces) get(rule string, now time.Time, sent float64) paceFacts {
 		return paceFacts{}
 	}
 	p := &ps.list[i]
+	p.stale(now)
 	if p.lifted(now, sent) {
 		ps.drop(i)
 		return paceFacts{}
@@ -252,6 +256,7 @@ func (ps *paces) take(rule string, now, latest time.Time) (at time.Time, rate fl
 		return now, 0, true
 	}
 	p := &ps.list[i]
+	p.stale(now)
 	if rate = p.rateAt(now); rate <= 0 {
 		return now, 0, true
 	}
@@ -305,6 +310,16 @@ func (ps *paces) throttle(rule string, now, sent time.Time, rate, served float64
 	}
 	p := &ps.list[i]
 	p.throttled = now
+	p.stale(now)
+	if p.limit > 0 && p.fieldsRate(now) > 0 {
+		// Steered by the fields: the throttle cuts their rate, once a
+		// round, as a spent quota does (see steer).
+		if !sent.Before(p.cut) {
+			p.quota = max(p.quota*paceBeta, paceFloor)
+			p.cut, p.next = now, now
+		}
+		return
+	}
 	if sent.Before(p.since) && p.wmax > 0 {
 		return
 	}

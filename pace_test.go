@@ -325,3 +325,40 @@ func TestPaceFieldsSpentAndLift(t *testing.T) {
 	assert.InDelta(t, 0.7*28, ps.get("r", later, 15).rate, 1e-9, "in force with no answer, past t")
 	assert.Zero(t, ps.get("r", later, 10).rate, "lifted: the rate is well above the rate sent, and quiet")
 }
+
+// A pace the fields set under a policy goes stale when no answer brings
+// them again (a host that sends them on its 429s alone): the rate they
+// set becomes a plateau to probe past, and the pace lifts, even for a
+// caller that sends as fast as the pace lets it.
+func TestFieldsPaceGoesStale(t *testing.T) {
+	now := time.Now()
+	var ps paces
+	ps.fields("r", now, now, quota{left: true, r: 0, t: time.Second, limit: 100}, 40) // spent: paced at 28
+	require.InDelta(t, 28, ps.get("r", now, 28).rate, 1e-9)
+	at := now
+	for at.Sub(now) < 2*time.Minute {
+		at = at.Add(10 * time.Millisecond)
+		f := ps.get("r", at, 28)
+		if f.rate == 0 {
+			assert.Less(t, at.Sub(now), 30*time.Second, "lifted within seconds of the fields going stale")
+			return
+		}
+		ps.answered("r", at, 10*time.Millisecond, true) // plain answers: no fields
+	}
+	t.Fatalf("still paced at %v after two minutes without fields", ps.get("r", at, 28).rate)
+}
+
+// A throttle cuts a pace the fields steer under a policy, once a round,
+// as a spent quota does: a 429 with Retry-After alone, or a Throttled
+// verdict, is no less a throttle there.
+func TestThrottleCutsAFieldsPace(t *testing.T) {
+	now := time.Now()
+	var ps paces
+	ps.fields("r", now, now, quota{left: true, r: 5, t: time.Second, limit: 20}, 300)
+	before := ps.get("r", now.Add(time.Second), 20).rate
+	ps.throttle("r", now.Add(time.Second), now.Add(900*time.Millisecond), 20, 20, now.Add(2*time.Second))
+	after := ps.get("r", now.Add(1100*time.Millisecond), 20).rate
+	assert.InDelta(t, before*paceBeta, after, 1e-9, "cut to 0.7")
+	ps.throttle("r", now.Add(1200*time.Millisecond), now.Add(950*time.Millisecond), 20, 20, now.Add(2*time.Second))
+	assert.InDelta(t, after, ps.get("r", now.Add(1300*time.Millisecond), 20).rate, 1e-9, "once a round: an attempt sent before the cut cuts nothing")
+}

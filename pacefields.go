@@ -47,14 +47,29 @@ const (
 )
 
 // fieldsRate is the fields' rate at now, 0 when none is in force: the
-// rate steered by the units left, under a policy, until the pace lifts,
-// as a quota read that way stays as good while no answer comes (during a
-// hold, say); or r per t, until t.
+// rate steered by the units left, under a policy, until fieldsUntil; or
+// r per t, until t.
 func (p *paced) fieldsRate(now time.Time) float64 {
-	if p.limit > 0 || now.Before(p.quotaUntil) {
+	if p.limit > 0 && now.Before(p.fieldsUntil) || now.Before(p.quotaUntil) {
 		return p.quota
 	}
 	return 0
+}
+
+// stale ends, at now, a pace steered under a policy whose fields no
+// answer has brought since fieldsUntil (a host that sends them on its
+// 429s alone, say): what they said is old news, and the rate they set,
+// one the host took, becomes a plateau to probe past, as after a
+// throttle, so that the pace lifts as a throttle's does.
+func (p *paced) stale(now time.Time) {
+	if p.limit == 0 || now.Before(p.fieldsUntil) {
+		return
+	}
+	if p.wmax == 0 && p.quota > 0 {
+		p.wmax, p.rate, p.probe = p.quota, p.quota, paceC
+		p.since = now.Add(-paceRegrow) // at the plateau: the probe starts now
+	}
+	p.quota, p.limit, p.quotaR, p.quotaUntil = 0, 0, 0, time.Time{}
 }
 
 // fields sets rule's pace from what an answer's rate-limit fields say at
@@ -108,6 +123,10 @@ func (ps *paces) fields(rule string, now, sent time.Time, q quota, rate float64)
 	if q.left {
 		p.quotaR, p.quotaUntil = float64(q.r), now.Add(t)
 	}
+	// Under a policy, the steered rate stays in force while answers
+	// bring the fields, and for as long again as they spread the units
+	// over (the hold a spent quota sets lasts until t).
+	p.fieldsUntil = now.Add(max(t, paceSpread))
 }
 
 // steer moves the fields' rate for r units left until t, read at now

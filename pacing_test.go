@@ -382,3 +382,32 @@ func TestRateLimitFieldsShareTheQuota(t *testing.T) {
 		})
 	})
 }
+
+// A host that sends its RateLimit fields only with its 429s (a spent
+// quota, under a policy of 100 per second) throttles for half a second,
+// then answers every request with a plain 200: offered 60 per second,
+// the pace lifts within seconds, and the caller gets all 60 again.
+func TestFieldsPaceLiftsWhenTheFieldsStop(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		start := time.Now()
+		srv := &rt.Server{Choose: func(int, *http.Request) rt.Step {
+			if time.Since(start) < 500*time.Millisecond {
+				return rt.Step{Status: 429, Header: http.Header{
+					"Ratelimit-Policy": {`"default";q=100;w=1`},
+					"Ratelimit":        {`"default";r=0;t=1`},
+				}}
+			}
+			return rt.Step{}
+		}}
+		tr := &retryhttp.Transport{Base: srv}
+		var mid float64
+		go func() {
+			time.Sleep(25 * time.Second)
+			mid = tr.Stats().Hosts["api.test"].PaceRate
+		}()
+		ok, _ := offer(t, tr, 60, 30*time.Second, 20*time.Second, time.Second)
+		synctest.Wait()
+		assert.Zero(t, mid, "unpaced 24.5 s after the last throttle")
+		assert.GreaterOrEqual(t, ok, 590, "the last 10 s at 60 per second")
+	})
+}

@@ -23,7 +23,8 @@ import (
 // q per w, and steers by the units left that RateLimit's r says: it reads
 // how fast the clients sharing the quota spend it from how fast r falls,
 // and scales its own rate so that their sum keeps r from running out,
-// however many they are. Without a policy, a RateLimit item with r above
+// however many they are, while answers bring the fields; once they stop,
+// the pace probes past that rate and lifts as after a throttle. Without a policy, a RateLimit item with r above
 // 0 and a t allows at most r requests before t, spread over it. A
 // [DelayHeader] with Remaining gives r, and its reset t.
 //
