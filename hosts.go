@@ -50,13 +50,14 @@ func (h *host) latency() *latencyRing {
 }
 
 // idle reports whether forgetting h loses nothing worth keeping at now:
-// its bucket is full, its hedge budget fresh, no hold in force, and its
-// concurrency limit, if any, settled (where it starts, no attempt
+// its bucket is full, its hedge budget fresh, no hold in force, no rule
+// paced, and its concurrency limit, if any, settled (where it starts, no attempt
 // holding a slot or waiting for one). Its latencies are lost, which
 // matters little for a host nobody sent to for a while.
 func (h *host) idle(capacity int64, now time.Time) bool {
 	a := h.admit.Load()
-	return h.bucket.full(capacity) && h.hedges.fresh() && !h.holds.any(now) && (a == nil || a.settled())
+	return h.bucket.full(capacity) && h.hedges.fresh() && !h.holds.any(now) && h.paces.n.Load() == 0 &&
+		(a == nil || a.settled())
 }
 
 // hostTable holds a [host] per host for at most maxHosts hosts, so that a
@@ -64,14 +65,14 @@ func (h *host) idle(capacity int64, now time.Time) bool {
 //
 // When the table is at its bound, every idle host (see [host.idle]) not
 // looked up since the previous eviction goes; if that frees too little,
-// the other idle hosts go next, and only then hosts in debt or held,
-// least recently looked up first, and among equally recent ones those
-// with the most tokens, so that the debt forgotten is the oldest and the
-// smallest. Dropping a host in debt forgets its failures, so under that
-// pressure the throttle errs toward allowing retries, never toward
-// blocking them. Each eviction frees at least an eighth of the bound,
-// which keeps its cost amortised to a constant per new host (see
-// [hostmap.Map]).
+// the other idle hosts go next, and only then hosts in debt, held, paced
+// or with a lowered concurrency limit, least recently looked up first,
+// and among equally recent ones those with the most tokens, so that the
+// debt forgotten is the oldest and the smallest. Dropping a host in debt
+// forgets its failures, so under that pressure the throttle errs toward
+// allowing retries, never toward blocking them. Each eviction frees at
+// least an eighth of the bound, which keeps its cost amortised to a
+// constant per new host (see [hostmap.Map]).
 //
 // The throttle's limits can change at run time (Transport.SetPolicy): the
 // buckets keep their tokens and take the new limits at their next use; a

@@ -7,6 +7,8 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"github.com/retryhttp/retryhttp/internal/tokens"
 )
 
 // take takes rule's next slot at now with no deadline, and returns when
@@ -361,4 +363,16 @@ func TestThrottleCutsAFieldsPace(t *testing.T) {
 	assert.InDelta(t, before*paceBeta, after, 1e-9, "cut to 0.7")
 	ps.throttle("r", now.Add(1200*time.Millisecond), now.Add(950*time.Millisecond), 20, 20, now.Add(2*time.Second))
 	assert.InDelta(t, after, ps.get("r", now.Add(1300*time.Millisecond), 20).rate, 1e-9, "once a round: an attempt sent before the cut cuts nothing")
+}
+
+// A paced host is not idle: forgetting it would forget the rate its
+// throttles taught, and the slots its requests wait for.
+func TestPacedHostIsNotIdle(t *testing.T) {
+	now := time.Now()
+	h := newHostTable(nil, 16).get("api.test")
+	assert.True(t, h.idle(tokens.Max, now), "a fresh host")
+	h.paces.throttle("r", now, now, 100, 0, time.Time{})
+	assert.False(t, h.idle(tokens.Max, now), "paced")
+	h.paces.clear()
+	assert.True(t, h.idle(tokens.Max, now), "the pace lifted")
 }
