@@ -74,10 +74,7 @@ func (c *call) admit(n int, again bool) step {
 		c.unadmit(n)
 		return noMore(n, retrytrace.RefusedHedgeBudget)
 	}
-	if s.probe && !c.claim(n, s.hold, now, &f) {
-		if s.hedges == hedgeSpend {
-			c.host.hedges.earn(1) // the hedge spent goes back: the attempt does not go now
-		}
+	if s.probe && !c.claim(n, s, now, &f) {
 		return c.admit(n, again) // another went first: wait for its answer
 	}
 	if !again {
@@ -99,11 +96,12 @@ func (c *call) onReset(s *step, resets uint64) bool {
 }
 
 // claim takes, for attempt n, the turn to go first after the capped hold
-// h, which has ended: the others wait for its answer, until the lapse,
-// when its request gives up on the answer (its deadline, its attempt's
-// timeout), at most maxServerDelay from now. It reports false when
-// another request took the turn since the facts f were read.
-func (c *call) claim(n int, h hold, now time.Time, f *facts) bool {
+// of step s, which has ended: the others wait for its answer, until the
+// lapse, when its request gives up on the answer (its deadline, its
+// attempt's timeout), at most maxServerDelay from now. It reports false
+// when another request took the turn since the facts f were read; the
+// hedge s spent then goes back.
+func (c *call) claim(n int, s step, now time.Time, f *facts) bool {
 	lapse := now.Add(f.maxServerDelay)
 	if !f.deadline.IsZero() && f.deadline.Before(lapse) {
 		lapse = f.deadline
@@ -111,11 +109,15 @@ func (c *call) claim(n int, h hold, now time.Time, f *facts) bool {
 	if r := c.plan.retry; r != nil && r.PerAttemptTimeout > 0 && now.Add(r.PerAttemptTimeout).Before(lapse) {
 		lapse = now.Add(r.PerAttemptTimeout)
 	}
-	wake, ok := c.host.holds.probe(c.rule, h.Until, now, lapse)
-	if ok {
-		c.probe = probeTurn{n: n, wake: wake}
+	wake, ok := c.host.holds.probe(c.rule, s.hold.Until, now, lapse)
+	if !ok {
+		if s.hedges == hedgeSpend {
+			c.host.hedges.earn(1) // the hedge spent goes back: the attempt does not go now
+		}
+		return false
 	}
-	return ok
+	c.probe = probeTurn{n: n, wake: wake}
+	return true
 }
 
 // probeTurn is a request's turn to go first after a capped hold: the

@@ -4,81 +4,16 @@ import (
 	"net/http"
 	"time"
 
-	"github.com/retryhttp/retryhttp/policy"
-
 	"github.com/retryhttp/retryhttp/retrytrace"
 )
 
-// The decisions of a request: what is done with it, once, when it starts
-// (plan); whether an attempt may go now (gate, before each attempt); and
-// what follows an attempt (decide, after each). gate and decide are pure
+// The decisions of a request, once its plan is made (plan.go): whether an
+// attempt may go now (gate, before each attempt), and what follows an
+// attempt (decide, after each). gate and decide are pure
 // functions of the facts the call gathered and of a random value: they
 // read no clock, no context and no lock, and call none of the caller's
 // code, so that a table of facts tests them exactly. The loops carry out
 // the steps they return.
-
-// planKind is what is done with a request: decided once, when it starts.
-type planKind uint8
-
-const (
-	planNone  planKind = iota // one attempt, and the transparent resend
-	planRetry                 // the retry loop
-	planHedge                 // the hedge loop
-)
-
-// plan is the rule chosen for a request, reduced to what the loops read.
-type plan struct {
-	kind     planKind
-	attempts int           // the most attempts the plan makes
-	retry    *policy.Retry // set for planRetry
-	hedge    *policy.Hedge // set for planHedge
-	// listed are the statuses that are retried (or are non-fatal, under
-	// a hedging policy).
-	listed []int
-	// idem says the request may be sent again after it may have reached
-	// the server.
-	idem bool
-	// codes is the rule's error table; nil: none.
-	codes *policy.ErrorCodes
-}
-
-// maxHedgeAttempts bounds the attempts of a hedged request, as gRPC bounds
-// maxAttempts: a policy's larger MaxAttempts counts as this many. Every
-// attempt of a hedged request may be in flight at once, so the bound keeps
-// one request from flooding its host and its memory from growing with a
-// policy's figure. Retries, one at a time, are bounded by the policy
-// package (policy.MaxRetryAttempts).
-const maxHedgeAttempts = 5
-
-// newPlan reduces rule, matched for req, to a plan. A hedging rule hedges
-// only what may be sent more than once: any other request is sent once.
-func newPlan(rule *policy.Rule, req *http.Request) plan {
-	idem := idempotent(req)
-	p := plan{attempts: 1, idem: idem}
-	switch {
-	case rule == nil:
-		return p
-	case rule.Retry != nil:
-		p = plan{kind: planRetry, attempts: rule.Retry.Attempts(), retry: rule.Retry,
-			listed: rule.Retry.RetryableStatusCodes, idem: idem || rule.Retry.RetryNonIdempotent}
-	case rule.Hedge != nil && idem:
-		p = plan{kind: planHedge, attempts: min(rule.Hedge.MaxAttempts, maxHedgeAttempts), hedge: rule.Hedge,
-			listed: rule.Hedge.NonFatalStatusCodes, idem: true}
-	}
-	p.codes = rule.ErrorCodes
-	return p
-}
-
-// idempotent reports whether req may be sent more than once by the rules
-// of RFC 9110 section 9.2.2, or because it carries an idempotency key.
-func idempotent(req *http.Request) bool {
-	switch req.Method {
-	case "", http.MethodGet, http.MethodHead, http.MethodOptions, http.MethodTrace,
-		http.MethodPut, http.MethodDelete:
-		return true
-	}
-	return req.Header.Get("Idempotency-Key") != "" || req.Header.Get("X-Idempotency-Key") != ""
-}
 
 // facts are what a decision reads: the time, the caller, the request, its
 // host and, after an attempt, what the attempt showed. The call gathers

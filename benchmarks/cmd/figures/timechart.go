@@ -58,6 +58,21 @@ func (tc timeChart) draw(dc draw.Canvas) error {
 	return nil
 }
 
+// bounds returns the highest value the chart's axes show, a tenth above
+// every line and mark, and the last time.
+func (tc timeChart) bounds() (top, end float64) {
+	end = tc.shade.to
+	for _, l := range tc.lines {
+		for _, xy := range l.xys {
+			top, end = max(top, xy.Y), max(end, xy.X)
+		}
+	}
+	for _, m := range tc.marks {
+		top = max(top, m.x)
+	}
+	return max(top*1.1, 1), end
+}
+
 // plot builds the chart's plot, and its legend apart from it.
 func (tc timeChart) plot() (*plot.Plot, plot.Legend, error) {
 	p := plot.New()
@@ -69,16 +84,7 @@ func (tc timeChart) plot() (*plot.Plot, plot.Legend, error) {
 	legend := plot.NewLegend()
 	legend.Top, legend.Left = true, true
 	legend.TextStyle.Font.Size = vg.Points(10)
-	top, end := 0.0, tc.shade.to
-	for _, l := range tc.lines {
-		for _, xy := range l.xys {
-			top, end = max(top, xy.Y), max(end, xy.X)
-		}
-	}
-	for _, m := range tc.marks {
-		top = max(top, m.x)
-	}
-	top = max(top*1.1, 1)
+	top, end := tc.bounds()
 	// The first line is drawn last, over the others, and the thinnest:
 	// where lines coincide, those under it show at its edges.
 	var drawn []*plotter.Line
