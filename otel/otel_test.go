@@ -278,21 +278,28 @@ func TestRefusalIsAnEventOnTheCallerSpan(t *testing.T) {
 	})
 }
 
+// heldOnce is a host that answers its first request 429 with
+// Retry-After: retryAfter, holding itself, and every other 200.
+func heldOnce(retryAfter string) *httpmock.MockTransport {
+	mt := httpmock.NewMockTransport()
+	var calls atomic.Int64
+	mt.RegisterNoResponder(func(*http.Request) (*http.Response, error) {
+		if calls.Add(1) == 1 {
+			resp := httpmock.NewStringResponse(429, "")
+			resp.Header.Set("Retry-After", retryAfter)
+			return resp, nil
+		}
+		return httpmock.NewStringResponse(200, "ok"), nil
+	})
+	return mt
+}
+
 // A wait for a hold on the host is recorded, with the request's
 // attributes, and so is a request a hold refused.
 func TestHoldsAreRecorded(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		r := newRig(t)
-		mt := httpmock.NewMockTransport()
-		var calls atomic.Int64
-		mt.RegisterNoResponder(func(*http.Request) (*http.Response, error) {
-			if calls.Add(1) == 1 {
-				resp := httpmock.NewStringResponse(429, "")
-				resp.Header.Set("Retry-After", "2")
-				return resp, nil
-			}
-			return httpmock.NewStringResponse(200, "ok"), nil
-		})
+		mt := heldOnce("2")
 		tr := &retryhttp.Transport{Base: mt, Hooks: r.hooks} // policy.Default holds hosts
 		send := func(ctx context.Context) error {
 			req, err := http.NewRequestWithContext(ctx, "GET", "https://api.test/v1/items", nil)
@@ -327,16 +334,7 @@ func TestHoldsAreRecorded(t *testing.T) {
 func TestHoldDelayIsTheTimeWaited(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		r := newRig(t)
-		mt := httpmock.NewMockTransport()
-		var calls atomic.Int64
-		mt.RegisterNoResponder(func(*http.Request) (*http.Response, error) {
-			if calls.Add(1) == 1 {
-				resp := httpmock.NewStringResponse(429, "")
-				resp.Header.Set("Retry-After", "30")
-				return resp, nil
-			}
-			return httpmock.NewStringResponse(200, "ok"), nil
-		})
+		mt := heldOnce("30")
 		tr := &retryhttp.Transport{Base: mt, Hooks: r.hooks}
 		req, err := http.NewRequestWithContext(retryhttp.WithoutRetries(t.Context()), "GET", "https://api.test/v1/items", nil)
 		require.NoError(t, err)
