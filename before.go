@@ -77,7 +77,7 @@ func (c *call) admit(n int, again bool) step {
 	if s.probe && !c.claim(n, s, now, &f) {
 		return c.admit(n, again) // another went first: wait for its answer
 	}
-	if !again {
+	if !again && s.kind == stepSend {
 		c.host.sendingAt(now)
 	}
 	if s.hedges == hedgeEarn {

@@ -80,7 +80,7 @@ func (h *host) factsFor(rule string, now time.Time, fleet Fleet, a asks) hostFac
 		f.hold, f.holding = h.held(rule, now, v)
 	}
 	if a.pace {
-		f.pace = h.paces.get(rule, now, h.sentRate(now))
+		f.pace = h.paces.get(rule, now, h.askedRate(now))
 	}
 	if a.budgets {
 		f.budget, f.fleetSpent = h.bucket.Allow(), v.Spent
@@ -89,23 +89,34 @@ func (h *host) factsFor(rule string, now time.Time, fleet Fleet, a asks) hostFac
 	return f
 }
 
-// sentRate is the rate, in attempts per second, that h is sent at now.
-func (h *host) sentRate(now time.Time) float64 {
-	return h.sending.rate(now, h.sent())
+// askedRate is the rate, in attempts per second, that h is asked for at
+// now: requests and their further attempts, whether they went or not.
+func (h *host) askedRate(now time.Time) float64 {
+	return h.asking.rate(now, h.asked())
 }
 
-// sending notes an attempt going to h at now: its meter rolls once a
+// sentRate is the rate, in attempts per second, that h was sent at now.
+func (h *host) sentRate(now time.Time) float64 {
+	return h.sending.rate(now, h.sentN.Load())
+}
+
+// sendingAt notes an attempt going to h at now: its meters roll once a
 // second.
 func (h *host) sendingAt(now time.Time) {
+	n := h.sentN.Add(1)
 	if h.sending.due(now) {
-		h.sending.roll(now, h.sent())
+		h.sending.roll(now, n)
+	}
+	if h.asking.due(now) {
+		h.asking.roll(now, h.asked())
 	}
 }
 
-// sent is the attempts h was sent so far, from its counters: requests
-// and extra attempts (transparent resends aside). Hosts past the bound of
-// Stats.Hosts share their counters, and so their figure.
-func (h *host) sent() uint64 {
+// asked is the attempts h was asked for so far, from its counters:
+// requests, sent or not, and extra attempts (transparent resends aside).
+// Hosts past the bound of Stats.Hosts share their counters, and so their
+// figure.
+func (h *host) asked() uint64 {
 	n := h.counters.requests.Load()
 	for i := range h.counters.histogram {
 		n += h.counters.histogram[i].Load()
@@ -172,18 +183,15 @@ func (h *host) pace(r *result, l lesson) {
 			h.serving.roll(l.now, n)
 		}
 	}
-	if thr || fields {
-		sent := h.sentRate(l.now)
-		if thr {
-			held := l.now
-			if wait, ok := holdAsked(r, l.cfg.Hold != nil); ok {
-				held = l.now.Add(min(wait, l.cfg.ServerDelayLimit()))
-			}
-			h.paces.throttle(l.rule, l.now, l.sent, sent, h.serving.rate(l.now, h.served.Load()), held)
+	if thr {
+		held := l.now
+		if wait, ok := holdAsked(r, l.cfg.Hold != nil); ok {
+			held = l.now.Add(min(wait, l.cfg.ServerDelayLimit()))
 		}
-		if fields {
-			h.paces.fields(l.rule, l.now, l.sent, q, sent)
-		}
+		h.paces.throttle(l.rule, l.now, l.sent, h.sentRate(l.now), h.serving.rate(l.now, h.served.Load()), held)
+	}
+	if fields {
+		h.paces.fields(l.rule, l.now, l.sent, q, h.askedRate(l.now))
 	}
 	if r.resp != nil {
 		h.paces.answered(l.rule, l.now, r.latency, !thr)

@@ -29,9 +29,17 @@ type host struct {
 	paces  paces
 	// admit is the host's concurrency limit, made on the first attempt
 	// under a policy with admission; nil otherwise.
-	admit    atomic.Pointer[admission]
-	sending  meter // the rate it is sent attempts at, which a throttle cuts from
-	serving  meter // the rate it answers them without a throttle
+	admit atomic.Pointer[admission]
+	// asking is the rate at which its requests and their further
+	// attempts ask to go, sent or not: a pace whose rate is far above it
+	// no longer holds them back. sending is the rate at which attempts
+	// went (sentN of them so far), which a throttle cuts from: under a
+	// pace that held many back, the two differ. serving is the rate it
+	// answers them without a throttle (served so far).
+	asking   meter
+	sending  meter
+	sentN    atomic.Uint64
+	serving  meter
 	served   atomic.Uint64
 	counters *counters // the host's statistics, shared with Stats
 	// latencies is made on the first hedged request to the host, so

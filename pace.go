@@ -67,6 +67,10 @@ const (
 	// what was sent tells nothing, as the hold kept it back.
 	paceServed = 3
 	paceLift   = 1.5
+	// paceBooked is how far ahead the send slots may be taken for a pace
+	// to be lifted: slots taken further ahead were taken at a rate since
+	// outgrown, and hold requests back whatever the rate now says.
+	paceBooked = time.Second
 	paceQuiet  = 2 * time.Second
 	// paceFloor is the least rate a throttle cuts to, so that a host
 	// that throttled a trickle is not paced to a standstill.
@@ -170,11 +174,12 @@ func (p *paced) burst(rate float64, now time.Time) float64 {
 }
 
 // lifted reports whether p is over at now: no r per t of the fields is
-// in force, and, with no throttle for paceQuiet (or none ever), its rate
-// grew past paceLift times sent, the rate the host is sent, or (for
-// callers that always send as fast as the pace lets them) past paceLift
-// times the rate that was throttled, twice.
-func (p *paced) lifted(now time.Time, sent float64) bool {
+// in force, no send slot is taken more than paceBooked ahead, and, with
+// no throttle for paceQuiet (or none ever), its rate grew past paceLift
+// times asked, the rate the host's callers ask for, or (for callers that
+// always send as fast as the pace lets them) past paceLift times the
+// rate that was throttled, twice.
+func (p *paced) lifted(now time.Time, asked float64) bool {
 	if p.limit == 0 && p.fieldsRate(now) > 0 {
 		return false
 	}
@@ -182,7 +187,10 @@ func (p *paced) lifted(now time.Time, sent float64) bool {
 	if rate == 0 {
 		return true
 	}
-	return now.Sub(p.throttled) >= paceQuiet && (rate > paceLift*max(sent, paceFloor) || p.wmax > 0 && rate > 2*paceLift*p.wmax)
+	if p.next.Sub(now) > paceBooked {
+		return false
+	}
+	return now.Sub(p.throttled) >= paceQuiet && (rate > paceLift*max(asked, paceFloor) || p.wmax > 0 && rate > 2*paceLift*p.wmax)
 }
 
 // paces are the paces of one host, one per rule. The common case, a host
@@ -217,9 +225,9 @@ func (f paceFacts) slot(now time.Time) time.Time {
 	return later(now, f.next.Add(-early))
 }
 
-// get returns the pace of rule at now; sent is the rate the host is sent,
-// which lifts a pace that no longer holds it back.
-func (ps *paces) get(rule string, now time.Time, sent float64) paceFacts {
+// get returns the pace of rule at now; asked is the rate the host's
+// callers ask for, which lifts a pace that no longer holds them back.
+func (ps *paces) get(rule string, now time.Time, asked float64) paceFacts {
 	if ps.n.Load() == 0 {
 		return paceFacts{}
 	}
@@ -231,7 +239,7 @@ func (ps *paces) get(rule string, now time.Time, sent float64) paceFacts {
 	}
 	p := &ps.list[i]
 	p.stale(now)
-	if p.lifted(now, sent) {
+	if p.lifted(now, asked) {
 		ps.drop(i)
 		return paceFacts{}
 	}
@@ -290,9 +298,10 @@ func (ps *paces) answered(rule string, now time.Time, latency time.Duration, ok 
 }
 
 // throttle cuts rule's pace for a throttle at now of an attempt sent at
-// sent (or that took its send slot then), rate being the rate the host is
-// sent and served the rate it answered without a throttle in the last
-// second; held is when the hold the throttle set ends (now or earlier:
+// sent (or that took its send slot then), rate being the rate at which
+// the host was sent attempts (not the rate asked for: requests a hold
+// kept back never reached it) and served the rate it answered
+// without a throttle in the last second; held is when the hold the throttle set ends (now or earlier:
 // none). The rate is cut to paceBeta of the rate it was sent at, the
 // lower of its pace and rate, and grows back to a plateau: paceMeasured
 // of what the host served since the last cut, per second it was not

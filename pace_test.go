@@ -165,6 +165,23 @@ func TestPaceLifts(t *testing.T) {
 	assert.Zero(t, ps.get("r", now, 300).rate, "clear lifts every pace")
 }
 
+// A pace whose send slots are taken more than a second ahead still holds
+// requests back, however high its rate grew since: those slots were
+// taken at a lower rate, and go at it. It is not lifted until the
+// schedule has caught up.
+func TestPaceWithSlotsTakenAheadStays(t *testing.T) {
+	now := time.Now()
+	var ps paces
+	ps.throttle("r", now, now, 100, 0, time.Time{})
+	later := now.Add(20 * time.Second) // the cubic has grown far past the plateau
+	p := &ps.list[0]
+	p.next = later.Add(2 * time.Second) // callers waiting up to their deadlines took slots that far ahead
+	require.Greater(t, p.rateAt(later), 2*paceLift*p.wmax, "the rate grew past twice the lift")
+	assert.NotZero(t, ps.get("r", later, 10).rate, "slots taken 2 s ahead: still paced")
+	p.next = later.Add(paceBooked / 2)
+	assert.Zero(t, ps.get("r", later, 10).rate, "caught up: lifted")
+}
+
 // The fields' rate is smoothed over answers, so that one answer moves it
 // by a tenth of the way.
 func TestPaceFieldsSmooth(t *testing.T) {

@@ -75,8 +75,8 @@ func (p *paced) stale(now time.Time) {
 // fields sets rule's pace from what an answer's rate-limit fields say at
 // now, of an attempt sent at sent (or that took its send slot then):
 // r units left until t, a spent quota saying r=0, and q units per w
-// seconds, which caps the rate. rate is the rate the host is sent. An
-// answer that says nothing changes nothing.
+// seconds, which caps the rate. rate is the rate the host's callers ask
+// for, sent or not. An answer that says nothing changes nothing.
 //
 // The fields pace a rule that is not paced yet when the quota would not
 // last at rate: under a policy, when rate is above q per w or the quota

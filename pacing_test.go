@@ -101,6 +101,39 @@ func TestAThrottlePacesTheHost(t *testing.T) {
 	})
 }
 
+// A throttle cuts from the rate the host was sent, not from the rate its
+// callers asked for: requests that a hold on another rule kept back,
+// failing with ErrHeld, never reached the host, and do not count.
+func TestAThrottleCutsFromTheRateSent(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		srv := &rt.Server{Choose: func(_ int, req *http.Request) rt.Step {
+			switch req.URL.Path {
+			case "/held/spent": // a quota spent for two seconds: a hold, not a throttle
+				return rt.Step{Header: http.Header{"Ratelimit": {`"default";r=0;t=2`}}}
+			case "/limit":
+				return rt.Step{Status: 429}
+			}
+			return rt.Step{}
+		}}
+		cfg := policy.Default()
+		cfg.Rules = append([]policy.Rule{{Name: []policy.Name{{Path: "/held/"}}, Retry: cfg.Rules[0].Retry}}, cfg.Rules...)
+		tr := &retryhttp.Transport{Base: srv, Policy: cfg}
+		burst(t, tr, "/held/spent", 1, 0)
+		for range 20 { // a second: 20 requests sent, 200 asked and held
+			burst(t, tr, "/ok", 1, 0)
+			for _, err := range burst(t, tr, "/held/x", 10, 500*time.Millisecond) {
+				require.ErrorIs(t, err, retryhttp.ErrHeld)
+			}
+			time.Sleep(50 * time.Millisecond)
+		}
+		require.Equal(t, 21, len(arrivals(srv)), "the held requests were not sent")
+		burst(t, tr, "/limit", 1, 0)
+		rate := tr.Stats().Hosts["api.test"].PaceRate
+		assert.Greater(t, rate, 0.0, "paced")
+		assert.Less(t, rate, 0.7*20+2, "cut from the 20 attempts a second sent, not the 220 asked")
+	})
+}
+
 // An attempt whose send slot would come past its deadline fails at once,
 // nothing sent, with ErrPaced; ResetBackoff lifts the pace.
 func TestPacedRequestsThatCannotWaitFail(t *testing.T) {
