@@ -24,7 +24,8 @@
 // deltas summed since the last one, the holds the member met, and
 // fetches of holds; a failure or a hold goes at once, unless a round
 // trip that carried one went out less than FlushInterval (100 ms) ago
-// (a fetch alone, which waits FlushInterval, holds none back). Successes are
+// (a fetch alone, which waits FlushInterval, holds none back: it goes on
+// a round trip of its own, which a failure does not wait behind). Successes are
 // sampled: one in 16 is sent, as promptly, with a weight of 16. The
 // count is per host and deterministic, from a random phase, so that
 // every success has the same chance to be the one sent: nothing is lost

@@ -127,13 +127,18 @@ type Fleet struct {
 
 	wake   chan struct{} // work that may wait FlushInterval (fetches); capacity 1, never blocks a sender
 	urgent chan struct{} // work to send as soon as FlushInterval allows (deltas, holds); capacity 1
-	stop   chan struct{} // closed by Close
-	ctx    context.Context
-	cancel context.CancelFunc
-	closed atomic.Bool
-	once   sync.Once
-	pubsub atomic.Pointer[redis.PubSub] // the listener's, for Close to end its wait
-	done   sync.WaitGroup               // the flusher and the listener
+	// fetching is set while a round trip of fetches alone is in flight,
+	// aside the flusher's (see fetchAside), which then tells how it went
+	// through fetched (capacity 1).
+	fetching atomic.Bool
+	fetched  chan bool
+	stop     chan struct{} // closed by Close
+	ctx      context.Context
+	cancel   context.CancelFunc
+	closed   atomic.Bool
+	once     sync.Once
+	pubsub   atomic.Pointer[redis.PubSub] // the listener's, for Close to end its wait
+	done     sync.WaitGroup               // the flusher, the listener and a round trip of fetches aside
 
 	stats counters
 }
@@ -184,6 +189,7 @@ func newFleet(client redis.UniversalClient, opts Options) *Fleet {
 		epoch:   time.Now(),
 		wake:    make(chan struct{}, 1),
 		urgent:  make(chan struct{}, 1),
+		fetched: make(chan bool, 1),
 		stop:    make(chan struct{}),
 		ctx:     ctx,
 		cancel:  cancel,
@@ -358,6 +364,7 @@ type counters struct {
 	flushes, flushErrors         atomic.Uint64
 	refusals                     atomic.Uint64
 	rtt, maxRTT, avgRTT          atomic.Int64 // nanoseconds
+	rttMu                        sync.Mutex   // guards the writes of rtt, maxRTT and avgRTT
 	dropped, learned, subscribed atomic.Uint64
 }
 
@@ -377,9 +384,12 @@ func (f *Fleet) Stats() Stats {
 	}
 }
 
-// roundTrip records an answered round trip that took d. Only the flusher
-// calls it, so the read-modify-writes need no CAS.
+// roundTrip records an answered round trip that took d. The flusher and
+// a round trip of fetches aside may both call it: rttMu keeps their
+// read-modify-writes apart.
 func (c *counters) roundTrip(d time.Duration) {
+	c.rttMu.Lock()
+	defer c.rttMu.Unlock()
 	c.flushes.Add(1)
 	c.rtt.Store(int64(d))
 	if int64(d) > c.maxRTT.Load() {

@@ -3,6 +3,7 @@ package redisfleet
 import (
 	"context"
 	"math/rand/v2"
+	"slices"
 	"time"
 
 	"github.com/redis/go-redis/v9"
@@ -35,6 +36,8 @@ func (f *Fleet) flusher() {
 			s.start(time.Now())
 			ok, what := f.flush(&b)
 			s.end(ok, what, rand.Float64())
+		case ok := <-f.fetched:
+			s.aside(ok, time.Now(), rand.Float64())
 		}
 	}
 }
@@ -96,11 +99,15 @@ const (
 // reads the slot map anew, which finds a promoted replica.
 func (f *Fleet) flush(b *batch) (ok bool, what carried) {
 	b.seq++
-	f.collect(b)
+	f.collect(b, !f.fetching.Load())
 	start := time.Now()
 	warming := !b.warm && !start.Before(b.warmAfter)
 	if !warming && len(b.items) == 0 {
 		return true, carriedFetches
+	}
+	if !warming && !b.urgent() {
+		f.fetchAside(b)
+		return true, carriedAside
 	}
 	var t tally
 	warm := answered
@@ -185,10 +192,37 @@ func (f *Fleet) send(b *batch, t *tally) {
 	}
 }
 
+// fetchAside makes the round trip of b's items, fetches alone, on a
+// goroutine of its own, and tells the flusher through f.fetched how it
+// went: urgent work that comes meanwhile must not wait behind it, as a
+// member's first failure on a host often comes just after the fetch of
+// the host's holds went out (its first request took longer than
+// FlushInterval: a slow answer, or a busy process). One such round trip
+// is in flight at a time; the fetches of hosts met meanwhile wait for
+// the next.
+func (f *Fleet) fetchAside(b *batch) {
+	aside := &batch{failing: b.failing, items: slices.Clone(b.items)}
+	f.fetching.Store(true)
+	f.done.Add(1)
+	go func() {
+		defer f.done.Done()
+		var t tally
+		start := time.Now()
+		f.send(aside, &t)
+		f.record(t, time.Since(start))
+		f.fetching.Store(false)
+		select {
+		case f.fetched <- t.itemsMissed == 0:
+		default: // the flusher has not taken the last one: a Close is under way
+		}
+	}()
+}
+
 // collect gathers the work waiting on every host into b.items: the
 // budget batch the store has not answered, as it was, or else a new one
-// of the deltas reported since; the holds to send; the fetches.
-func (f *Fleet) collect(b *batch) {
+// of the deltas reported since; the holds to send; and, when fetches is
+// set, the fetches.
+func (f *Fleet) collect(b *batch, fetches bool) {
 	b.hosts = f.hosts.Append(b.hosts)
 	now := time.Now().UnixMilli()
 	b.items = b.items[:0]
@@ -205,7 +239,7 @@ func (f *Fleet) collect(b *batch) {
 		for _, k := range b.holds {
 			b.items = append(b.items, item{h: h, kind: holdItem, hold: k})
 		}
-		if h.fetch.Swap(false) {
+		if fetches && h.fetch.Swap(false) {
 			b.items = append(b.items, item{h: h, kind: fetchItem})
 		}
 	}

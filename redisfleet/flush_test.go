@@ -24,7 +24,7 @@ func TestBatchSentAgainAsItWas(t *testing.T) {
 	budget := func() item {
 		t.Helper()
 		b.seq++
-		f.collect(&b)
+		f.collect(&b, true)
 		for _, it := range b.items {
 			if it.kind == budgetItem {
 				return it

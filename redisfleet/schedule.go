@@ -70,6 +70,9 @@ const (
 	// scripts. Nothing before it counts either: a member's first
 	// failure, often just after its start, goes at once.
 	carriedWarmUp
+	// carriedAside: fetches alone, sent on a goroutine of their own (see
+	// Fleet.fetchAside), whose end aside reports. It does not count.
+	carriedAside
 )
 
 // end records how the round trip that started last, carrying what, went.
@@ -77,6 +80,10 @@ const (
 // grows; rnd, in [0, 1), jitters it so that members do not return in
 // step. An answer resets the backoff.
 func (s *schedule) end(ok bool, what carried, rnd float64) {
+	if what == carriedAside {
+		s.last = s.prev
+		return
+	}
 	if ok {
 		s.fails, s.backoff = 0, 0
 		switch what {
@@ -90,6 +97,22 @@ func (s *schedule) end(ok bool, what carried, rnd float64) {
 	s.fails++
 	s.backoff = backoff(s.fails, s.interval, rnd)
 	s.work(s.last, true)
+}
+
+// aside records the end, at now, of a round trip of fetches sent aside
+// (carriedAside). An answer resets the backoff, as end does, and the
+// fetches of the hosts met meanwhile are due after the interval. A
+// failure grows the backoff, and the fetches are tried again once it has
+// passed.
+func (s *schedule) aside(ok bool, now time.Time, rnd float64) {
+	if ok {
+		s.fails, s.backoff = 0, 0
+		s.work(now, false)
+		return
+	}
+	s.fails++
+	s.backoff = backoff(s.fails, s.interval, rnd)
+	s.work(now.Add(s.backoff), true)
 }
 
 // backoff returns the wait after the n-th failure in a row (n >= 1):

@@ -15,7 +15,8 @@ func TestSchedule(t *testing.T) {
 	type step struct {
 		// "urgent", "wake", "start", "ok", "fail", and the answers to a
 		// round trip of fetches alone ("fetched") and to the warm-up
-		// ("warm").
+		// ("warm"); a round trip of fetches sent aside ("aside"), and
+		// how it went ("aside ok", "aside fail").
 		event   string
 		at      int // ms after t0
 		wantDue int // ms after t0; -1: nothing due
@@ -66,6 +67,22 @@ func TestSchedule(t *testing.T) {
 			{"start", 1200, -1}, {"fail", 1200, 1700},
 			{"start", 1700, -1}, {"ok", 1700, -1}, {"urgent", 1750, 1800},
 		}},
+		{"fetches sent aside do not count: a failure goes at once", []step{
+			{"wake", 0, 100}, {"start", 100, -1}, {"aside", 100, -1},
+			{"urgent", 110, 110},
+		}},
+		{"fetches sent aside answered: the fetches met meanwhile wait the interval", []step{
+			{"wake", 0, 100}, {"start", 100, -1}, {"aside", 100, -1},
+			{"aside ok", 150, 250},
+		}},
+		{"fetches sent aside failed: tried again after the backoff", []step{
+			{"urgent", 0, 0}, {"start", 0, -1}, {"ok", 0, -1},
+			{"wake", 20, 120}, {"start", 120, -1}, {"aside", 120, -1},
+			{"aside fail", 150, 250}, // the first backoff: the interval
+			{"start", 250, -1}, {"aside", 250, -1},
+			{"aside fail", 260, 460}, // twice as long
+			{"urgent", 270, 270},     // a failure goes at once all the same
+		}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -84,6 +101,10 @@ func TestSchedule(t *testing.T) {
 					s.end(true, carriedFetches, 0.5)
 				case "warm":
 					s.end(true, carriedWarmUp, 0.5)
+				case "aside":
+					s.end(true, carriedAside, 0.5)
+				case "aside ok", "aside fail":
+					s.aside(st.event == "aside ok", at(st.at), 0.5)
 				}
 				if st.wantDue < 0 {
 					assert.True(t, s.due.IsZero(), "step %d (%s): got due at %v, want nothing due", i, st.event, s.due.Sub(t0))
