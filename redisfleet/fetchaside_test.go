@@ -2,8 +2,10 @@ package redisfleet_test
 
 import (
 	"context"
+	"errors"
 	"net"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -73,4 +75,59 @@ func TestFailureDoesNotWaitBehindAFetch(t *testing.T) {
 	waitFor(t, "the failure's answer, with the fetch still in flight", func() bool {
 		return f.Look("api.test", "methodConfig[0]").Spent
 	})
+}
+
+// fetchFailure fails the first round trip made of fetches alone, and
+// counts the warm-ups (the pipelines that load the scripts) and the
+// round trips of fetches that went through.
+type fetchFailure struct {
+	fetches, passed, warmUps atomic.Int32
+}
+
+func (h *fetchFailure) DialHook(next redis.DialHook) redis.DialHook { return next }
+
+func (h *fetchFailure) ProcessHook(next redis.ProcessHook) redis.ProcessHook { return next }
+
+func (h *fetchFailure) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
+	return func(ctx context.Context, cs []redis.Cmder) error {
+		for _, c := range cs {
+			switch c.Name() {
+			case "script":
+				h.warmUps.Add(1)
+				return next(ctx, cs)
+			case "hgetall":
+			default:
+				return next(ctx, cs)
+			}
+		}
+		if h.fetches.Add(1) == 1 {
+			err := errors.New("i/o timeout")
+			for _, c := range cs {
+				c.SetErr(err)
+			}
+			return err
+		}
+		h.passed.Add(1)
+		return next(ctx, cs)
+	}
+}
+
+// A round trip of fetches that the store did not take is followed by a
+// warm-up, as one of the flusher's own is: a server may have gone, and
+// on a Cluster the warm-up reads the slot map anew.
+func TestFailedFetchesWarmUpAgain(t *testing.T) {
+	store := miniStore(t)
+	c := redis.NewClient(&redis.Options{Addr: store.Addr(), ContextTimeoutEnabled: true, MaxRetries: -1})
+	h := &fetchFailure{}
+	c.AddHook(h)
+	f := redisfleet.New(c, redisfleet.Options{Prefix: "warm:", FlushInterval: 10 * time.Millisecond})
+	t.Cleanup(func() {
+		require.NoError(t, f.Close())
+		_ = c.Close()
+	})
+	waitFor(t, "the warm-up", func() bool { return f.Stats().Flushes > 0 })
+	require.EqualValues(t, 1, h.warmUps.Load())
+	f.Look("api.test", "r") // met: its holds are fetched, and the fetch fails
+	waitFor(t, "the fetch tried again and answered", func() bool { return h.passed.Load() > 0 })
+	require.Greater(t, h.warmUps.Load(), int32(1), "got no warm-up after the failed fetch")
 }

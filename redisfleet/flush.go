@@ -37,6 +37,13 @@ func (f *Fleet) flusher() {
 			ok, what := f.flush(&b)
 			s.end(ok, what, rand.Float64())
 		case ok := <-f.fetched:
+			if !ok {
+				// As after a round trip of the flusher's own whose work
+				// the store did not all take: a server may have gone,
+				// and another taken its place (on a Cluster, the warm-up
+				// reads the slot map anew).
+				b.warm, b.warmAfter, b.failing = false, time.Time{}, true
+			}
 			s.aside(ok, time.Now(), rand.Float64())
 		}
 	}
@@ -103,11 +110,11 @@ func (f *Fleet) flush(b *batch) (ok bool, what carried) {
 	start := time.Now()
 	warming := !b.warm && !start.Before(b.warmAfter)
 	if !warming && len(b.items) == 0 {
-		return true, carriedFetches
+		return true, carriedNothing
 	}
 	if !warming && !b.urgent() {
 		f.fetchAside(b)
-		return true, carriedAside
+		return true, carriedNothing
 	}
 	var t tally
 	warm := answered
@@ -210,11 +217,13 @@ func (f *Fleet) fetchAside(b *batch) {
 		start := time.Now()
 		f.send(aside, &t)
 		f.record(t, time.Since(start))
-		f.fetching.Store(false)
+		// The flag is cleared once the flusher has the result, so that
+		// no other round trip of fetches starts, and ends, before it.
 		select {
 		case f.fetched <- t.itemsMissed == 0:
-		default: // the flusher has not taken the last one: a Close is under way
+		case <-f.stop:
 		}
+		f.fetching.Store(false)
 	}()
 }
 

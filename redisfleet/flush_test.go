@@ -122,7 +122,7 @@ func TestWarmUpAloneRunsAlone(t *testing.T) {
 		{"a warm-up alone", false, false, []string{scripts}, carriedWarmUp},
 		{"a warm-up beside work", false, true, []string{work, scripts}, carriedUrgent},
 		{"work alone", true, true, []string{work}, carriedUrgent},
-		{"nothing", true, false, nil, carriedFetches},
+		{"nothing", true, false, nil, carriedNothing},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

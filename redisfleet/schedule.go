@@ -70,9 +70,10 @@ const (
 	// scripts. Nothing before it counts either: a member's first
 	// failure, often just after its start, goes at once.
 	carriedWarmUp
-	// carriedAside: fetches alone, sent on a goroutine of their own (see
-	// Fleet.fetchAside), whose end aside reports. It does not count.
-	carriedAside
+	// carriedNothing: nothing on the flusher's own round trip; fetches,
+	// if any, went on one of their own (see Fleet.fetchAside), whose end
+	// aside reports. It does not count, and says nothing of the store.
+	carriedNothing
 )
 
 // end records how the round trip that started last, carrying what, went.
@@ -80,7 +81,7 @@ const (
 // grows; rnd, in [0, 1), jitters it so that members do not return in
 // step. An answer resets the backoff.
 func (s *schedule) end(ok bool, what carried, rnd float64) {
-	if what == carriedAside {
+	if what == carriedNothing {
 		s.last = s.prev
 		return
 	}
@@ -100,13 +101,13 @@ func (s *schedule) end(ok bool, what carried, rnd float64) {
 }
 
 // aside records the end, at now, of a round trip of fetches sent aside
-// (carriedAside). An answer resets the backoff, as end does, and the
-// fetches of the hosts met meanwhile are due after the interval. A
-// failure grows the backoff, and the fetches are tried again once it has
-// passed.
+// (see carriedNothing). An answer leaves the backoff as it is: it says
+// nothing of the servers the flusher's own work goes to (a Ring's other
+// shard, a Cluster's other primary); the fetches of the hosts met
+// meanwhile are due after the interval. A failure grows the backoff, and
+// the fetches are tried again once it has passed.
 func (s *schedule) aside(ok bool, now time.Time, rnd float64) {
 	if ok {
-		s.fails, s.backoff = 0, 0
 		s.work(now, false)
 		return
 	}

@@ -16,7 +16,8 @@ func TestSchedule(t *testing.T) {
 		// "urgent", "wake", "start", "ok", "fail", and the answers to a
 		// round trip of fetches alone ("fetched") and to the warm-up
 		// ("warm"); a round trip of fetches sent aside ("aside"), and
-		// how it went ("aside ok", "aside fail").
+		// how it went ("aside ok", "aside fail"); a round trip with
+		// nothing to send ("nothing").
 		event   string
 		at      int // ms after t0
 		wantDue int // ms after t0; -1: nothing due
@@ -83,6 +84,17 @@ func TestSchedule(t *testing.T) {
 			{"aside fail", 260, 460}, // twice as long
 			{"urgent", 270, 270},     // a failure goes at once all the same
 		}},
+		{"a round trip with nothing to send leaves the backoff as it is", []step{
+			{"wake", 0, 100}, {"start", 100, -1}, {"aside", 100, -1},
+			{"aside fail", 150, 250}, {"start", 250, -1}, {"aside", 250, -1},
+			{"aside fail", 260, 460},
+			{"wake", 270, 370}, {"start", 370, -1}, {"nothing", 370, -1}, // the fetches still in flight
+			{"aside fail", 380, 780}, // the third failure in a row: 400 ms
+		}},
+		{"fetches answered aside leave the backoff as it is", []step{
+			{"start", 0, -1}, {"fail", 0, 100}, {"start", 100, -1}, {"fail", 100, 300},
+			{"aside ok", 150, 300}, // the urgent work still waits out its backoff
+		}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -101,8 +113,8 @@ func TestSchedule(t *testing.T) {
 					s.end(true, carriedFetches, 0.5)
 				case "warm":
 					s.end(true, carriedWarmUp, 0.5)
-				case "aside":
-					s.end(true, carriedAside, 0.5)
+				case "aside", "nothing":
+					s.end(true, carriedNothing, 0.5)
 				case "aside ok", "aside fail":
 					s.aside(st.event == "aside ok", at(st.at), 0.5)
 				}
