@@ -30,12 +30,14 @@ type host struct {
 	// admit is the host's concurrency limit, made on the first attempt
 	// under a policy with admission; nil otherwise.
 	admit atomic.Pointer[admission]
-	// asking is the rate at which its requests and their further
-	// attempts ask to go, sent or not: a pace whose rate is far above it
-	// no longer holds them back. sending is the rate at which attempts
-	// went (sentN of them so far), which a throttle cuts from: under a
-	// pace that held many back, the two differ. serving is the rate it
-	// answers them without a throttle (served so far).
+	// asking is the rate at which it is asked for: its requests, sent or
+	// not, and the further attempts that started (see asked); a pace
+	// whose rate is far above it no longer holds them back. sending is
+	// the rate at which attempts went (sentN of them so far), which a
+	// throttle cuts from: under a hold or a pace that kept many back,
+	// the two differ. Both roll as attempts go, so that a window may
+	// span a hold. serving is the rate it answers them without a
+	// throttle (served so far).
 	asking   meter
 	sending  meter
 	sentN    atomic.Uint64

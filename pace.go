@@ -174,11 +174,15 @@ func (p *paced) burst(rate float64, now time.Time) float64 {
 }
 
 // lifted reports whether p is over at now: no r per t of the fields is
-// in force, no send slot is taken more than paceBooked ahead, and, with
-// no throttle for paceQuiet (or none ever), its rate grew past paceLift
-// times asked, the rate the host's callers ask for, or (for callers that
-// always send as fast as the pace lets them) past paceLift times the
-// rate that was throttled, twice.
+// in force, and, with no throttle for paceQuiet (or none ever), its rate
+// grew past paceLift times asked, the rate the host's callers ask for,
+// or (for callers that always send as fast as the pace lets them, and so
+// long as no send slot is taken more than paceBooked ahead) past
+// paceLift times the rate that was throttled, twice. Slots taken that
+// far ahead were taken at a rate since outgrown: the callers still wait
+// for them, however high the rate now is. They do not keep a pace whose
+// callers ask for far less than it lets go, though: those are slots of
+// callers that gave up, which nothing gives back.
 func (p *paced) lifted(now time.Time, asked float64) bool {
 	if p.limit == 0 && p.fieldsRate(now) > 0 {
 		return false
@@ -187,10 +191,11 @@ func (p *paced) lifted(now time.Time, asked float64) bool {
 	if rate == 0 {
 		return true
 	}
-	if p.next.Sub(now) > paceBooked {
+	if now.Sub(p.throttled) < paceQuiet {
 		return false
 	}
-	return now.Sub(p.throttled) >= paceQuiet && (rate > paceLift*max(asked, paceFloor) || p.wmax > 0 && rate > 2*paceLift*p.wmax)
+	return rate > paceLift*max(asked, paceFloor) ||
+		p.wmax > 0 && rate > 2*paceLift*p.wmax && p.next.Sub(now) <= paceBooked
 }
 
 // paces are the paces of one host, one per rule. The common case, a host

@@ -167,19 +167,27 @@ func TestPaceLifts(t *testing.T) {
 
 // A pace whose send slots are taken more than a second ahead still holds
 // requests back, however high its rate grew since: those slots were
-// taken at a lower rate, and go at it. It is not lifted until the
-// schedule has caught up.
+// taken at a lower rate, and go at it. While its callers still ask for
+// about as much as it lets go, it is not lifted until the schedule has
+// caught up; once they ask for far less (they gave up, and nothing gives
+// their slots back), it is.
 func TestPaceWithSlotsTakenAheadStays(t *testing.T) {
 	now := time.Now()
 	var ps paces
 	ps.throttle("r", now, now, 100, 0, time.Time{})
 	later := now.Add(20 * time.Second) // the cubic has grown far past the plateau
 	p := &ps.list[0]
-	p.next = later.Add(2 * time.Second) // callers waiting up to their deadlines took slots that far ahead
-	require.Greater(t, p.rateAt(later), 2*paceLift*p.wmax, "the rate grew past twice the lift")
-	assert.NotZero(t, ps.get("r", later, 10).rate, "slots taken 2 s ahead: still paced")
+	rate := p.rateAt(later)
+	require.Greater(t, rate, 2*paceLift*p.wmax, "the rate grew past twice the lift")
+	asked := rate // callers waiting up to their deadlines took slots that far ahead
+	p.next = later.Add(2 * time.Second)
+	assert.NotZero(t, ps.get("r", later, asked).rate, "slots taken 2 s ahead: still paced")
 	p.next = later.Add(paceBooked / 2)
-	assert.Zero(t, ps.get("r", later, 10).rate, "caught up: lifted")
+	assert.Zero(t, ps.get("r", later, asked).rate, "caught up: lifted")
+
+	ps.throttle("r", now, now, 100, 0, time.Time{})
+	ps.list[0].next = later.Add(time.Minute)
+	assert.Zero(t, ps.get("r", later, 1).rate, "its callers gone: lifted, whatever slots they took")
 }
 
 // The fields' rate is smoothed over answers, so that one answer moves it

@@ -144,7 +144,7 @@ func (ps *paces) fields(rule string, now, sent time.Time, q quota, rate float64)
 // before the last step. While r stands at the top the fall reads
 // nothing (the quota refilled past it): the rate grows by paceGrow a
 // second. A fall of the rate starts the schedule of slots again at once.
-func (p *paced) steer(now, sent time.Time, r float64, t time.Duration, sending float64) {
+func (p *paced) steer(now, sent time.Time, r float64, t time.Duration, asked float64) {
 	p.top = max(p.top, r)
 	if p.quota == 0 { // paced by a throttle until now: its rate
 		p.quota = min(max(p.rateAt(now), paceFloor), p.limit)
@@ -172,10 +172,10 @@ func (p *paced) steer(now, sent time.Time, r float64, t time.Duration, sending f
 	if r >= p.top && r >= p.level {
 		f = max(f, 1+paceGrow*dt)
 	}
-	// A rate far above what the key sends does not hold it back, and
-	// scaled would not lower its spend: it is scaled from paceLift times
-	// the rate sent, at most.
-	rate := min(max(min(p.quota, paceLift*sending)*f, paceFloor), p.limit)
+	// A rate far above what the key's callers ask for does not hold them
+	// back, and scaled would not lower their spend: it is scaled from
+	// paceLift times the rate asked, at most.
+	rate := min(max(min(p.quota, paceLift*asked)*f, paceFloor), p.limit)
 	if rate < p.quota {
 		p.cut, p.next = now, now
 	}
