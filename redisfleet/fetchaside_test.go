@@ -15,31 +15,43 @@ import (
 	"github.com/retryhttp/retryhttp/redisfleet"
 )
 
-// fetchStall holds every round trip made of fetches alone (HGETALLs)
-// until released, or until its context ends, and says when one began.
-type fetchStall struct {
-	began   chan struct{}
-	release chan struct{}
-	once    sync.Once
+// pipelineHook is a go-redis hook that acts on pipelines alone.
+type pipelineHook func(next redis.ProcessPipelineHook) redis.ProcessPipelineHook
+
+func (h pipelineHook) DialHook(next redis.DialHook) redis.DialHook { return next }
+
+func (h pipelineHook) ProcessHook(next redis.ProcessHook) redis.ProcessHook { return next }
+
+func (h pipelineHook) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
+	return h(next)
 }
 
-func (h *fetchStall) DialHook(next redis.DialHook) redis.DialHook { return next }
+// fetchesAlone reports whether a pipeline is a round trip of fetches
+// alone (HGETALLs).
+func fetchesAlone(cs []redis.Cmder) bool {
+	for _, c := range cs {
+		if c.Name() != "hgetall" {
+			return false
+		}
+	}
+	return true
+}
 
-func (h *fetchStall) ProcessHook(next redis.ProcessHook) redis.ProcessHook { return next }
-
-func (h *fetchStall) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
-	return func(ctx context.Context, cs []redis.Cmder) error {
-		for _, c := range cs {
-			if c.Name() != "hgetall" {
-				return next(ctx, cs)
+// fetchStall holds every round trip of fetches alone until release is
+// closed, or its context ends, and closes began when the first starts.
+func fetchStall(began, release chan struct{}) pipelineHook {
+	var once sync.Once
+	return func(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
+		return func(ctx context.Context, cs []redis.Cmder) error {
+			if fetchesAlone(cs) {
+				once.Do(func() { close(began) })
+				select {
+				case <-release:
+				case <-ctx.Done():
+				}
 			}
+			return next(ctx, cs)
 		}
-		h.once.Do(func() { close(h.began) })
-		select {
-		case <-h.release:
-		case <-ctx.Done():
-		}
-		return next(ctx, cs)
 	}
 }
 
@@ -55,11 +67,11 @@ func TestFailureDoesNotWaitBehindAFetch(t *testing.T) {
 		Dialer: func(ctx context.Context, network, addr string) (net.Conn, error) {
 			return (&net.Dialer{Timeout: time.Second}).DialContext(ctx, network, addr)
 		}})
-	stall := &fetchStall{began: make(chan struct{}), release: make(chan struct{})}
-	c.AddHook(stall)
+	began, release := make(chan struct{}), make(chan struct{})
+	c.AddHook(fetchStall(began, release))
 	f := redisfleet.New(c, redisfleet.Options{Prefix: "aside:", FlushInterval: 10 * time.Millisecond, Timeout: time.Hour})
 	t.Cleanup(func() {
-		close(stall.release)
+		close(release)
 		require.NoError(t, f.Close())
 		_ = c.Close()
 	})
@@ -67,7 +79,7 @@ func TestFailureDoesNotWaitBehindAFetch(t *testing.T) {
 
 	require.False(t, f.Look("api.test", "methodConfig[0]").Spent, "met: its holds are fetched")
 	select {
-	case <-stall.began:
+	case <-began:
 	case <-time.After(eventually):
 		t.Fatal("the fetch of the host met never went")
 	}
@@ -77,38 +89,31 @@ func TestFailureDoesNotWaitBehindAFetch(t *testing.T) {
 	})
 }
 
-// fetchFailure fails the first round trip made of fetches alone, and
-// counts the warm-ups (the pipelines that load the scripts) and the
-// round trips of fetches that went through.
+// fetchFailure fails the first round trip of fetches alone, and counts
+// the warm-ups (the pipelines that load the scripts) and the round trips
+// of fetches that went through.
 type fetchFailure struct {
 	fetches, passed, warmUps atomic.Int32
 }
 
-func (h *fetchFailure) DialHook(next redis.DialHook) redis.DialHook { return next }
-
-func (h *fetchFailure) ProcessHook(next redis.ProcessHook) redis.ProcessHook { return next }
-
-func (h *fetchFailure) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
-	return func(ctx context.Context, cs []redis.Cmder) error {
-		for _, c := range cs {
-			switch c.Name() {
-			case "script":
+func (h *fetchFailure) hook() pipelineHook {
+	return func(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
+		return func(ctx context.Context, cs []redis.Cmder) error {
+			switch {
+			case len(cs) > 0 && cs[0].Name() == "script":
 				h.warmUps.Add(1)
-				return next(ctx, cs)
-			case "hgetall":
+			case !fetchesAlone(cs):
+			case h.fetches.Add(1) == 1:
+				err := errors.New("i/o timeout")
+				for _, c := range cs {
+					c.SetErr(err)
+				}
+				return err
 			default:
-				return next(ctx, cs)
+				h.passed.Add(1)
 			}
+			return next(ctx, cs)
 		}
-		if h.fetches.Add(1) == 1 {
-			err := errors.New("i/o timeout")
-			for _, c := range cs {
-				c.SetErr(err)
-			}
-			return err
-		}
-		h.passed.Add(1)
-		return next(ctx, cs)
 	}
 }
 
@@ -119,7 +124,7 @@ func TestFailedFetchesWarmUpAgain(t *testing.T) {
 	store := miniStore(t)
 	c := redis.NewClient(&redis.Options{Addr: store.Addr(), ContextTimeoutEnabled: true, MaxRetries: -1})
 	h := &fetchFailure{}
-	c.AddHook(h)
+	c.AddHook(h.hook())
 	f := redisfleet.New(c, redisfleet.Options{Prefix: "warm:", FlushInterval: 10 * time.Millisecond})
 	t.Cleanup(func() {
 		require.NoError(t, f.Close())
