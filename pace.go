@@ -68,8 +68,9 @@ const (
 	paceServed = 3
 	paceLift   = 1.5
 	// paceBooked is how far ahead the send slots may be taken for a pace
-	// to be lifted: slots taken further ahead were taken at a rate since
-	// outgrown, and hold requests back whatever the rate now says.
+	// that its callers fill to be lifted: slots taken further ahead were
+	// taken at a rate since outgrown, and hold requests back whatever
+	// the rate now says (see lifted).
 	paceBooked = time.Second
 	paceQuiet  = 2 * time.Second
 	// paceFloor is the least rate a throttle cuts to, so that a host
@@ -305,16 +306,16 @@ func (ps *paces) answered(rule string, now time.Time, latency time.Duration, ok 
 // throttle cuts rule's pace for a throttle at now of an attempt sent at
 // sent (or that took its send slot then), rate being the rate at which
 // the host was sent attempts (not the rate asked for: requests a hold
-// kept back never reached it) and served the rate it answered
-// without a throttle in the last second; held is when the hold the throttle set ends (now or earlier:
-// none). The rate is cut to paceBeta of the rate it was sent at, the
-// lower of its pace and rate, and grows back to a plateau: paceMeasured
-// of what the host served since the last cut, per second it was not
-// held, when that was measured, else paceTarget of the rate throttled.
-// A throttle of an attempt sent before the last cut is already answered
-// for by it: one cut per round of attempts, not one per attempt in
-// flight. The schedule of slots starts again from now, at the new rate:
-// slots taken before the cut are taken anew.
+// kept back never reached it) and served the rate it answered without a
+// throttle in the last second; held is when the hold the throttle set
+// ends (now or earlier: none). The rate is cut to paceBeta of the rate
+// it was sent at, the lower of its pace and rate, and grows back to a
+// plateau: paceMeasured of what the host served since the last cut, per
+// second it was not held, when that was measured, else paceTarget of the
+// rate throttled. A throttle of an attempt sent before the last cut is
+// already answered for by it: one cut per round of attempts, not one per
+// attempt in flight. The schedule of slots starts again from now, at the
+// new rate: slots taken before the cut are taken anew.
 func (ps *paces) throttle(rule string, now, sent time.Time, rate, served float64, held time.Time) {
 	ps.mu.Lock()
 	defer ps.mu.Unlock()
