@@ -57,9 +57,10 @@ type carried uint8
 const (
 	// carriedUrgent: deltas or holds. It counts.
 	carriedUrgent carried = iota
-	// carriedFetches: fetches of the holds of hosts met, or nothing.
-	// It does not count: urgent work after it goes as soon as the
-	// round trip before it allows. A member's first failure on a host
+	// carriedFetches: fetches of the holds of hosts met, alone beside a
+	// warm-up (without one they go aside: carriedNothing). It does not
+	// count: urgent work after it goes as soon as the round trip before
+	// it allows. A member's first failure on a host
 	// often comes just after the fetch of that host's holds; kept
 	// waiting out the interval, it would reach the store after the
 	// member's own retry had asked the fleet. Fetches still wait the
