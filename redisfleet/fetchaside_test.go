@@ -90,10 +90,10 @@ func TestFailureDoesNotWaitBehindAFetch(t *testing.T) {
 }
 
 // fetchFailure fails the first round trip of fetches alone, and counts
-// the warm-ups (the pipelines that load the scripts) and the round trips
-// of fetches that went through.
+// the pipelines that load the scripts (two to a warm-up, on a single
+// server) and the round trips of fetches that went through.
 type fetchFailure struct {
-	fetches, passed, warmUps atomic.Int32
+	fetches, passed, loads atomic.Int32
 }
 
 func (h *fetchFailure) hook() pipelineHook {
@@ -101,7 +101,7 @@ func (h *fetchFailure) hook() pipelineHook {
 		return func(ctx context.Context, cs []redis.Cmder) error {
 			switch {
 			case len(cs) > 0 && cs[0].Name() == "script":
-				h.warmUps.Add(1)
+				h.loads.Add(1)
 			case !fetchesAlone(cs):
 			case h.fetches.Add(1) == 1:
 				err := errors.New("i/o timeout")
@@ -131,8 +131,41 @@ func TestFailedFetchesWarmUpAgain(t *testing.T) {
 		_ = c.Close()
 	})
 	waitFor(t, "the warm-up", func() bool { return f.Stats().Flushes > 0 })
-	require.EqualValues(t, 1, h.warmUps.Load())
+	require.EqualValues(t, 2, h.loads.Load(), "one warm-up")
 	f.Look("api.test", "r") // met: its holds are fetched, and the fetch fails
 	waitFor(t, "the fetch tried again and answered", func() bool { return h.passed.Load() > 0 })
-	require.Greater(t, h.warmUps.Load(), int32(1), "got no warm-up after the failed fetch")
+	// The fetch tried again goes beside the warm-up, which may reach
+	// the store after it.
+	waitFor(t, "a warm-up after the failed fetch", func() bool { return h.loads.Load() > 2 })
+}
+
+// A failure reported while a round trip of fetches is in flight goes on
+// a connection the warm-up opened: it dials none, with the handshakes
+// that takes, in the middle of the outage it reports.
+func TestFailureDuringFetchesDialsNothing(t *testing.T) {
+	s := startRedis(t)
+	p := startProxy(t, s.addr, 200*time.Millisecond) // each round trip in flight that long
+	c := redis.NewClient(&redis.Options{Addr: p.Addr(), ContextTimeoutEnabled: true, MaxRetries: -1})
+	began, released := make(chan struct{}), make(chan struct{})
+	close(released)
+	c.AddHook(fetchStall(began, released))
+	f := redisfleet.New(c, redisfleet.Options{Prefix: "dial:", FlushInterval: 10 * time.Millisecond})
+	t.Cleanup(func() {
+		require.NoError(t, f.Close())
+		_ = c.Close()
+	})
+	subscribed(t, f)
+	waitFor(t, "the warm-up", func() bool { return f.Stats().Flushes > 0 })
+	warm := p.Accepted()
+
+	f.Look(host, "methodConfig[0]") // met: its holds are fetched
+	select {
+	case <-began:
+	case <-time.After(eventually):
+		t.Fatal("the fetch of the host met never went")
+	}
+	before := f.Stats().Flushes
+	f.Report(host, failure)
+	waitFor(t, "the fetch's and the failure's round trips", func() bool { return f.Stats().Flushes >= before+2 })
+	require.Equal(t, warm, p.Accepted(), "got %d connections, want the %d the warm-up and the listener opened", p.Accepted(), warm)
 }

@@ -129,7 +129,7 @@ func (f *Fleet) flush(b *batch) (ok bool, what carried) {
 	case warming:
 		// A warm-up alone (at the start, or again while the store
 		// fails) has no work to overlap: it runs on the flusher, with
-		// no goroutine, no empty pipeline and no slot watcher for one.
+		// no empty pipeline and no slot watcher for one.
 		warm = f.warmUp()
 	default:
 		f.send(b, &t)

@@ -108,8 +108,8 @@ func (p recordedPipe) Exec(ctx context.Context) ([]redis.Cmder, error) {
 
 // TestWarmUpAloneRunsAlone checks what a round trip sends with and
 // without a warm-up and work: a warm-up with nothing else to send is
-// one pipeline, the scripts', with no pipeline of work beside it,
-// empty; with work, both go.
+// the scripts' pipelines alone (two, which leave two connections open),
+// with no pipeline of work beside them, empty; with work, all go.
 func TestWarmUpAloneRunsAlone(t *testing.T) {
 	const scripts, work = "script, script", "evalsha, hgetall" // the failure, and the fetch of its new host
 	tests := []struct {
@@ -119,8 +119,8 @@ func TestWarmUpAloneRunsAlone(t *testing.T) {
 		want     []string
 		wantWhat carried
 	}{
-		{"a warm-up alone", false, false, []string{scripts}, carriedWarmUp},
-		{"a warm-up beside work", false, true, []string{work, scripts}, carriedUrgent},
+		{"a warm-up alone", false, false, []string{scripts, scripts}, carriedWarmUp},
+		{"a warm-up beside work", false, true, []string{work, scripts, scripts}, carriedUrgent},
 		{"work alone", true, true, []string{work}, carriedUrgent},
 		{"nothing", true, false, nil, carriedNothing},
 	}

@@ -18,11 +18,11 @@ import (
 
 // warmUp loads the scripts into every server that serves keys: each
 // primary of a Cluster, each live shard of a Ring, the one server
-// otherwise. It does so through each server's own pipeline, whose
+// otherwise. It does so through each server's own pipelines, whose
 // connections are the ones the flushes' pipelines take (a connection
 // opened by a plain command is not one they reuse): a member's first
 // flush, often during an outage of the HTTP server, finds the scripts
-// and an open connection on whichever server holds the host's keys. On
+// and open connections on whichever server holds the host's keys. On
 // a Cluster it reads the slot map anew first (ForEachMaster does), so
 // that a warm-up after failed round trips finds a promoted replica. It
 // returns the worst answer.
@@ -62,9 +62,23 @@ func eachServer(ctx context.Context, forEach func(context.Context, func(context.
 	return worst
 }
 
-// loadScripts loads both scripts into the server c talks to, in one
-// pipeline, and returns the worst answer.
+// loadScripts loads both scripts into the server c talks to, through
+// two pipelines at once, and returns the worst answer. The two leave two
+// connections open to the server: one for the flusher's round trips, one
+// for a round trip of fetches aside (see Fleet.fetchAside), so that a
+// failure reported while the fetches are in flight finds a connection
+// open rather than dialing one, with the handshakes that takes, in the
+// middle of the outage it reports (a thousand members dialing at once
+// slowed the store's answers past their retries' backoffs).
 func loadScripts(ctx context.Context, c redis.Cmdable) answer {
+	other := make(chan answer, 1)
+	go func() { other <- loadScriptsOnce(ctx, c) }()
+	return max(loadScriptsOnce(ctx, c), <-other)
+}
+
+// loadScriptsOnce loads both scripts into the server c talks to, in one
+// pipeline, and returns the worst answer.
+func loadScriptsOnce(ctx context.Context, c redis.Cmdable) answer {
 	pipe := c.Pipeline()
 	cmds := [...]*redis.StringCmd{pipe.ScriptLoad(ctx, budgetLua), pipe.ScriptLoad(ctx, holdLua)}
 	_, err := pipe.Exec(ctx)
