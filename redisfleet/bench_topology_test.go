@@ -23,7 +23,8 @@ var topologySizes = []int{10, 100, 1000}
 // members' Fleets over a Redis Cluster of three primaries, each with a
 // replica, and over a Ring of two shards, each member with its own
 // ClusterClient or Ring: once for each primary and each shard, with the
-// host's keys on it (the Prefix chosen so), since each server is warmed
+// host's budget key on it (the Prefix chosen so; the hold key and the
+// channel fall where their names put them), since each server is warmed
 // up, and reached, on its own.
 //
 //	go test -run XXX -bench FleetTopologies -benchtime 1x .
