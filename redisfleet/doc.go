@@ -132,10 +132,13 @@
 // The warm-up, at the start and after a round trip whose work did not
 // all go through, loads the scripts into every server that serves keys
 // (each primary of a Cluster, each live shard of a Ring), through that
-// server's own pipeline, so the connection it opens is the one the
+// server's own pipelines, so the connections it opens are the ones the
 // flushes reuse: a member's first flush during an outage of the HTTP
 // server does not wait to dial the store, whichever server holds the
-// host's keys.
+// host's keys. It opens two to each server, one for the flusher's round
+// trips and one for a round trip of fetches aside, so that a failure
+// reported while fetches are in flight does not dial either: a member
+// keeps two connections to each server, and one for its subscription.
 //
 // A Cluster failover: while the primary of a host's slot is dead, its
 // round trips fail (the rest of the fleet's work goes through), and
