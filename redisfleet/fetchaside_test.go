@@ -90,9 +90,8 @@ func TestFailureDoesNotWaitBehindAFetch(t *testing.T) {
 }
 
 // fetchFailure fails the first round trip of fetches alone, and counts
-// the pipelines that load the scripts (three to a warm-up the store
-// answers, on a single server) and the round trips of fetches that went
-// through.
+// the pipelines that load the scripts (two or more to a warm-up) and
+// the round trips of fetches that went through.
 type fetchFailure struct {
 	fetches, passed, loads atomic.Int32
 }
@@ -132,12 +131,13 @@ func TestFailedFetchesWarmUpAgain(t *testing.T) {
 		_ = c.Close()
 	})
 	waitFor(t, "the warm-up", func() bool { return f.Stats().Flushes > 0 })
-	require.EqualValues(t, 3, h.loads.Load(), "one warm-up")
+	warmUp := h.loads.Load()
+	require.GreaterOrEqual(t, warmUp, int32(2), "got the warm-up's pipelines")
 	f.Look("api.test", "r") // met: its holds are fetched, and the fetch fails
 	waitFor(t, "the fetch tried again and answered", func() bool { return h.passed.Load() > 0 })
 	// The fetch tried again goes beside the warm-up, which may reach
 	// the store after it.
-	waitFor(t, "a warm-up after the failed fetch", func() bool { return h.loads.Load() > 3 })
+	waitFor(t, "a warm-up after the failed fetch", func() bool { return h.loads.Load() > warmUp })
 }
 
 // A failure reported while a round trip of fetches is in flight goes on

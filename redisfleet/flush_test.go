@@ -108,10 +108,9 @@ func (p recordedPipe) Exec(ctx context.Context) ([]redis.Cmder, error) {
 
 // TestWarmUpAloneRunsAlone checks what a round trip sends with and
 // without a warm-up and work: a warm-up with nothing else to send is
-// the scripts' pipelines alone (one, then two at once unless two
-// connections are open already: the kinds are compared, not the
-// count), with no pipeline of work beside them, empty; with work, both
-// kinds go.
+// the scripts' pipelines alone (two at once, and two more when they
+// left one connection: the kinds are compared, not the count), with no
+// pipeline of work beside them, empty; with work, both kinds go.
 func TestWarmUpAloneRunsAlone(t *testing.T) {
 	const scripts, work = "script, script", "evalsha, hgetall" // the failure, and the fetch of its new host
 	tests := []struct {

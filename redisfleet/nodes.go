@@ -31,24 +31,23 @@ func (f *Fleet) warmUp() answer {
 	defer cancel()
 	switch c := f.client.(type) {
 	case *redis.ClusterClient:
-		return eachServer(ctx, c.ForEachMaster, f.loadScripts)
+		return eachServer(ctx, c.ForEachMaster)
 	case *redis.Ring:
 		if c.Len() == 0 { // every shard down: none to warm
 			return unanswered
 		}
-		return eachServer(ctx, c.ForEachShard, f.loadScripts)
+		return eachServer(ctx, c.ForEachShard)
 	}
-	return f.loadScripts(ctx, f.client)
+	return loadScripts(ctx, f.client)
 }
 
-// eachServer loads the scripts, by load, into every server forEach calls its
+// eachServer loads the scripts into every server forEach calls its
 // function with, at once, and returns the worst answer.
-func eachServer(ctx context.Context, forEach func(context.Context, func(context.Context, *redis.Client) error) error,
-	load func(context.Context, redis.Cmdable) answer) answer {
+func eachServer(ctx context.Context, forEach func(context.Context, func(context.Context, *redis.Client) error) error) answer {
 	var mu sync.Mutex // guards worst: forEach calls its function concurrently
 	worst := answered
 	err := forEach(ctx, func(ctx context.Context, c *redis.Client) error {
-		a := load(ctx, c)
+		a := loadScripts(ctx, c)
 		mu.Lock()
 		defer mu.Unlock()
 		worst = max(worst, a)
@@ -63,53 +62,45 @@ func eachServer(ctx context.Context, forEach func(context.Context, func(context.
 	return worst
 }
 
-// loadScripts loads both scripts into the server c talks to, and
-// returns the answer. Once the server has answered, it opens a second
-// connection to it (see openSpare). It is opened only once the server
-// answers, so that a warm-up against a store that is down dials once,
-// not twice, and under a deadline of its own, as the first dial may have
-// spent most of ctx's. It is worth having, not needed: how it went is
-// not the warm-up's answer.
-func (f *Fleet) loadScripts(ctx context.Context, c redis.Cmdable) answer {
-	a := loadScriptsOnce(ctx, c)
-	if a == answered {
-		ctx, cancel := context.WithTimeout(f.ctx, f.opts.Timeout)
-		defer cancel()
-		openSpare(ctx, c)
+// loadScripts loads both scripts into the server c talks to, by two
+// pipelines at once, and returns the better answer: the scripts are
+// loaded when either went through. The two leave two connections open
+// to the server: one for the flusher's round trips, one for a round trip
+// of fetches aside (see Fleet.fetchAside), so that a failure reported
+// while the fetches are in flight finds a connection open rather than
+// dialing one, with the handshakes that takes, in the middle of the
+// outage it reports (a thousand members dialing at once slowed the
+// store's answers past their retries' backoffs). From an empty pool, as
+// at the start, both dial, and so overlap. A pool that holds one
+// connection already (a warm-up after failed round trips) may see the
+// two run one after the other on it, when one's goroutine starts late:
+// the pool is then checked, and the pair tried again, pairTries times in
+// all at most. (Opening the second connection only once a first load
+// had been answered, so that a warm-up against a store that is down
+// dialed once rather than twice, left a third to half of a thousand
+// members starting at once with one connection: on two busy cores the
+// second of each pair asked for its connection after the first had
+// given it back, every try.)
+func loadScripts(ctx context.Context, c redis.Cmdable) answer {
+	a := loadPair(ctx, c)
+	for try := 1; try < pairTries && a == answered; try++ {
+		if n := pipelineConns(c); n < 0 || n >= 2 {
+			break
+		}
+		loadPair(ctx, c)
 	}
 	return a
 }
 
-// spareTries bounds the tries of openSpare.
-const spareTries = 3
+// pairTries bounds the pairs of pipelines loadScripts runs.
+const pairTries = 3
 
-// openSpare leaves two connections open in the pool of c's pipelines:
-// one for the flusher's round trips, one for a round trip of fetches
-// aside (see Fleet.fetchAside), so that a failure reported while the
-// fetches are in flight finds a connection open rather than dialing
-// one, with the handshakes that takes, in the middle of the outage it
-// reports (a thousand members dialing at once slowed the store's answers
-// past their retries' backoffs). Two pipelines at once open it: one
-// takes the open connection, the other dials, unless the first ended
-// before the second asked (a goroutine slow to start), so the pool is
-// checked and the pair tried again, a few times at most. A client that
-// does not tell its pool gets one pair.
-func openSpare(ctx context.Context, c redis.Cmdable) {
-	for range spareTries {
-		if pipelineConns(c) >= 2 {
-			return
-		}
-		done := make(chan struct{})
-		go func() {
-			defer close(done)
-			loadScriptsOnce(ctx, c)
-		}()
-		a := loadScriptsOnce(ctx, c)
-		<-done
-		if a != answered || pipelineConns(c) < 0 {
-			return
-		}
-	}
+// loadPair loads both scripts into the server c talks to by two
+// pipelines at once, and returns the better answer.
+func loadPair(ctx context.Context, c redis.Cmdable) answer {
+	other := make(chan answer, 1)
+	go func() { other <- loadScriptsOnce(ctx, c) }()
+	return min(loadScriptsOnce(ctx, c), <-other)
 }
 
 // pipelineConns returns the connections in the pool c's pipelines take

@@ -109,9 +109,9 @@ func assertScriptsLoaded(t *testing.T, admins []*redis.Client) {
 
 // The warm-up leaves two connections open to the server, one for the
 // flushes and one for a round trip of fetches aside, even when the two
-// pipelines meant to open the second ran one after the other (as when
-// one's goroutine is slow to start, and the other ends first): it checks
-// the pool, and tries the pair again.
+// pipelines meant to open them ran one after the other (as when one's
+// goroutine is slow to start, and the other ends first): it checks the
+// pool, and tries the pair again.
 func TestWarmUpOpensASecondConnection(t *testing.T) {
 	s := startRedis(t)
 	p := startProxy(t, s.addr, 50*time.Millisecond) // each round trip that long: a pair overlaps
@@ -121,7 +121,7 @@ func TestWarmUpOpensASecondConnection(t *testing.T) {
 	c.AddHook(pipelineHook(func(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
 		return func(ctx context.Context, cs []redis.Cmder) error {
 			if len(cs) > 0 && cs[0].Name() == "script" {
-				if n := loads.Add(1); n == 2 || n == 3 { // the first pair, one after the other
+				if n := loads.Add(1); n <= 2 { // the first pair, one after the other
 					serial.Lock()
 					defer serial.Unlock()
 				}
@@ -137,5 +137,5 @@ func TestWarmUpOpensASecondConnection(t *testing.T) {
 	subscribed(t, f)
 	waitFor(t, "the warm-up", func() bool { return f.Stats().Flushes > 0 })
 	require.Equal(t, 3, p.Accepted(), "got %d connections, want two for the flushes and the listener's", p.Accepted())
-	require.EqualValues(t, 5, loads.Load(), "want the first load, the pair run one after the other, and the pair again")
+	require.EqualValues(t, 4, loads.Load(), "want the pair run one after the other, and the pair again")
 }
