@@ -138,7 +138,8 @@
 // host's keys. It opens two to each server, one for the flusher's round
 // trips and one for a round trip of fetches aside, so that a failure
 // reported while fetches are in flight does not dial either: a member
-// keeps two connections to each server, and one for its subscription.
+// keeps two connections to each server, and one for its subscription,
+// and while the store is down each warm-up tries two dials.
 //
 // A Cluster failover: while the primary of a host's slot is dead, its
 // round trips fail (the rest of the fleet's work goes through), and
