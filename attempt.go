@@ -55,8 +55,10 @@ var (
 	// errCallDone ends the context of a request that is over.
 	errCallDone = &ownCause{msg: "retryhttp: request done"}
 	// errRequestCanceled is the cause of a request whose caller closed
-	// its Request.Cancel.
-	errRequestCanceled = &ownCause{msg: "retryhttp: request canceled through Request.Cancel"}
+	// its Request.Cancel: http.Client does, on its Timeout, for every
+	// request, so the text says what net/http's own does and names no
+	// field the caller may never have set.
+	errRequestCanceled = &ownCause{msg: "retryhttp: request canceled"}
 	// errSuperseded closes an outcome kept for the caller that a later
 	// one replaced.
 	errSuperseded = &ownCause{msg: "retryhttp: a later answer superseded it"}
