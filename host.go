@@ -279,7 +279,7 @@ func (h *host) read(hs *HostStats, capacity int64, admit *policy.Admission, now 
 		a.fit(admit.Concurrency())
 		hs.ConcurrencyLimit, hs.InFlight = int(a.limitNow.Load()), int(a.inFlightNow.Load())
 	}
-	for _, rate := range h.paces.rates(now) {
+	for _, rate := range h.paces.rates(now, h.askedRate(now)) {
 		if hs.PaceRate == 0 || rate < hs.PaceRate {
 			hs.PaceRate = rate
 		}

@@ -367,17 +367,26 @@ func (ps *paces) clear() {
 	ps.n.Store(0)
 }
 
-// rates returns the rate of each rule paced at now, for Stats.
-func (ps *paces) rates(now time.Time) map[string]float64 {
+// rates returns the rate of each rule paced at now, for Stats; asked is
+// the rate the host's callers ask for. A pace that get would find lifted
+// is lifted here too, so that a host nobody sent to since its throttles
+// ended does not show a rate that its next request would not meet.
+func (ps *paces) rates(now time.Time, asked float64) map[string]float64 {
 	if ps.n.Load() == 0 {
 		return nil
 	}
 	ps.mu.Lock()
 	defer ps.mu.Unlock()
 	out := make(map[string]float64, len(ps.list))
-	for i := range ps.list {
-		if r := ps.list[i].rateAt(now); r > 0 {
-			out[ps.list[i].rule] = r
+	for i := len(ps.list) - 1; i >= 0; i-- { // from the end: drop moves the last one to i
+		p := &ps.list[i]
+		p.stale(now)
+		if p.lifted(now, asked) {
+			ps.drop(i)
+			continue
+		}
+		if r := p.rateAt(now); r > 0 {
+			out[p.rule] = r
 		}
 	}
 	return out

@@ -444,3 +444,31 @@ func TestFieldsPaceLiftsWhenTheFieldsStop(t *testing.T) {
 		assert.GreaterOrEqual(t, ok, 590, "the last 10 s at 60 per second")
 	})
 }
+
+// A host nobody sent to since its last throttle shows no pace once its
+// next request would meet none: Stats lifts it as that request would,
+// rather than show for minutes a rate that holds nothing back.
+func TestIdlePaceIsLiftedInStats(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		srv := &rt.Server{Choose: func(_ int, req *http.Request) rt.Step {
+			if req.URL.Path == "/limit" {
+				return rt.Step{Status: 429}
+			}
+			return rt.Step{}
+		}}
+		tr := &retryhttp.Transport{Base: srv}
+		for range 5 { // a request a second
+			burst(t, tr, "/slow", 1, 0)
+			time.Sleep(time.Second)
+		}
+		burst(t, tr, "/limit", 1, 0)
+		require.NotZero(t, tr.Stats().Hosts["api.test"].PaceRate, "paced by the throttle")
+		time.Sleep(10 * time.Second)
+		assert.Zero(t, tr.Stats().Hosts["api.test"].PaceRate, "nobody asked for more since: no pace")
+		start := time.Now()
+		for _, err := range burst(t, tr, "/x", 10, 0) {
+			require.NoError(t, err)
+		}
+		assert.Equal(t, start, time.Now(), "and the next requests go at once")
+	})
+}
