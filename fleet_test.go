@@ -171,3 +171,40 @@ func TestFleetReportsWhatCounts(t *testing.T) {
 			"the refused dial was resent transparently: only the answer counts")
 	})
 }
+
+// A hold that only the fleet knows holds requests as the Transport's own
+// do, and Stats lists it, marked as the fleet's, once a request met it;
+// the host's owner ends it with ResetBackoff, and the list with it.
+func TestFleetHoldIsInStats(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		srv := &rt.Server{Choose: func(_ int, req *http.Request) rt.Step {
+			if req.URL.Path == "/limit" {
+				return rt.Step{Status: 429, Header: http.Header{"Retry-After": {"10"}}}
+			}
+			return rt.Step{}
+		}}
+		fleet := memfleet.New()
+		a := &retryhttp.Transport{Base: srv, Fleet: fleet}
+		b := &retryhttp.Transport{Base: srv, Fleet: fleet}
+		start := time.Now()
+		_, err := getWithin(t, a, retryhttp.WithoutRetries(t.Context()), "/limit", 0)
+		require.NoError(t, err)
+		own := a.Stats().Hosts["api.test"].Holds
+		require.Len(t, own, 1)
+		assert.False(t, own[0].Fleet, "the member that met the answer holds on its own")
+
+		time.Sleep(2 * time.Second)
+		_, err = getWithin(t, b, t.Context(), "/x", time.Second)
+		require.ErrorIs(t, err, retryhttp.ErrHeld)
+		met := time.Now()
+		time.Sleep(time.Second)
+		assert.Equal(t, []retryhttp.Hold{{Rule: "*", Status: 429, Since: met, Until: start.Add(10 * time.Second), Fleet: true}},
+			b.Stats().Hosts["api.test"].Holds, "the fleet's hold, since a request met it")
+
+		b.ResetBackoff("api.test")
+		assert.Empty(t, b.Stats().Hosts["api.test"].Holds, "ended by the host's owner")
+		_, err = getWithin(t, b, t.Context(), "/x", time.Second)
+		require.NoError(t, err)
+		assert.Empty(t, b.Stats().Hosts["api.test"].Holds, "and not met again")
+	})
+}

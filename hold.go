@@ -48,8 +48,14 @@ type Hold struct {
 	// Status is the status of the answer that set the hold.
 	Status int
 	// Since is when the hold was set, or last extended; Until when it
-	// ends.
+	// ends. For a hold from the fleet, Since is when a request of this
+	// Transport first met it as it stands.
 	Since, Until time.Time
+	// Fleet says the hold came from the Transport's [Fleet]: another
+	// member met the answer that set it, and the requests here are held
+	// all the same. A fleet is asked only by requests, so its holds are
+	// listed once a request of the host's rule met one.
+	Fleet bool
 }
 
 // maxHoldsPerHost bounds the rules a host keeps holds for apart: when a
@@ -136,6 +142,10 @@ type holds struct {
 	// (see forget), by rule and end; nil: none. They are read only
 	// when the fleet reports a hold in force.
 	forgotten atomic.Pointer[[]holdlist.Hold]
+	// fleet are the fleet's holds on the host that requests met (see
+	// met), for Stats: they hold requests as the Transport's own do, and
+	// an operator must see why.
+	fleet holdlist.List[hold]
 }
 
 // any reports whether a hold on the host may matter at now.
@@ -153,8 +163,32 @@ func (hs *holds) get(rule string, now time.Time) (hold, holdState) {
 	return hold{}, holdNone
 }
 
-// inForce returns the holds in force at now, in no order, for Stats.
-func (hs *holds) inForce(now time.Time) []hold { return hs.list.InForce(now) }
+// inForce returns the holds in force at now, in no order, for Stats: the
+// Transport's own, and the fleet's that requests met, where they end
+// later and their owner did not end them (see forget).
+func (hs *holds) inForce(now time.Time) []Hold {
+	var out []Hold
+	for _, h := range hs.list.InForce(now) {
+		out = append(out, Hold{Rule: h.Rule, Status: h.Status, Since: h.since, Until: h.Until})
+	}
+	for _, h := range hs.fleet.InForce(now) {
+		if hs.forgot(h.Rule, h.Until) {
+			continue
+		}
+		i := slices.IndexFunc(out, func(o Hold) bool { return o.Rule == h.Rule })
+		switch {
+		case i < 0:
+			out = append(out, Hold{Rule: h.Rule, Status: h.Status, Since: h.since, Until: h.Until, Fleet: true})
+		case h.Until.After(out[i].Until):
+			out[i] = Hold{Rule: h.Rule, Status: h.Status, Since: h.since, Until: h.Until, Fleet: true}
+		}
+	}
+	return out
+}
+
+// met notes the fleet's hold h, which a request met at now, for Stats. A
+// hold the list has already, or a shorter one, changes nothing.
+func (hs *holds) met(h hold, now time.Time) { hs.fleet.Set(h, now, maxHoldsPerHost) }
 
 // set holds rule's requests for wait from now, status being the status of
 // the answer that asks for it, and limit the longest hold the policy
@@ -301,4 +335,5 @@ func (hs *holds) clear() {
 		}
 		return list[:0]
 	})
+	hs.fleet.Edit(func(list []hold) []hold { return list[:0] })
 }

@@ -25,6 +25,7 @@ func (h *host) held(rule string, now time.Time, v FleetView) (hold, holdState) {
 	hd, state := h.holds.get(rule, now)
 	if v.HoldUntil.After(now) && v.HoldUntil.After(hd.Until) && !h.holds.forgot(rule, v.HoldUntil) {
 		hd, state = hold{Hold: holdlist.Hold{Rule: rule, Until: v.HoldUntil, Status: v.HoldStatus}, since: now}, holdHeld
+		h.holds.met(hd, now)
 	}
 	return hd, state
 }
@@ -272,9 +273,7 @@ func (h *host) read(hs *HostStats, capacity int64, admit *policy.Admission, now 
 		hs.MaxTokens = float64(capacity) / tokens.PerToken
 	}
 	hs.HedgeTokens = h.hedges.hedges()
-	for _, hd := range h.holds.inForce(now) {
-		hs.Holds = append(hs.Holds, Hold{Rule: hd.Rule, Status: hd.Status, Since: hd.since, Until: hd.Until})
-	}
+	hs.Holds = h.holds.inForce(now)
 	if a := h.admit.Load(); a != nil && admit != nil {
 		a.fit(admit.Concurrency())
 		hs.ConcurrencyLimit, hs.InFlight = int(a.limitNow.Load()), int(a.inFlightNow.Load())

@@ -34,7 +34,7 @@
 //	 "hosts": [{"host": "api.example.com", counters...,
 //	   "tokens": 4.5, "maxTokens": 10, "hedgeTokens": 0,
 //	   "holds": [{"rule": "*", "status": 429, "since": "2025-03-01T12:00:00Z",
-//	     "until": "2025-03-01T12:00:30Z", "remainingMs": 25000}], "moreHolds": 0,
+//	     "until": "2025-03-01T12:00:30Z", "remainingMs": 25000, "fleet": false}], "moreHolds": 0,
 //	   "paceRate": 14.2, "concurrencyLimit": 0, "inFlight": 0,
 //	   "latencySamples": 128, "latencyP50Ms": 2.1, "latencyP90Ms": 3.4, "latencyP99Ms": 201.3,
 //	   "dialBackoff": [{"network": "tcp", "addr": "10.0.0.7:443", "failures": 3,

@@ -22,7 +22,7 @@ import (
 // (tokens of maxTokens; retries and hedges start only while tokens >
 // maxTokens/2); the hedges its hedge budget holds (hedgeTokens); the
 // holds in force on it (the rule held, the status that set the hold, its
-// start, its end and the time left); its pace (the rate it is sent at,
+// start, its end, the time left, and whether it came from the fleet); its pace (the rate it is sent at,
 // once throttled: paceRate, 0 when unpaced) and its concurrency limit
 // (concurrencyLimit, 0 without admission, and the attempts inFlight under it); the
 // p50, p90 and p99 of its recent
@@ -91,8 +91,9 @@ import (
 //   - a failure has a status, or an error (err) and status 0.
 //
 // The histogram of [retryhttp.Counters] and [retryhttp.Stats.Rules] are
-// left to Stats; fleet holds (see [retryhttp.Fleet]) are not shown, as a
-// fleet is asked only by requests. Handler panics if tr is nil.
+// left to Stats. A fleet is asked only by requests, so a fleet's hold
+// (see [retryhttp.Fleet]) is shown once a request of the host met it.
+// Handler panics if tr is nil.
 func Handler(tr *retryhttp.Transport) http.Handler {
 	if tr == nil {
 		panic("status: Handler of a nil Transport")

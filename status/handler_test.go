@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/retryhttp/retryhttp"
+	"github.com/retryhttp/retryhttp/internal/memfleet"
 	"github.com/retryhttp/retryhttp/policy"
 	rt "github.com/retryhttp/retryhttp/retryhttptest"
 	"github.com/retryhttp/retryhttp/status"
@@ -92,6 +93,7 @@ type holdJSON struct {
 	Since       time.Time `json:"since"`
 	Until       time.Time `json:"until"`
 	RemainingMs float64   `json:"remainingMs"`
+	Fleet       bool      `json:"fleet"`
 }
 
 type windowJSON struct {
@@ -301,5 +303,29 @@ func TestShowsHold(t *testing.T) {
 			`rule <span class="mono">*</span>`, "/v1/items/7"} {
 			assert.Contains(t, html, want)
 		}
+	})
+}
+
+// A hold that another member of the fleet met shows once a request here
+// met it, marked as the fleet's: it is why this member sends nothing.
+func TestShowsFleetHold(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		fleet := memfleet.New()
+		a := &retryhttp.Transport{Base: script(rt.Step{Status: 429, Header: http.Header{"Retry-After": {"30"}}}), Fleet: fleet}
+		b := &retryhttp.Transport{Base: script(rt.Step{}), Fleet: fleet}
+		start := time.Now()
+		resp, err := (&http.Client{Transport: a, Timeout: 10 * time.Second}).Get("https://api.test/v1/items")
+		require.NoError(t, err)
+		readAll(t, resp)
+		assert.False(t, pageOf(t, a).Hosts[0].Holds[0].Fleet, "its own hold")
+
+		_, err = (&http.Client{Transport: b, Timeout: 10 * time.Second}).Get("https://api.test/v1/items")
+		require.ErrorIs(t, err, retryhttp.ErrHeld)
+		p := pageOf(t, b)
+		require.Len(t, p.Hosts, 1)
+		assert.Equal(t, []holdJSON{{Rule: "*", Status: 429, Since: start.UTC(),
+			Until: start.Add(30 * time.Second).UTC(), RemainingMs: 30000, Fleet: true}}, p.Hosts[0].Holds)
+		assert.Contains(t, htmlOf(t, b), "by the fleet")
+		assert.NotContains(t, htmlOf(t, a), "by the fleet")
 	})
 }

@@ -187,7 +187,7 @@ dd small { font-size: 12px; font-weight: 400; color: var(--muted); }
 {{- if .Spent}}<div><span class="tag bad">spent</span> extra attempts refused</div>{{end}}
 {{- else}}<span class="muted">no throttle</span>{{end}}
 {{- if .HedgeTokens}}<div class="muted">{{.HedgeTokens}} hedge tokens</div>{{end}}{{end}}
-{{- define "holds"}}{{range .Holds}}<div class="nw"><span class="tag bad">held</span> <b>{{.Remaining}}</b> left</div><div class="muted">after a {{status .Status}}</div><div class="muted">rule <span class="mono">{{.Rule}}</span></div>{{else}}<span class="muted">none</span>{{end}}
+{{- define "holds"}}{{range .Holds}}<div class="nw"><span class="tag bad">held</span> <b>{{.Remaining}}</b> left</div>{{if .Fleet}}<div class="muted">by the fleet</div>{{end}}<div class="muted">after a {{status .Status}}</div><div class="muted">rule <span class="mono">{{.Rule}}</span></div>{{else}}<span class="muted">none</span>{{end}}
 {{- if .MoreHolds}}<div class="muted">and {{.MoreHolds}} more</div>{{end}}
 {{- with .HoldsSet}}<div class="muted">{{count . "hold set" "holds set"}}</div>{{end}}
 {{- with .HoldWaits}}<div class="muted">{{count . "hold wait" "hold waits"}}, {{$.HoldWaitTime}}</div>{{end}}{{end}}

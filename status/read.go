@@ -107,6 +107,7 @@ type hold struct {
 	Since     time.Time `json:"since"`
 	Until     time.Time `json:"until"`
 	Remaining millis    `json:"remainingMs"`
+	Fleet     bool      `json:"fleet"`
 }
 
 // window is a [dial.Window] but for its hosts, which the host it is
@@ -250,7 +251,7 @@ func hostOf(r rank, now time.Time) host {
 	})
 	for _, hd := range holds[:min(len(holds), maxHolds)] {
 		h.Holds = append(h.Holds, hold{Rule: clip(hd.Rule), Status: hd.Status, Since: utc(hd.Since),
-			Until: utc(hd.Until), Remaining: remaining(hd.Until, now)})
+			Until: utc(hd.Until), Remaining: remaining(hd.Until, now), Fleet: hd.Fleet})
 	}
 	h.MoreHolds = max(len(holds)-maxHolds, 0)
 	h.DialBackoff, h.MoreDialBackoff = windowsOf(r.dials, now)
