@@ -7,6 +7,7 @@ import (
 	"encoding/xml"
 	"net/http"
 	"slices"
+	"strconv"
 	"strings"
 
 	"github.com/retryhttp/retryhttp/policy"
@@ -78,59 +79,115 @@ func cleanCode(v string) string {
 }
 
 // jsonCode reads the string (or number) at path, keys joined by ".", in
-// the JSON document that body starts with. It walks the document's tokens
-// and holds none of it but the keys on the path, so that a body cut short
-// by the peek still gives a code that came before the cut. A key given
-// twice counts the first time.
+// the JSON object that body starts with. A key met on an array is looked
+// for in its elements, in order, the first that leads to a code giving
+// it, as Google's APIs put the reason in "error.errors" and
+// "error.details"; a key that is a decimal number picks that element of
+// an array, from 0 (on an object it is a key as any other). It walks the
+// document's tokens and holds none of it but the keys on the path, so
+// that a body cut short by the peek still gives a code that came before
+// the cut. A key given twice in an object counts the first time.
 func jsonCode(body []byte, path string) (string, bool) {
 	dec := json.NewDecoder(bytes.NewReader(body))
 	dec.UseNumber()
-	for key := range strings.SplitSeq(path, ".") {
-		if !jsonMember(dec, key) {
-			return "", false
-		}
-	}
-	t, err := dec.Token()
-	if err != nil {
+	if t, err := dec.Token(); err != nil || t != json.Delim('{') {
 		return "", false
 	}
-	var code string
-	switch v := t.(type) {
-	case string:
-		code = cleanCode(v)
-	case json.Number:
-		code = v.String()
-	}
+	code, _ := jsonFind(dec, json.Delim('{'), strings.Split(path, "."))
 	return code, code != ""
 }
 
-// jsonMember reads, from dec, the start of an object and its members up
-// to key's, leaving dec before key's value; false when the next value is
-// no object, has no such key, or is malformed.
-func jsonMember(dec *json.Decoder, key string) bool {
-	if t, err := dec.Token(); err != nil || t != json.Delim('{') {
-		return false
+// jsonFind reads the value that starts with token t from dec and returns
+// the code at keys within it, if any. When it finds none it has read the
+// whole value, and ok says dec can go on; when it finds one, it stops
+// there.
+func jsonFind(dec *json.Decoder, t json.Token, keys []string) (code string, ok bool) {
+	if len(keys) == 0 {
+		switch v := t.(type) {
+		case string:
+			code = cleanCode(v)
+		case json.Number:
+			code = v.String()
+		}
+		if code != "" || !isDelim(t) {
+			return code, true
+		}
+		return "", skipRest(dec)
 	}
-	for dec.More() {
-		t, err := dec.Token()
-		if err != nil {
-			return false
-		}
-		if t == key {
-			return true
-		}
-		if !skipJSON(dec) {
-			return false
-		}
+	switch t {
+	case json.Delim('{'):
+		return jsonFindMember(dec, keys)
+	case json.Delim('['):
+		return jsonFindElement(dec, keys)
 	}
-	return false
+	return "", true // a scalar on the way: no code in it
 }
 
-// skipJSON reads one value from dec, however deeply nested, with a count
-// of depth rather than recursion.
-func skipJSON(dec *json.Decoder) bool {
-	depth := 0
-	for {
+// jsonFindMember reads the rest of an object from dec, its "{" read, and
+// returns the code at keys within the value of its first member keys[0].
+func jsonFindMember(dec *json.Decoder, keys []string) (string, bool) {
+	seen := false
+	for dec.More() {
+		k, err := dec.Token()
+		if err != nil {
+			return "", false
+		}
+		v, err := dec.Token()
+		if err != nil {
+			return "", false
+		}
+		if seen || k != keys[0] {
+			if isDelim(v) && !skipRest(dec) {
+				return "", false
+			}
+			continue
+		}
+		seen = true
+		if code, ok := jsonFind(dec, v, keys[1:]); code != "" || !ok {
+			return code, ok
+		}
+	}
+	_, err := dec.Token() // the "}"
+	return "", err == nil
+}
+
+// jsonFindElement reads the rest of an array from dec, its "[" read, and
+// returns the code at keys within it: within its element keys[0] when
+// that is an index, else within the first of its objects that has one.
+func jsonFindElement(dec *json.Decoder, keys []string) (string, bool) {
+	index, err := strconv.Atoi(keys[0])
+	pick := err == nil && index >= 0 && strconv.Itoa(index) == keys[0]
+	for n := 0; dec.More(); n++ {
+		v, err := dec.Token()
+		if err != nil {
+			return "", false
+		}
+		var code string
+		ok := true
+		switch {
+		case pick && n == index:
+			code, ok = jsonFind(dec, v, keys[1:])
+		case !pick && v == json.Delim('{'):
+			code, ok = jsonFindMember(dec, keys)
+		case isDelim(v):
+			ok = skipRest(dec)
+		}
+		if code != "" || !ok {
+			return code, ok
+		}
+	}
+	_, err = dec.Token() // the "]"
+	return "", err == nil
+}
+
+// isDelim reports whether t opens an object or an array.
+func isDelim(t json.Token) bool { return t == json.Delim('{') || t == json.Delim('[') }
+
+// skipRest reads from dec the rest of a value whose opening "{" or "["
+// was read, however deeply nested, with a count of depth rather than
+// recursion.
+func skipRest(dec *json.Decoder) bool {
+	for depth := 1; depth > 0; {
 		t, err := dec.Token()
 		if err != nil {
 			return false
@@ -141,10 +198,8 @@ func skipJSON(dec *json.Decoder) bool {
 		case json.Delim('}'), json.Delim(']'):
 			depth--
 		}
-		if depth == 0 {
-			return true
-		}
 	}
+	return true
 }
 
 // xmlCode reads the text of the first element at path, element names

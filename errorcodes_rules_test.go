@@ -197,3 +197,33 @@ func TestErrorCodesFromJSON(t *testing.T) {
 		})
 	}
 }
+
+// Google's rate limits are data: a 403 whose reason, in the body's
+// "errors" array, is a rate limit is retried, a POST too, and one with
+// any other reason is handed back.
+func TestErrorCodesInAnArray(t *testing.T) {
+	google := func(reason string) rt.Step {
+		return rt.Step{Status: 403, Header: http.Header{"Content-Type": {"application/json"}},
+			Body: `{"error": {"code": 403, "message": "x", "errors": [{"domain": "usageLimits", "reason": "` + reason + `"}]}}`}
+	}
+	for reason, attempts := range map[string]int{"userRateLimitExceeded": 2, "dailyLimitExceeded": 1} {
+		t.Run(reason, func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				cfg := retryConfig(3, 503)
+				cfg.Rules[0].ErrorCodes = &policy.ErrorCodes{JSON: "error.errors.reason",
+					Unprocessed: []string{"userRateLimitExceeded", "rateLimitExceeded", "quotaExceeded"}}
+				tr, srv := newScripted(cfg, google(reason), rt.Step{})
+				resp, err := tr.RoundTrip(newRequest(t, t.Context(), "POST", "x"))
+				require.NoError(t, err)
+				body := readAll(t, resp)
+				srv.WantAttempts(t, attempts)
+				if attempts == 1 {
+					assert.Equal(t, 403, resp.StatusCode)
+					assert.Contains(t, body, reason, "the body whole for the caller")
+				} else {
+					assert.Equal(t, 200, resp.StatusCode)
+				}
+			})
+		})
+	}
+}

@@ -31,8 +31,10 @@ func TestCleanCode(t *testing.T) {
 }
 
 // A JSON path names nested keys from the top; the first key given twice
-// counts; a number reads as written; anything else gives no code, and a
-// body cut short still gives a code that came before the cut.
+// counts; a key met on an array is looked for in its objects, the first
+// that leads to a code giving it, and an index picks an element; a number
+// reads as written; anything else gives no code, and a body cut short
+// still gives a code that came before the cut.
 func TestJSONCode(t *testing.T) {
 	t.Parallel()
 	tests := []struct {
@@ -56,6 +58,20 @@ func TestJSONCode(t *testing.T) {
 		{"malformed", `{"code" "x"}`, "code", ""},
 		{"array at the top", `[{"code": "x"}]`, "code", ""},
 		{"cut before the code", `{"message": "a long mess`, "code", ""},
+		{"Google's errors", `{"error": {"code": 403, "message": "User Rate Limit Exceeded", "errors": [{"domain": "usageLimits", "reason": "userRateLimitExceeded", "message": "x"}]}}`,
+			"error.errors.reason", "userRateLimitExceeded"},
+		{"Google's details, not first", `{"error": {"code": 429, "status": "RESOURCE_EXHAUSTED", "details": [{"@type": "type.googleapis.com/google.rpc.Help", "links": [{"url": "x"}]}, {"@type": "type.googleapis.com/google.rpc.ErrorInfo", "reason": "RATE_LIMIT_EXCEEDED"}]}}`,
+			"error.details.reason", "RATE_LIMIT_EXCEEDED"},
+		{"an index", `{"errors": [{"reason": "first"}, {"reason": "second"}]}`, "errors.1.reason", "second"},
+		{"an index past the end", `{"errors": [{"reason": "first"}]}`, "errors.1.reason", ""},
+		{"an index of scalars", `{"codes": ["a", 7, "c"]}`, "codes.1", "7"},
+		{"a number as a key", `{"errors": {"0": {"reason": "keyed"}}}`, "errors.0.reason", "keyed"},
+		{"not an index", `{"errors": [{"01": "a", "reason": "b"}]}`, "errors.01", "a"},
+		{"the first element that leads to a code", `{"e": [{"reason": {"x": [1]}}, 3, [{"reason": "nested"}], {"reason": "ok"}]}`,
+			"e.reason", "ok"},
+		{"arrays in arrays not searched", `{"e": [[{"reason": "nested"}]]}`, "e.reason", ""},
+		{"a search that finds none", `{"e": [{"a": 1}, {"b": [2]}], "f": 1}`, "e.reason", ""},
+		{"cut inside an array", `{"e": [{"reason": "ok"}, {"reason": "never`, "e.reason", "ok"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -192,6 +208,21 @@ func FuzzErrorCode(f *testing.F) {
 			if ok != (got != "") || got != strings.TrimSpace(got) || strings.ContainsAny(got, ":#") {
 				t.Fatalf("code %q, %v from %q at %q", got, ok, body, path)
 			}
+		}
+	})
+}
+
+// No body, however broken or deep, makes the JSON path panic or hang,
+// and a code is found exactly when one is returned.
+func FuzzJSONCode(f *testing.F) {
+	f.Add([]byte(`{"error": {"errors": [{"reason": "x"}]}}`), "error.errors.reason")
+	f.Add([]byte(`{"e": [[{"r": 1}], {"r": [2]}, {"r": "3"}]}`), "e.0.r")
+	f.Add([]byte(`{"a": [[[[[[[[[[[[[[[[[[[[`), "a.b")
+	f.Add([]byte(`{"a": {"a": {"a": "deep"}}}`), "a.a.a")
+	f.Fuzz(func(t *testing.T, body []byte, path string) {
+		code, ok := jsonCode(body, path)
+		if ok != (code != "") {
+			t.Fatalf("jsonCode(%q, %q) = %q, %v", body, path, code, ok)
 		}
 	})
 }

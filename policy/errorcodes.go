@@ -46,9 +46,16 @@ import (
 type ErrorCodes struct {
 	// JSON is where the code sits in a JSON body: the keys of nested
 	// objects from the top, joined by ".", as "__type" (AWS's JSON
-	// protocols) or "error.code" (Stripe's). The value there is a string,
-	// or a number read as written. A key with a "." in it cannot be
-	// named. Empty means the body is not read as JSON. JSON: "json".
+	// protocols) or "error.code" (Stripe's). A key met on an array is
+	// looked for in the array's objects, in order, the first that leads
+	// to a code giving it: "error.errors.reason" reads Google's
+	// {"error": {"errors": [{"reason": "userRateLimitExceeded"}]}}, and
+	// "error.details.reason" the reason of its google.rpc.ErrorInfo,
+	// wherever it sits among the details. A decimal number picks that
+	// element of an array instead, from 0 ("errors.0.reason"); on an
+	// object it is a key as any other. The value there is a string, or a
+	// number read as written. A key with a "." in it cannot be named.
+	// Empty means the body is not read as JSON. JSON: "json".
 	JSON string
 	// XML is where the code sits in an XML body: element names joined by
 	// "/", matched against the innermost elements wherever they are, by
@@ -127,7 +134,7 @@ func (e *ErrorCodes) validate(p path) error {
 	}
 	if e.JSON != "" && !segments(e.JSON, ".", func(s string) bool { return true }) {
 		return &FieldError{Field: p.key("json", "JSON").String(), Value: strconv.Quote(e.JSON),
-			Reason: `must be object keys joined by ".", none empty`}
+			Reason: `must be object keys or array indexes joined by ".", none empty`}
 	}
 	if e.XML != "" && !segments(e.XML, "/", isXMLName) {
 		return &FieldError{Field: p.key("xml", "XML").String(), Value: strconv.Quote(e.XML),
