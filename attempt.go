@@ -115,11 +115,13 @@ type result struct {
 	unwritten bool // the base showed it never wrote the request
 	// class is what the outcome means by the rule's lists and the kind
 	// of error, before any verdict; coded is the verdict of its error
-	// code by the rule's error table, server the server's own verdict
+	// code by the rule's error table (code, "" when none was read), server
+	// the server's own verdict
 	// (X-Should-Retry), and delay what the response's headers ask of the
 	// next attempt. The attempt reads them itself, on its goroutine.
 	class       outcome
 	coded       Verdict
+	code        string
 	server      Verdict
 	serverDelay serverDelay
 	// quota is the wait until the host's quota is given again, when
@@ -257,7 +259,7 @@ func (r *result) read(rd reading) {
 		r.server = serverVerdict(r.resp)
 	}
 	if rd.codes != nil && r.resp.StatusCode >= 400 && rd.caller.Err() == nil {
-		r.coded = codeVerdict(r.ctx, r.resp, rd.codes)
+		r.code, r.coded = codeVerdict(r.ctx, r.resp, rd.codes)
 	}
 	if rd.holds {
 		r.quota, r.quotaSpent = quotaSpent(r.resp.Header, now, rd.delays)

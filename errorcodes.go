@@ -18,26 +18,26 @@ import (
 // holding in memory to find out.
 const codePeek = 64 << 10
 
-// codeVerdict is the verdict the rule's error table e gives resp, an
-// answer of status 400 or above: the verdict of the list its code is in,
-// or UsePolicy when no code is found or it is listed nowhere. The body is
-// read, when it must be, within ctx, the attempt's, and left whole for
-// whoever reads it next.
-func codeVerdict(ctx context.Context, resp *http.Response, e *policy.ErrorCodes) Verdict {
+// codeVerdict reads resp's error code, an answer of status 400 or above,
+// as the rule's error table e says, and returns it ("" when none is found)
+// with its verdict: that of the list it is in, or UsePolicy when it is
+// listed nowhere or none is found. The body is read, when it must be,
+// within ctx, the attempt's, and left whole for whoever reads it next.
+func codeVerdict(ctx context.Context, resp *http.Response, e *policy.ErrorCodes) (string, Verdict) {
 	code, ok := errorCode(ctx, resp, e)
 	switch {
 	case !ok:
-		return UsePolicy
+		return "", UsePolicy
 	case slices.Contains(e.Retryable, code):
-		return Retryable
+		return code, Retryable
 	case slices.Contains(e.Throttled, code):
-		return Throttled
+		return code, Throttled
 	case slices.Contains(e.Unprocessed, code):
-		return RetryableUnprocessed
+		return code, RetryableUnprocessed
 	case slices.Contains(e.Final, code):
-		return Final
+		return code, Final
 	}
-	return UsePolicy
+	return code, UsePolicy
 }
 
 // errorCode reads resp's error code where e says: its header first, which

@@ -13,6 +13,7 @@ import (
 	"github.com/retryhttp/retryhttp"
 	"github.com/retryhttp/retryhttp/policy"
 	rt "github.com/retryhttp/retryhttp/retryhttptest"
+	"github.com/retryhttp/retryhttp/retrytrace"
 )
 
 // codesConfig retries 503 under one rule for every request, with an error
@@ -200,7 +201,7 @@ func TestErrorCodesFromJSON(t *testing.T) {
 
 // Google's rate limits are data: a 403 whose reason, in the body's
 // "errors" array, is a rate limit is retried, a POST too, and one with
-// any other reason is handed back.
+// any other reason is handed back; the hooks see the code of each.
 func TestErrorCodesInAnArray(t *testing.T) {
 	google := func(reason string) rt.Step {
 		return rt.Step{Status: 403, Header: http.Header{"Content-Type": {"application/json"}},
@@ -213,6 +214,8 @@ func TestErrorCodesInAnArray(t *testing.T) {
 				cfg.Rules[0].ErrorCodes = &policy.ErrorCodes{JSON: "error.errors.reason",
 					Unprocessed: []string{"userRateLimitExceeded", "rateLimitExceeded", "quotaExceeded"}}
 				tr, srv := newScripted(cfg, google(reason), rt.Step{})
+				var read []string
+				tr.Hooks = &retrytrace.Hooks{AttemptDone: func(a retrytrace.AttemptDoneInfo) { read = append(read, a.ErrorCode) }}
 				resp, err := tr.RoundTrip(newRequest(t, t.Context(), "POST", "x"))
 				require.NoError(t, err)
 				body := readAll(t, resp)
@@ -220,8 +223,10 @@ func TestErrorCodesInAnArray(t *testing.T) {
 				if attempts == 1 {
 					assert.Equal(t, 403, resp.StatusCode)
 					assert.Contains(t, body, reason, "the body whole for the caller")
+					assert.Equal(t, []string{reason}, read, "the code read, listed or not, for the hooks")
 				} else {
 					assert.Equal(t, 200, resp.StatusCode)
+					assert.Equal(t, []string{reason, ""}, read, "a success reads no code")
 				}
 			})
 		})

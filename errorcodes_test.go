@@ -121,7 +121,8 @@ func TestXMLCode(t *testing.T) {
 }
 
 // The code is read from the header first; the body, when it must be
-// read, as the form its first byte says, and left whole.
+// read, as the form its first byte says, and left whole; the code read is
+// given with its verdict, listed or not.
 func TestErrorCodeSources(t *testing.T) {
 	t.Parallel()
 	all := &policy.ErrorCodes{JSON: "__type", XML: "Error/Code", Header: "X-Amzn-ErrorType",
@@ -133,20 +134,21 @@ func TestErrorCodeSources(t *testing.T) {
 		header http.Header
 		body   string
 		want   Verdict
+		code   string // the code read, listed or not
 	}{
 		{"header", all, http.Header{"X-Amzn-Errortype": {"ThrottlingException:http://internal.amazon.com/"}},
-			`{"__type": "ValidationException"}`, Throttled},
-		{"header first, listed or not", all, http.Header{"X-Amzn-Errortype": {"AccessDenied"}}, `{"__type": "ThrottlingException"}`, UsePolicy},
-		{"empty header: the body", all, http.Header{"X-Amzn-Errortype": {" "}}, `{"__type": "ValidationException"}`, Final},
-		{"JSON", all, nil, "\uFEFF \n" + `{"__type": "a#RequestTimeout"}`, Retryable},
-		{"XML", all, nil, `<Error><Code>PriorRequestNotComplete</Code></Error>`, RetryableUnprocessed},
-		{"JSON not read as XML", &policy.ErrorCodes{XML: "Error/Code", Final: []string{"x"}}, nil, `{"Error": {"Code": "x"}}`, UsePolicy},
-		{"XML not read as JSON", &policy.ErrorCodes{JSON: "code", Final: []string{"x"}}, nil, `<code>x</code>`, UsePolicy},
-		{"header only: body unread", &policy.ErrorCodes{Header: "X-Error", Final: []string{"x"}}, nil, `{"code": "x"}`, UsePolicy},
-		{"text", all, nil, `Service Unavailable`, UsePolicy},
-		{"empty body", all, nil, ``, UsePolicy},
-		{"listed nowhere", all, nil, `{"__type": "AccessDenied"}`, UsePolicy},
-		{"case counts", all, nil, `{"__type": "slowdown"}`, UsePolicy},
+			`{"__type": "ValidationException"}`, Throttled, "ThrottlingException"},
+		{"header first, listed or not", all, http.Header{"X-Amzn-Errortype": {"AccessDenied"}}, `{"__type": "ThrottlingException"}`, UsePolicy, "AccessDenied"},
+		{"empty header: the body", all, http.Header{"X-Amzn-Errortype": {" "}}, `{"__type": "ValidationException"}`, Final, "ValidationException"},
+		{"JSON", all, nil, "\uFEFF \n" + `{"__type": "a#RequestTimeout"}`, Retryable, "RequestTimeout"},
+		{"XML", all, nil, `<Error><Code>PriorRequestNotComplete</Code></Error>`, RetryableUnprocessed, "PriorRequestNotComplete"},
+		{"JSON not read as XML", &policy.ErrorCodes{XML: "Error/Code", Final: []string{"x"}}, nil, `{"Error": {"Code": "x"}}`, UsePolicy, ""},
+		{"XML not read as JSON", &policy.ErrorCodes{JSON: "code", Final: []string{"x"}}, nil, `<code>x</code>`, UsePolicy, ""},
+		{"header only: body unread", &policy.ErrorCodes{Header: "X-Error", Final: []string{"x"}}, nil, `{"code": "x"}`, UsePolicy, ""},
+		{"text", all, nil, `Service Unavailable`, UsePolicy, ""},
+		{"empty body", all, nil, ``, UsePolicy, ""},
+		{"listed nowhere", all, nil, `{"__type": "AccessDenied"}`, UsePolicy, "AccessDenied"},
+		{"case counts", all, nil, `{"__type": "slowdown"}`, UsePolicy, "slowdown"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -156,7 +158,9 @@ func TestErrorCodeSources(t *testing.T) {
 				h = http.Header{}
 			}
 			resp := &http.Response{StatusCode: 400, Header: h, Body: io.NopCloser(strings.NewReader(tt.body))}
-			assert.Equal(t, tt.want, codeVerdict(context.Background(), resp, tt.codes))
+			code, v := codeVerdict(context.Background(), resp, tt.codes)
+			assert.Equal(t, tt.want, v)
+			assert.Equal(t, tt.code, code)
 			rest, err := io.ReadAll(resp.Body)
 			require.NoError(t, err)
 			assert.Equal(t, tt.body, string(rest), "the body is left whole")
@@ -171,7 +175,9 @@ func TestErrorCodePeekIsBounded(t *testing.T) {
 	pad := `{"pad": "` + strings.Repeat("a", codePeek) + `", "code": "x"}`
 	r := &countingReader{r: strings.NewReader(pad)}
 	resp := &http.Response{StatusCode: 400, Header: http.Header{}, Body: io.NopCloser(r)}
-	assert.Equal(t, UsePolicy, codeVerdict(context.Background(), resp, codes), "a code past the bound is not read")
+	code, v := codeVerdict(context.Background(), resp, codes)
+	assert.Equal(t, UsePolicy, v, "a code past the bound is not read")
+	assert.Empty(t, code)
 	assert.LessOrEqual(t, r.n, codePeek)
 	rest, err := io.ReadAll(resp.Body)
 	require.NoError(t, err)

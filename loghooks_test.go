@@ -49,6 +49,8 @@ const logPrefix = "method=GET host=api.test path=/v1/items "
 func TestLogHooksLevels(t *testing.T) {
 	budget := retryConfig(3, 503)
 	budget.Throttle = &policy.Throttle{MaxTokens: 2, TokenRatio: 0.1} // one failure spends it
+	withCodes := retryConfig(3, 503)
+	withCodes.Rules[0].ErrorCodes = &policy.ErrorCodes{JSON: "code", Final: []string{"no"}} // "busy" listed nowhere: the status decides
 	// Each call of the base goes to a kit Server in turn, or fails.
 	reply := func(steps ...rt.Step) roundTripFunc { return script(steps...).RoundTrip }
 	cases := []struct {
@@ -79,6 +81,11 @@ func TestLogHooksLevels(t *testing.T) {
 			`level=DEBUG msg="retryhttp: attempt failed" ` + logPrefix + `attempt=1 outcome=never-sent error="connection refused" latency=0s`,
 			`level=DEBUG msg="retryhttp: resending" ` + logPrefix + `attempt=1`,
 			`level=INFO msg="retryhttp: answered" ` + logPrefix + `attempts=1 transparent_retries=1 retry_delay=0s status_code=200`,
+		}},
+		{"an error code", withCodes, []roundTripFunc{reply(rt.Step{Status: 503, Body: `{"code": "busy"}`}, rt.Step{})}, []string{
+			`level=DEBUG msg="retryhttp: attempt failed" ` + logPrefix + `attempt=1 outcome=retryable status_code=503 latency=0s error_code=busy`,
+			`level=INFO msg="retryhttp: waiting" ` + logPrefix + `attempt=2 delay=100ms reason=backoff`,
+			`level=INFO msg="retryhttp: answered" ` + logPrefix + `attempts=2 retry_delay=100ms status_code=200`,
 		}},
 		{"refused by the budget", budget, []roundTripFunc{reply(rt.Step{Status: 503})}, []string{
 			`level=DEBUG msg="retryhttp: attempt failed" ` + logPrefix + `attempt=1 outcome=retryable status_code=503 latency=0s`,

@@ -41,6 +41,11 @@ const (
 	// RefusalReasonKey says why an attempt was not made: one of the
 	// values of [retrytrace.RefusalReason].
 	RefusalReasonKey = attribute.Key("retryhttp.refusal.reason")
+	// ErrorCodeKey is the error code that the rule's error table
+	// (policy.Rule.ErrorCodes) read from the attempt's answer, listed or
+	// not (a retrytrace.AttemptDoneInfo's ErrorCode); absent when none
+	// was read.
+	ErrorCodeKey = attribute.Key("retryhttp.error_code")
 )
 
 // RefusedEvent is the name of the event added to the span in the

@@ -217,6 +217,9 @@ func (r *recorder) attemptDone(a retrytrace.AttemptDoneInfo) {
 	if a.StatusCode != 0 {
 		attrs = append(attrs, semconv.HTTPResponseStatusCode(a.StatusCode))
 	}
+	if a.ErrorCode != "" {
+		attrs = append(attrs, ErrorCodeKey.String(a.ErrorCode))
+	}
 	if et := errorType(a); et != "" {
 		attrs = append(attrs, semconv.ErrorTypeKey.String(et))
 		desc := "" // a status code says it all

@@ -95,6 +95,34 @@ func TestRetriedRequest(t *testing.T) {
 	})
 }
 
+// The error code the rule's table read from an answer is an attribute of
+// its attempt's span; an answer with none has no such attribute.
+func TestErrorCodeIsRecorded(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		r := newRig(t)
+		var calls atomic.Int64
+		mt := httpmock.NewMockTransport()
+		mt.RegisterNoResponder(func(*http.Request) (*http.Response, error) {
+			if calls.Add(1) == 1 {
+				return httpmock.NewStringResponse(503, `{"error": {"code": "busy"}}`), nil
+			}
+			return httpmock.NewStringResponse(200, ""), nil
+		})
+		cfg := retryPolicy(2)
+		cfg.Rules[0].ErrorCodes = &policy.ErrorCodes{JSON: "error.code", Final: []string{"gone"}}
+		tr := &retryhttp.Transport{Base: mt, Policy: cfg, Hooks: r.hooks}
+		r.get(t, tr, "https://api.test/v1/items")
+		spans := r.attempts()
+		require.Len(t, spans, 2)
+		first, second := attribute.NewSet(spans[0].Attributes...), attribute.NewSet(spans[1].Attributes...)
+		code, ok := first.Value(otel.ErrorCodeKey)
+		assert.True(t, ok, "the first answer's code")
+		assert.Equal(t, "busy", code.AsString())
+		_, ok = second.Value(otel.ErrorCodeKey)
+		assert.False(t, ok, "a success has none")
+	})
+}
+
 func TestHedgedRequest(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		r := newRig(t)

@@ -76,6 +76,12 @@ type AttemptDoneInfo struct {
 	Header  http.Header
 	Err     error         // nil when there was a response
 	Latency time.Duration // from sending to the response headers or the error
+	// ErrorCode is the code that the rule's error table
+	// (policy.Rule.ErrorCodes) read from the answer, as it was looked up
+	// in the table's lists, listed or not: "" when the rule has no table,
+	// the status is below 400, or the answer carries no code where the
+	// table says.
+	ErrorCode string
 }
 
 // WaitReason says why a wait is as long as it is.

@@ -86,8 +86,12 @@ func (h logHooks) attemptDone(a AttemptDoneInfo) {
 	if a.Outcome == OutcomeSuccess {
 		return
 	}
+	var code slog.Attr // empty, which handlers leave out, when no code was read
+	if a.ErrorCode != "" {
+		code = slog.String("error_code", a.ErrorCode)
+	}
 	h.log(a.Request, slog.LevelDebug, "retryhttp: attempt failed", slog.Int("attempt", a.Attempt),
-		slog.String("outcome", string(a.Outcome)), statusOrError(a.StatusCode, a.Err), slog.Duration("latency", a.Latency))
+		slog.String("outcome", string(a.Outcome)), statusOrError(a.StatusCode, a.Err), slog.Duration("latency", a.Latency), code)
 }
 
 func (h logHooks) wait(w WaitInfo) {
