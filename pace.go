@@ -369,8 +369,9 @@ func (ps *paces) clear() {
 
 // rates returns the rate of each rule paced at now, for Stats; asked is
 // the rate the host's callers ask for. A pace that get would find lifted
-// is lifted here too, so that a host nobody sent to since its throttles
-// ended does not show a rate that its next request would not meet.
+// counts as lifted here too, so that a host nobody sent to since its
+// throttles ended does not show a rate that its next request would not
+// meet. Each pace is read through a copy: reading Stats changes nothing.
 func (ps *paces) rates(now time.Time, asked float64) map[string]float64 {
 	if ps.n.Load() == 0 {
 		return nil
@@ -378,11 +379,9 @@ func (ps *paces) rates(now time.Time, asked float64) map[string]float64 {
 	ps.mu.Lock()
 	defer ps.mu.Unlock()
 	out := make(map[string]float64, len(ps.list))
-	for i := len(ps.list) - 1; i >= 0; i-- { // from the end: drop moves the last one to i
-		p := &ps.list[i]
+	for _, p := range ps.list {
 		p.stale(now)
 		if p.lifted(now, asked) {
-			ps.drop(i)
 			continue
 		}
 		if r := p.rateAt(now); r > 0 {
