@@ -127,7 +127,9 @@
 // (StoreRefusals). go-redis reconnects by itself; the scripts are sent
 // whole when the store answers NOSCRIPT, the listener subscribes again
 // (go-redis redials, or the listener does after a ping goes unanswered
-// for 5 s) and then fetches every tracked host's holds.
+// for 5 s, or sends SUBSCRIBE again, after its backoff, when the store
+// refused it: BUSY with a script, NOAUTH) and then fetches every
+// tracked host's holds.
 //
 // The warm-up, at the start and after a round trip whose work did not
 // all go through, loads the scripts into every server that serves keys

@@ -98,6 +98,17 @@ func (f *Fleet) listen(ps *redis.PubSub, route *redis.Client) {
 			// Just before the redial, so that it goes where the
 			// channel's slot is served now.
 			f.reload(ctx)
+			if isReply(err) {
+				// The store refused a command of the subscription's
+				// (BUSY with a script, NOAUTH...): go-redis takes the
+				// error reply for an answer on a live connection, and
+				// neither redials nor subscribes again, so the member
+				// would stay deaf to holds. Subscribing again, on the
+				// same connection, is harmless if the refused command
+				// was a ping: the store confirms once more, and the
+				// holds are fetched again.
+				_ = ps.Subscribe(ctx, f.channel)
+			}
 		}
 		cancel()
 	}
