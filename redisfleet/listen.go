@@ -3,6 +3,7 @@ package redisfleet
 import (
 	"context"
 	"errors"
+	"math"
 	"math/rand/v2"
 	"net"
 	"time"
@@ -69,7 +70,7 @@ func (f *Fleet) listen(ps *redis.PubSub, route *redis.Client) {
 	for {
 		// A receive may reconnect first: the context bounds the dial by
 		// Timeout, the wait for a message by wait.
-		ctx, cancel := context.WithTimeout(f.ctx, wait+f.opts.Timeout)
+		ctx, cancel := context.WithTimeout(f.ctx, saturatingAdd(wait, f.opts.Timeout))
 		msg, err := ps.ReceiveTimeout(ctx, wait)
 		if f.closed.Load() {
 			cancel()
@@ -153,6 +154,17 @@ func (f *Fleet) pause(d time.Duration) bool {
 	case <-t.C:
 		return true
 	}
+}
+
+// saturatingAdd returns a+b for a and b of zero or more, or the longest
+// Duration when the sum would overflow: a Timeout near the longest
+// would otherwise wrap to a negative bound, which expires at once, and
+// the listener would never read a message.
+func saturatingAdd(a, b time.Duration) time.Duration {
+	if a > math.MaxInt64-b {
+		return math.MaxInt64
+	}
+	return a + b
 }
 
 // isTimeout reports whether err is a receive that found no message in

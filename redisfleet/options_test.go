@@ -1,0 +1,46 @@
+package redisfleet_test
+
+import (
+	"math"
+	"testing"
+	"time"
+
+	"github.com/retryhttp/retryhttp/redisfleet"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+// TestRealDurationsOfAnyLength runs a member whose durations are
+// negative (their defaults) or the longest a Duration holds: its
+// failure reaches the store, under a key that expires, and its
+// subscription works, so another member's hold reaches it.
+func TestRealDurationsOfAnyLength(t *testing.T) {
+	const longest = time.Duration(math.MaxInt64)
+	tests := []struct {
+		name string
+		opts redisfleet.Options
+	}{
+		{"negative", redisfleet.Options{FlushInterval: -1, StaleAfter: -1, Expiry: -1, Timeout: -1}},
+		{"the longest", redisfleet.Options{FlushInterval: longest, StaleAfter: longest, Expiry: longest, Timeout: longest}},
+		{"the longest Timeout", redisfleet.Options{Timeout: longest}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			s := startRedis(t)
+			a := admin(t, s.addr)
+			f := newMember(t, s.addr, tt.opts)
+			other := newMember(t, s.addr, redisfleet.Options{})
+			subscribed(t, f)
+			f.Look(host, "r")
+			f.Report(host, failure)
+			waitFor(t, "the failure in the store", func() bool { return budgetLevel(t, a, redisfleet.DefaultPrefix, host) == 99_000 })
+			ttl, err := a.PTTL(t.Context(), redisfleet.DefaultPrefix+"budget:"+host).Result()
+			require.NoError(t, err)
+			assert.Positive(t, ttl, "got the bucket's key not expiring")
+
+			end := time.Now().Add(time.Minute).Truncate(time.Millisecond)
+			other.Report(host, heldUntil("r", end))
+			waitFor(t, "the hold to reach the member", func() bool { return f.Look(host, "r").HoldUntil.Equal(end) })
+		})
+	}
+}
