@@ -1,6 +1,9 @@
 package redisfleet
 
-import "time"
+import (
+	"math"
+	"time"
+)
 
 // maxStoreBackoff caps the wait between two round trips while the store
 // does not answer: short enough that a member finds the store soon after
@@ -119,12 +122,21 @@ func (s *schedule) aside(ok bool, now time.Time, rnd float64) {
 
 // backoff returns the wait after the n-th failure in a row (n >= 1):
 // base doubled n-1 times, capped at maxStoreBackoff (or base if longer),
-// times a factor in [0.8, 1.2) drawn from rnd in [0, 1).
+// times a factor in [0.8, 1.2) drawn from rnd in [0, 1), and at most
+// the longest Duration.
 func backoff(n int, base time.Duration, rnd float64) time.Duration {
 	d := base
 	for i := 1; i < n && d < maxStoreBackoff; i++ {
 		d *= 2
 	}
 	d = min(d, max(maxStoreBackoff, base))
-	return time.Duration(float64(d) * (0.8 + 0.4*rnd))
+	// In floating point, then capped: a base near the longest Duration
+	// times a factor above 1 does not fit, and Go's conversion of such
+	// a float is implementation-dependent (on amd64, the most negative
+	// Duration: no wait at all).
+	j := float64(d) * (0.8 + 0.4*rnd)
+	if j >= math.MaxInt64 {
+		return math.MaxInt64
+	}
+	return time.Duration(j)
 }

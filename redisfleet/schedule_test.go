@@ -2,6 +2,7 @@ package redisfleet
 
 import (
 	"fmt"
+	"math"
 	"testing"
 	"time"
 
@@ -168,7 +169,9 @@ func TestBackoff(t *testing.T) {
 		{50, 100 * time.Millisecond, 0.5, 500 * time.Millisecond},
 		{1, 100 * time.Millisecond, 0, 80 * time.Millisecond},
 		{50, 100 * time.Millisecond, 0.999999, 599999 * time.Microsecond},
-		{3, 5 * time.Second, 0.5, 5 * time.Second}, // a long interval is its own cap
+		{3, 5 * time.Second, 0.5, 5 * time.Second},  // a long interval is its own cap
+		{1, math.MaxInt64, 0.999999, math.MaxInt64}, // no overflow
+		{50, math.MaxInt64, 0.5, math.MaxInt64},
 	}
 	for _, tt := range tests {
 		t.Run(fmt.Sprint(tt.n, tt.base, tt.rnd), func(t *testing.T) {
