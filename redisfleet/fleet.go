@@ -121,8 +121,8 @@ type Fleet struct {
 
 	// hosts are the hosts met, at most MaxHosts: past it, quiet hosts
 	// not looked up since the last eviction go first, then the others,
-	// quiet ones first, least recently looked up first; the pending
-	// deltas of a host forgotten are counted in Stats.Dropped.
+	// quiet ones first, least recently looked up first; what a host
+	// forgotten loses is counted in Stats.Dropped (see forget).
 	hosts *hostmap.Map[string, host]
 
 	wake   chan struct{} // work that may wait FlushInterval (fetches); capacity 1, never blocks a sender
@@ -195,7 +195,7 @@ func newFleet(client redis.UniversalClient, opts Options) *Fleet {
 		cancel:  cancel,
 	}
 	f.hosts = hostmap.New(hostmap.Options[string, host]{Bound: opts.MaxHosts, Init: f.meet, Rank: f.rank,
-		Dropped: func(*host) { f.stats.dropped.Add(1) }})
+		Dropped: f.forget})
 	return f
 }
 
@@ -342,10 +342,13 @@ type Stats struct {
 	// MaxRoundTrip the longest one, and AvgRoundTrip a moving average
 	// (the last one weighing 1/8). Zero before the first answer.
 	RoundTrip, MaxRoundTrip, AvgRoundTrip time.Duration
-	// Dropped counts the reports whose effect was lost: cut by the bound
-	// on a host's pending deltas (a batch moves a bucket from full to
-	// empty at most), or pending or in flight on a host forgotten to
-	// make room.
+	// Dropped counts the reports whose effect was lost: each one cut by
+	// the bound on a host's pending deltas (a batch moves a bucket from
+	// full to empty at most); and, of a host forgotten to make room,
+	// its deltas pending and holds unsent, once, and its batch in
+	// flight, once, when the store did not take the round trip that
+	// carried it (a batch that the store takes is not lost, though its
+	// host was forgotten meanwhile).
 	Dropped uint64
 	// HoldsLearned counts the holds learned from the store, through
 	// pub/sub or a fetch, that were new to this member or ended later

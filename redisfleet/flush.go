@@ -59,6 +59,9 @@ type batch struct {
 	hosts     []*host
 	holds     []hold
 	items     []item
+	// unanswered are the hosts whose batch the last round trip did not
+	// deliver: those forgotten since lost it.
+	unanswered []*host
 }
 
 // urgent reports whether b's round trip carried urgent work: a delta or a
@@ -194,6 +197,9 @@ func (f *Fleet) send(b *batch, t *tally) {
 			t.add(it.answer)
 			if it.answer != answered {
 				t.itemsMissed++
+				if it.kind == budgetItem {
+					b.unanswered = append(b.unanswered, it.h)
+				}
 			}
 		}
 	}
@@ -236,6 +242,7 @@ func (f *Fleet) collect(b *batch, fetches bool) {
 	now := time.Now().UnixMilli()
 	b.items = b.items[:0]
 	for _, h := range b.hosts {
+		h.listed = b.seq
 		if d := h.inflight.Load(); d != 0 {
 			b.items = append(b.items, item{h: h, kind: budgetItem, seq: h.batchSeq, delta: d, capacity: h.batchCap})
 		} else if d := h.pending.Swap(0); d != 0 {
@@ -252,6 +259,13 @@ func (f *Fleet) collect(b *batch, fetches bool) {
 			b.items = append(b.items, item{h: h, kind: fetchItem})
 		}
 	}
+	for _, h := range b.unanswered {
+		if h.listed != b.seq { // forgotten: its batch goes no more
+			f.stats.dropped.Add(1)
+		}
+	}
+	clear(b.unanswered)
+	b.unanswered = b.unanswered[:0]
 	clear(b.hosts) // let forgotten hosts go
 	b.hosts = b.hosts[:0]
 }

@@ -50,6 +50,10 @@ type host struct {
 	// quiet, which the eviction calls under the host map's lock.
 	batchSeq uint64
 	batchCap int64
+	// listed is the number of the last round trip whose collect found
+	// the host among those tracked: a batch the store did not answer,
+	// of a host no longer listed, is sent no more.
+	listed uint64
 
 	// holds are the holds on the host's rules; Look reads the list only
 	// while one may be in force.
@@ -203,8 +207,30 @@ func (f *Fleet) meet(name string, h *host) {
 }
 
 // rank is what an eviction at now reads of h: a quiet host holds
-// nothing the store does not, and forgetting one that is not loses its
-// pending deltas, which Stats.Dropped counts.
+// nothing the store does not, and forgetting one that is not may lose
+// something (see forget).
 func (f *Fleet) rank(h *host, now time.Time) hostmap.Rank {
 	return hostmap.Rank{Idle: h.quiet(now.UnixMilli())}
+}
+
+// forget counts in Stats.Dropped what forgetting h, which was not
+// quiet, loses: its pending deltas, taken so that no round trip sends
+// what is counted lost, and its holds the store was not told of. Its
+// batch in flight is not lost yet: the round trip that carries it may
+// deliver it, and the flusher counts it once the store did not take
+// it (see Fleet.collect). It runs under the host map's lock.
+func (f *Fleet) forget(h *host) {
+	lost := h.pending.Swap(0) != 0
+	if !lost {
+		now := time.Now()
+		h.holds.Edit(func(list []hold) []hold {
+			for _, k := range list {
+				lost = lost || !k.sent && k.Until.After(now)
+			}
+			return list
+		})
+	}
+	if lost {
+		f.stats.dropped.Add(1)
+	}
 }
