@@ -202,7 +202,8 @@ func newFleet(client redis.UniversalClient, opts Options) *Fleet {
 // Report records what one attempt to host showed, to be sent to the
 // store at once (within FlushInterval of the previous round trip): a
 // failure, a hold, or one success in 16, sampled from a random phase
-// per host and sent with a weight of 16. A report with a nil Throttle
+// per host and sent with a weight of 16. A hold that ends more than a
+// century ahead is kept, and sent, as ending a century ahead. A report with a nil Throttle
 // changes no budget. Report does no I/O, does not block, and allocates
 // nothing for a host it already tracks. After Close it does nothing.
 func (f *Fleet) Report(hostname string, r retryhttp.FleetReport) {
@@ -212,7 +213,11 @@ func (f *Fleet) Report(hostname string, r retryhttp.FleetReport) {
 	h := f.host(hostname)
 	if !r.HoldUntil.IsZero() {
 		now := time.Now()
-		if h.setHold(r.Rule, ceilMilli(r.HoldUntil), r.HoldStatus, false, now.UnixMilli()) {
+		until := r.HoldUntil
+		if limit := now.Add(maxHoldAhead); until.After(limit) {
+			until = limit
+		}
+		if h.setHold(r.Rule, ceilMilli(until), r.HoldStatus, false, now.UnixMilli()) {
 			signal(f.urgent)
 		}
 	}
@@ -310,12 +315,18 @@ func signal(c chan struct{}) {
 	}
 }
 
+// maxHoldAhead bounds how far ahead a hold a member meets may end: a
+// century, as the Transport's own holds. An end past the year 2262 has
+// no Unix time in nanoseconds, and one far past that no expiry the
+// store takes.
+const maxHoldAhead = 100 * 365 * 24 * time.Hour
+
 // ceilMilli returns t in Unix milliseconds, rounded up so that a hold is
-// never cut short.
+// never cut short. It holds for any t within 292 million years of 1970,
+// where a Unix time in nanoseconds ends in 2262.
 func ceilMilli(t time.Time) int64 {
-	ns := t.UnixNano()
-	ms := ns / 1e6
-	if ns%1e6 > 0 {
+	ms := t.UnixMilli()
+	if t.Nanosecond()%1e6 > 0 {
 		ms++
 	}
 	return ms

@@ -136,3 +136,35 @@ func newRingMember(t *testing.T, opts redisfleet.Options, addrs ...string) *redi
 	})
 	return f
 }
+
+// TestRealFarHoldsAreKept has a member meet holds that end far ahead,
+// past what a Unix time in nanoseconds holds (the year 2262): each is
+// in force for the member, at most a century ahead, and reaches another
+// member through a real store, which takes the hold key's expiry.
+func TestRealFarHoldsAreKept(t *testing.T) {
+	s := startRedis(t)
+	a := newMember(t, s.addr, redisfleet.Options{})
+	b := newMember(t, s.addr, redisfleet.Options{})
+	subscribed(t, b)
+	tests := []struct {
+		name string
+		end  time.Time
+	}{
+		{"the year 2300", time.Date(2300, 1, 1, 0, 0, 0, 0, time.UTC)},
+		{"the year 100,000", time.Date(100_000, 1, 1, 0, 0, 0, 0, time.UTC)},
+		{"the year a billion", time.Date(1_000_000_000, 1, 1, 0, 0, 0, 0, time.UTC)},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			h := tt.name + ".example.com"
+			b.Look(h, "r")
+			before := time.Now()
+			a.Report(h, heldUntil("r", tt.end))
+			v := a.Look(h, "r")
+			assert.True(t, v.HoldUntil.After(before.AddDate(99, 0, 0)), "got the hold until %v", v.HoldUntil)
+			assert.False(t, v.HoldUntil.After(tt.end), "got the hold until %v, past its end", v.HoldUntil)
+			waitFor(t, "the hold to reach b", func() bool { return b.Look(h, "r").HoldUntil.Equal(v.HoldUntil) })
+		})
+	}
+	assert.Zero(t, a.Stats().FlushErrors, "got the store refusing a far hold")
+}
