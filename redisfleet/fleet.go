@@ -56,7 +56,8 @@ type Options struct {
 	// full again. It is also how long the store keeps a member's record
 	// of its last batch, through a refill to full, so that a batch sent
 	// again within it counts once. Zero or less means DefaultExpiry, 10
-	// minutes.
+	// minutes; less than a millisecond, which the store counts in, means
+	// a millisecond.
 	Expiry time.Duration
 	// Timeout bounds one round trip to the store, and so how long Close
 	// waits for the one in flight. The Fleet's commands carry a context
@@ -94,6 +95,10 @@ func (o Options) withDefaults() Options {
 	if o.Expiry <= 0 {
 		o.Expiry = DefaultExpiry
 	}
+	// The store counts expiries in milliseconds, and a key set to
+	// expire in none (PEXPIRE 0) is deleted at once: a bucket would
+	// never stay in debt.
+	o.Expiry = max(o.Expiry, time.Millisecond)
 	if o.Timeout <= 0 {
 		o.Timeout = DefaultTimeout
 	}

@@ -44,3 +44,17 @@ func TestRealDurationsOfAnyLength(t *testing.T) {
 		})
 	}
 }
+
+// TestAnExpiryBelowAMillisecond checks that an Expiry shorter than a
+// millisecond, which the store counts in, still expires the key rather
+// than delete it at once (PEXPIRE 0): miniredis's clock stands still,
+// so the key stays.
+func TestAnExpiryBelowAMillisecond(t *testing.T) {
+	m := miniStore(t)
+	key := redisfleet.DefaultPrefix + "budget:" + host
+	f := newMember(t, m.Addr(), redisfleet.Options{Expiry: time.Microsecond})
+	f.Report(host, failure)
+	waitFor(t, "the failure in the store", func() bool { return m.Exists(key) })
+	assert.Equal(t, int64(99_000), stored(t, m, key))
+	assert.Equal(t, time.Millisecond, m.TTL(key))
+}
