@@ -236,7 +236,9 @@ func (f *Fleet) fetchAside(b *batch) {
 // collect gathers the work waiting on every host into b.items: the
 // budget batch the store has not answered, as it was, or else a new one
 // of the deltas reported since; the holds to send; and, when fetches is
-// set, the fetches.
+// set, the fetches. A batch the last round trip did not deliver, of a
+// host forgotten since, goes no more: collect counts it in
+// Stats.Dropped.
 func (f *Fleet) collect(b *batch, fetches bool) {
 	b.hosts = f.hosts.Append(b.hosts)
 	now := time.Now().UnixMilli()
