@@ -138,18 +138,7 @@ func TestAThrottleCutsFromTheRateSent(t *testing.T) {
 // nothing sent, with ErrPaced; ResetBackoff lifts the pace.
 func TestPacedRequestsThatCannotWaitFail(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		srv := &rt.Server{Choose: func(_ int, req *http.Request) rt.Step {
-			if req.URL.Path == "/limit" {
-				return rt.Step{Status: 429}
-			}
-			return rt.Step{}
-		}}
-		tr := &retryhttp.Transport{Base: srv}
-		for range 5 { // a request a second
-			burst(t, tr, "/slow", 1, 0)
-			time.Sleep(time.Second)
-		}
-		burst(t, tr, "/limit", 1, 0) // a throttle at 1/s: paced at 0.7/s, a slot every 1.4 s
+		tr := throttledAtOnePerSecond(t) // paced at 0.7/s, a slot every 1.4 s
 		start := time.Now()
 		errs := burst(t, tr, "/x", 3, time.Second)
 		var paced int
@@ -450,18 +439,7 @@ func TestFieldsPaceLiftsWhenTheFieldsStop(t *testing.T) {
 // rather than show for minutes a rate that holds nothing back.
 func TestIdlePaceIsLiftedInStats(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		srv := &rt.Server{Choose: func(_ int, req *http.Request) rt.Step {
-			if req.URL.Path == "/limit" {
-				return rt.Step{Status: 429}
-			}
-			return rt.Step{}
-		}}
-		tr := &retryhttp.Transport{Base: srv}
-		for range 5 { // a request a second
-			burst(t, tr, "/slow", 1, 0)
-			time.Sleep(time.Second)
-		}
-		burst(t, tr, "/limit", 1, 0)
+		tr := throttledAtOnePerSecond(t)
 		require.NotZero(t, tr.Stats().Hosts["api.test"].PaceRate, "paced by the throttle")
 		time.Sleep(10 * time.Second)
 		assert.Zero(t, tr.Stats().Hosts["api.test"].PaceRate, "nobody asked for more since: no pace")
@@ -471,4 +449,24 @@ func TestIdlePaceIsLiftedInStats(t *testing.T) {
 		}
 		assert.Equal(t, start, time.Now(), "and the next requests go at once")
 	})
+}
+
+// throttledAtOnePerSecond returns a Transport whose host api.test was
+// sent a request a second for five seconds and then answered one with a
+// 429: a throttle at 1/s. Its path /limit answers 429, any other 200.
+func throttledAtOnePerSecond(t *testing.T) *retryhttp.Transport {
+	t.Helper()
+	srv := &rt.Server{Choose: func(_ int, req *http.Request) rt.Step {
+		if req.URL.Path == "/limit" {
+			return rt.Step{Status: 429}
+		}
+		return rt.Step{}
+	}}
+	tr := &retryhttp.Transport{Base: srv}
+	for range 5 {
+		burst(t, tr, "/slow", 1, 0)
+		time.Sleep(time.Second)
+	}
+	burst(t, tr, "/limit", 1, 0)
+	return tr
 }
