@@ -28,8 +28,10 @@ const (
 	OutcomeKey = attribute.Key("retryhttp.outcome")
 	// HedgeKey tells whether the attempt was sent as a hedge.
 	HedgeKey = attribute.Key("retryhttp.hedge")
-	// ResendKey tells whether the attempt was a transparent resend of one
-	// that never reached the server.
+	// ResendKey tells whether the attempt was sent again under its number
+	// (a retrytrace.AttemptStartInfo's Resend): the transparent resend of
+	// one that never reached the server, or, for a request that waits for
+	// ready, the attempt a dial backoff window held back.
 	ResendKey = attribute.Key("retryhttp.resend")
 	// WaitDelayKey is the delay announced before the attempt (a
 	// retrytrace.WaitInfo's Delay), in

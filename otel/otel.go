@@ -34,8 +34,10 @@ const (
 	// with none records nothing.
 	HedgesMetric = "retryhttp.client.request.hedges"
 	// RetryDelayMetric is the total time a request waited with no
-	// attempt in flight: backoffs and server delays. Unit s; recorded
-	// for a request that was retried or waited, 0 included.
+	// attempt in flight (a retrytrace.DoneInfo's RetryDelay): backoffs,
+	// server delays, holds, the pace, a place in line, dial backoff
+	// windows. Unit s; recorded for a request that was retried or
+	// waited, 0 included.
 	RetryDelayMetric = "retryhttp.client.request.retry_delay"
 )
 
