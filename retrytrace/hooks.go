@@ -22,11 +22,13 @@ type Hooks struct {
 	// AttemptDone is called when an attempt has its response headers or
 	// its error.
 	AttemptDone func(AttemptDoneInfo)
-	// Wait is called before each wait between attempts: a retry's
-	// backoff or server delay, and for a hedged request each hedging
-	// delay as it starts, although the next hedge may then go sooner,
-	// after a non-fatal status, or later, when a pushback replaces the
-	// delay and is reported in turn.
+	// Wait is called before each wait for an attempt: a retry's
+	// backoff or server delay; a hold, the pace or a place in line, the
+	// first attempt's included; a dial backoff window, for a request
+	// that waits for ready; and for a hedged request each hedging delay
+	// as it starts, although the next hedge may then go sooner, after a
+	// non-fatal status, or later, when a pushback replaces the delay and
+	// is reported in turn.
 	Wait func(WaitInfo)
 	// Refused is called when an attempt that the policy would make is
 	// not made.
@@ -102,7 +104,7 @@ const (
 	WaitAdmission   WaitReason = "admission"    // the host is at its concurrency limit: the attempt waits in line
 )
 
-// WaitInfo describes a wait before the next attempt.
+// WaitInfo describes a wait before an attempt, the first one included.
 type WaitInfo struct {
 	Request *http.Request
 	Rule    string // the rule governing the request, as in retryhttp.Stats.Rules

@@ -14,23 +14,27 @@ import (
 //
 // The levels:
 //   - Debug: each attempt that did not succeed, with its outcome and its
-//     status or error; a transparent resend; a hedging delay as it
-//     starts, which every hedged request reports.
-//   - Info: a wait before a retry (a backoff, a server delay, a dial
-//     backoff window), with its length and reason; a hedge sent; a
-//     request answered after more than one attempt or a resend.
+//     status or error (and the error code its rule's table read, if
+//     any); an attempt sent again under its number (a transparent
+//     resend, or one a dial backoff window held back); a hedging delay
+//     as it starts, which every hedged request reports.
+//   - Info: a wait before an attempt (a backoff, a server delay, a
+//     hold, the pace, a place in line, a dial backoff window), with its
+//     announced length and reason; a hedge sent; a request answered
+//     after more than one attempt or a transparent resend.
 //   - Warn: an attempt the policy would make that is refused (see
 //     [RefusalReason]); a request that ends, after more than one attempt
 //     or a resend, in an error or in a 429 or 5xx.
 //
-// A request whose first attempt succeeds logs nothing, and costs nothing
-// but the hook calls.
+// A request whose first attempt is sent at once and succeeds logs
+// nothing above Debug (a hedged one logs its hedging delay there), and
+// costs nothing but the hook calls.
 //
 // Each record carries the request's method, host and path, then those of
-// attempt, delay, reason, outcome, status_code, error, latency, attempts,
-// hedges, transparent_retries and retry_delay that apply: the names of
-// the fields of the hooks' payloads, as the otel module and the status
-// page name them too. No record holds
+// attempt, delay, reason, outcome, status_code, error, error_code,
+// latency, attempts, hedges, transparent_retries and retry_delay that
+// apply: the names of the fields of the hooks' payloads, in snake case
+// (error for Err). No record holds
 // a query string, a fragment, userinfo or a header value: every URL in an
 // error's text is cut down to its scheme, host and path. An error's text
 // is at most 8 KiB, a longer one shortened and ending in " …", so that
