@@ -27,12 +27,15 @@ import "time"
 //
 // It turns holds on ([Hold]): a host that says it will refuse requests
 // for a while, by a 429 or 503 with a delay or by a spent quota, is not
-// sent the requests it would refuse.
+// sent the requests it would refuse. It turns the pace on ([Pace]): a
+// host that throttles the requests of a rule is sent them no faster than
+// the rate it takes. It has no [Admission].
 //
-// Its throttle and holds are also what any Config has where its Throttle
-// or Hold is nil, as in a JSON config that says nothing of them: a first
-// config, written for a retry policy, keeps them. Default spells them
-// out, so that a caller who reads or edits them finds them set.
+// Its throttle, holds and pace are also what any Config has where its
+// Throttle, Hold or Pace is nil, as in a JSON config that says nothing of
+// them: a first config, written for a retry policy, keeps them. Default
+// spells them out, so that a caller who reads or edits them finds them
+// set.
 func Default() *Config {
 	return &Config{
 		Rules: []Rule{{

@@ -33,8 +33,9 @@
 //
 // A [Config] is a list of [Rule] values, each covering the requests that
 // one of its [Name] patterns matches and carrying a [Retry] or a [Hedge]
-// policy, plus the protections that hold for every request: a [Throttle]
-// and holds ([Hold]). [ParseConfig] reads it from the JSON shape of gRPC's
+// policy, plus the protections that hold for every request: a [Throttle],
+// holds ([Hold]), a pace ([Pace]) and, when asked for, a concurrency
+// limit per host ([Admission]). [ParseConfig] reads it from the JSON shape of gRPC's
 // service config, adapted to HTTP:
 //
 //	{
@@ -79,14 +80,17 @@
 // fraction of its requests, here 2%, whatever sets the delay; see
 // [Hedge.MaxExtraLoad].
 //
-// "retryThrottling" and "hold" are switches, and a config that says
-// nothing of one has [Default]'s, so that writing a first config, for the
-// sake of its retry policy, never turns off the protection a Transport
+// "retryThrottling", "hold" and "pace" are switches, and a config that
+// says nothing of one has [Default]'s, so that writing a first config, for
+// the sake of its retry policy, never turns off the protection a Transport
 // has with none. Each is turned off explicitly, by {"off": true}; in Go,
-// by &Throttle{Off: true} and &Hold{Off: true}, a nil field meaning the
-// default as a left-out key does. Holds ([Hold]): while a response says
-// its host will refuse requests for a while, the requests that would meet
-// the refusal wait for its end, or fail at once, instead of being sent.
+// by &Throttle{Off: true}, &Hold{Off: true} and &Pace{Off: true}, a nil
+// field meaning the default as a left-out key does. Holds ([Hold]): while
+// a response says its host will refuse requests for a while, the requests
+// that would meet the refusal wait for its end, or fail at once, instead
+// of being sent. The pace ([Pace]): a host that throttles the requests of
+// a rule is sent them no faster than the rate it takes. "admission" is
+// off unless given ([Admission]).
 //
 // "serverDelayHeaders" names headers in which the server gives its own
 // delay, read after X-Retry-Pushback-Ms, Retry-After-Ms,
@@ -109,8 +113,8 @@
 // which protections a Config puts in force.
 //
 // [Default] is the configuration a Transport uses when it is given none;
-// it has a throttle and holds. [None] is a configuration with no rules,
-// and its throttle and holds turned off: the switch that turns retries
+// it has a throttle, holds and a pace. [None] is a configuration with no
+// rules, and its throttle, holds and pace turned off: the switch that turns retries
 // and hedging off for a whole Transport: each request is sent once, and
 // only an attempt that provably never reached the server is sent again.
 //
