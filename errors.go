@@ -19,14 +19,18 @@ type Error struct {
 	// Attempts is the number of attempts sent, transparent retries not
 	// counted.
 	Attempts int
-	// Err is the last attempt's error, or the cause of the caller's
-	// context when that ended the request.
+	// Err is the last attempt's error; the cause of the caller's
+	// context when that ended the request; Prepare's error when that
+	// did; or, for a request refused before anything was sent, what
+	// refused it (a [*HoldError], or an error matching [ErrPaced] or
+	// [ErrShed]).
 	Err error
 }
 
 // Error implements error: "retryhttp: no response after 3 attempt(s): "
-// and the cause, or, for a request not sent at all (a hold refused it),
-// "retryhttp: not sent: " and the cause.
+// and the cause, or, for a request not sent at all (a hold, the pace or
+// the concurrency limit refused it, or Prepare failed on its first
+// attempt), "retryhttp: not sent: " and the cause.
 func (e *Error) Error() string {
 	if e.Attempts == 0 {
 		return fmt.Sprintf("retryhttp: not sent: %v", e.Err)
