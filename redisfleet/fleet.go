@@ -204,13 +204,14 @@ func newFleet(client redis.UniversalClient, opts Options) *Fleet {
 	return f
 }
 
-// Report records what one attempt to host showed, to be sent to the
+// Report records what one attempt to hostname showed, to be sent to the
 // store at once (within FlushInterval of the previous round trip): a
 // failure, a hold, or one success in 16, sampled from a random phase
 // per host and sent with a weight of 16. A hold that ends more than a
-// century ahead is kept, and sent, as ending a century ahead. A report with a nil Throttle
-// changes no budget. Report does no I/O, does not block, and allocates
-// nothing for a host it already tracks. After Close it does nothing.
+// century ahead is kept, and sent, as ending a century ahead. A report
+// with a nil Throttle changes no budget. Report does no I/O, does not
+// block, and allocates nothing for a host it already tracks. After Close
+// it does nothing.
 func (f *Fleet) Report(hostname string, r retryhttp.FleetReport) {
 	if f.closed.Load() {
 		return
@@ -248,10 +249,10 @@ func (f *Fleet) Report(hostname string, r retryhttp.FleetReport) {
 	}
 }
 
-// Look returns what the fleet knows of host for the requests of rule:
-// Spent when the store's last answer for host, at most StaleAfter old,
-// left the bucket at half its capacity or less, and the latest hold
-// known on host and rule while it lasts. It answers the zero FleetView
+// Look returns what the fleet knows of hostname for the requests of rule:
+// Spent when the store's last answer for hostname, at most StaleAfter
+// old, left the bucket at half its capacity or less, and the latest hold
+// known on hostname and rule while it lasts. It answers the zero FleetView
 // when it cannot tell. Look does no I/O, does not block, and allocates
 // nothing for a host it already tracks. After Close it answers the zero
 // FleetView.
