@@ -192,7 +192,7 @@ func (h *host) pace(r *result, l lesson) {
 		h.paces.throttle(l.rule, l.now, l.sent, h.sentRate(l.now), h.serving.rate(l.now, h.served.Load()), held)
 	}
 	if fields {
-		h.paces.fields(l.rule, l.now, l.sent, q, h.askedRate(l.now))
+		h.paces.fields(l.rule, l.now, l.sent, q, h.askedRate(l.now), l.cfg.ServerDelayLimit())
 	}
 	if r.resp != nil {
 		h.paces.answered(l.rule, l.now, r.latency, !thr)

@@ -38,7 +38,7 @@ func TestPaceSlots(t *testing.T) {
 
 	// The fields' r per t, drawn on up to a tenth of r at once.
 	var fs paces
-	fs.fields("r", now, now, quota{left: true, r: 50, t: 10 * time.Second}, 20)
+	fs.fields("r", now, now, quota{left: true, r: 50, t: 10 * time.Second}, 20, time.Minute)
 	g := fs.get("r", now, 20)
 	assert.InDelta(t, 5, g.rate, 1e-9)
 	assert.InDelta(t, 5, g.burst, 1e-9)
@@ -153,13 +153,13 @@ func TestPaceLifts(t *testing.T) {
 	assert.Zero(t, ps.get("r", now.Add(3*time.Second), 10).rate, "the host is sent far less than the pace lets")
 	assert.Zero(t, ps.n.Load(), "and it is forgotten")
 
-	ps.fields("r", now, now, quota{left: true, r: 1000, t: time.Minute}, 5)
+	ps.fields("r", now, now, quota{left: true, r: 1000, t: time.Minute}, 5, time.Minute)
 	assert.Zero(t, ps.n.Load(), "a quota that lasts at the rate sent paces nothing")
-	ps.fields("r", now, now, quota{left: true, r: 10, t: time.Minute}, 50)
+	ps.fields("r", now, now, quota{left: true, r: 10, t: time.Minute}, 50, time.Minute)
 	assert.NotZero(t, ps.get("r", now.Add(10*time.Second), 0).rate, "one that does not, until its t")
 	assert.Zero(t, ps.get("r", now.Add(61*time.Second), 0).rate)
 
-	ps.fields("r", now, now, quota{limit: 100}, 300)
+	ps.fields("r", now, now, quota{limit: 100}, 300, time.Minute)
 	assert.InDelta(t, 100, ps.get("r", now, 300).rate, 1e-9, "a policy's q per w caps it")
 	ps.clear()
 	assert.Zero(t, ps.get("r", now, 300).rate, "clear lifts every pace")
@@ -195,8 +195,8 @@ func TestPaceWithSlotsTakenAheadStays(t *testing.T) {
 func TestPaceFieldsSmooth(t *testing.T) {
 	now := time.Now()
 	var ps paces
-	ps.fields("r", now, now, quota{left: true, r: 100, t: time.Second}, 1000)
-	ps.fields("r", now, now, quota{left: true, r: 0 + 1, t: time.Second}, 1000)
+	ps.fields("r", now, now, quota{left: true, r: 100, t: time.Second}, 1000, time.Minute)
+	ps.fields("r", now, now, quota{left: true, r: 0 + 1, t: time.Second}, 1000, time.Minute)
 	assert.InDelta(t, 0.1*1+0.9*100, ps.get("r", now, 1000).rate, 1e-9)
 }
 
@@ -278,7 +278,7 @@ func TestPaceFieldsStart(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			var ps paces
-			ps.fields("r", now, now.Add(-time.Millisecond), tc.q, tc.rate)
+			ps.fields("r", now, now.Add(-time.Millisecond), tc.q, tc.rate, time.Minute)
 			assert.InDelta(t, tc.want, ps.get("r", now, tc.rate).rate, 1e-9)
 		})
 	}
@@ -314,17 +314,17 @@ func TestPaceFieldsSteer(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			var ps paces
-			ps.fields("r", now, now, reading(tc.r0), 300) // above q per w: paced, at 100
+			ps.fields("r", now, now, reading(tc.r0), 300, time.Minute) // above q per w: paced, at 100
 			p := &ps.list[0]
 			require.Equal(t, float64(tc.r0), p.level)
 			p.quota, p.top = 20, 16 // the most units seen left
-			ps.fields("r", step.Add(-time.Millisecond), now, reading(tc.r), tc.sending)
+			ps.fields("r", step.Add(-time.Millisecond), now, reading(tc.r), tc.sending, time.Minute)
 			assert.Equal(t, 20.0, p.quota, "once per paceStep")
-			ps.fields("r", step, now, reading(tc.r), tc.sending)
+			ps.fields("r", step, now, reading(tc.r), tc.sending, time.Minute)
 			at := step
 			for range tc.afterSteps {
 				at = at.Add(paceStep)
-				ps.fields("r", at, now, reading(tc.r), 1000)
+				ps.fields("r", at, now, reading(tc.r), 1000, time.Minute)
 			}
 			assert.InDelta(t, tc.want, ps.get("r", at, tc.want).rate, 1e-9)
 			assert.Equal(t, tc.cutAtStep, p.cut.Equal(step), "a fall starts the schedule again")
@@ -339,12 +339,12 @@ func TestPaceFieldsSteer(t *testing.T) {
 func TestPaceFieldsSpentAndLift(t *testing.T) {
 	now := time.Now()
 	var ps paces
-	ps.fields("r", now, now, quota{left: true, t: time.Second, limit: 100}, 40)
+	ps.fields("r", now, now, quota{left: true, t: time.Second, limit: 100}, 40, time.Minute)
 	p := &ps.list[0]
 	require.InDelta(t, 28, p.quota, 1e-9, "paced by a spent quota")
-	ps.fields("r", now.Add(time.Millisecond), now.Add(-time.Millisecond), quota{left: true, t: time.Second, limit: 100}, 40)
+	ps.fields("r", now.Add(time.Millisecond), now.Add(-time.Millisecond), quota{left: true, t: time.Second, limit: 100}, 40, time.Minute)
 	assert.InDelta(t, 28, p.quota, 1e-9, "an attempt sent before the cut cuts nothing")
-	ps.fields("r", now.Add(time.Second), now.Add(500*time.Millisecond), quota{left: true, t: time.Second, limit: 100}, 40)
+	ps.fields("r", now.Add(time.Second), now.Add(500*time.Millisecond), quota{left: true, t: time.Second, limit: 100}, 40, time.Minute)
 	assert.InDelta(t, 0.7*28, p.quota, 1e-9, "one sent after it does")
 	assert.Equal(t, now.Add(time.Second), p.cut)
 
@@ -360,7 +360,7 @@ func TestPaceFieldsSpentAndLift(t *testing.T) {
 func TestFieldsPaceGoesStale(t *testing.T) {
 	now := time.Now()
 	var ps paces
-	ps.fields("r", now, now, quota{left: true, r: 0, t: time.Second, limit: 100}, 40) // spent: paced at 28
+	ps.fields("r", now, now, quota{left: true, r: 0, t: time.Second, limit: 100}, 40, time.Minute) // spent: paced at 28
 	require.InDelta(t, 28, ps.get("r", now, 28).rate, 1e-9)
 	at := now
 	for at.Sub(now) < 2*time.Minute {
@@ -381,7 +381,7 @@ func TestFieldsPaceGoesStale(t *testing.T) {
 func TestThrottleCutsAFieldsPace(t *testing.T) {
 	now := time.Now()
 	var ps paces
-	ps.fields("r", now, now, quota{left: true, r: 5, t: time.Second, limit: 20}, 300)
+	ps.fields("r", now, now, quota{left: true, r: 5, t: time.Second, limit: 20}, 300, time.Minute)
 	before := ps.get("r", now.Add(time.Second), 20).rate
 	ps.throttle("r", now.Add(time.Second), now.Add(900*time.Millisecond), 20, 20, now.Add(2*time.Second))
 	after := ps.get("r", now.Add(1100*time.Millisecond), 20).rate

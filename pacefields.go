@@ -76,14 +76,19 @@ func (p *paced) stale(now time.Time) {
 // now, of an attempt sent at sent (or that took its send slot then):
 // r units left until t, a spent quota saying r=0, and q units per w
 // seconds, which caps the rate. rate is the rate the host's callers ask
-// for, sent or not. An answer that says nothing changes nothing.
+// for, sent or not. An answer that says nothing changes nothing. What
+// the fields say stays in force at most keep (the policy's
+// maxServerDelay) past now, unless another answer brings them again: a
+// server cannot pace a host for longer than the policy would wait for
+// it, as it cannot hold one (a t of years read once paced the host for
+// years).
 //
 // The fields pace a rule that is not paced yet when the quota would not
 // last at rate: under a policy, when rate is above q per w or the quota
 // ran out (a spent quota, which cuts the rate as a throttle would, from
 // rate); without one, when rate is above r per t, as the fields read
 // alone say, and the pace is then r per t.
-func (ps *paces) fields(rule string, now, sent time.Time, q quota, rate float64) {
+func (ps *paces) fields(rule string, now, sent time.Time, q quota, rate float64, keep time.Duration) {
 	spent := q.left && q.r == 0
 	if !q.left && q.limit == 0 || spent && q.limit == 0 {
 		return // a spent quota without a policy is a hold's, not a pace's
@@ -121,12 +126,12 @@ func (ps *paces) fields(rule string, now, sent time.Time, q quota, rate float64)
 		p.steer(now, sent, float64(q.r), t, rate)
 	}
 	if q.left {
-		p.quotaR, p.quotaUntil = float64(q.r), now.Add(t)
+		p.quotaR, p.quotaUntil = float64(q.r), now.Add(min(t, keep))
 	}
 	// Under a policy, the steered rate stays in force while answers
 	// bring the fields, and for as long again as they spread the units
 	// over (the hold a spent quota sets lasts until t).
-	p.fieldsUntil = now.Add(max(t, paceSpread))
+	p.fieldsUntil = now.Add(max(min(t, keep), paceSpread))
 }
 
 // steer moves the fields' rate for r units left until t, read at now

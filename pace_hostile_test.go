@@ -1,0 +1,79 @@
+package retryhttp_test
+
+import (
+	"net/http"
+	"strconv"
+	"sync"
+	"testing"
+	"testing/synctest"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/retryhttp/retryhttp"
+	"github.com/retryhttp/retryhttp/policy"
+	rt "github.com/retryhttp/retryhttp/retryhttptest"
+)
+
+// once answers its first request with header, and every other one with a
+// plain 200.
+func once(header http.Header) *rt.Server {
+	var mu sync.Mutex
+	first := true
+	return &rt.Server{Choose: func(int, *http.Request) rt.Step {
+		mu.Lock()
+		defer mu.Unlock()
+		if first {
+			first = false
+			return rt.Step{Header: header}
+		}
+		return rt.Step{}
+	}}
+}
+
+// One answer whose rate-limit fields name a quota that lasts for years
+// paces the host no longer than the policy waits for a server, as a hold
+// of years is cut to maxServerDelay: once answers stop bringing the
+// fields, the pace lifts, and the next requests go at once.
+func TestFieldsOfYearsPaceNoLongerThanMaxServerDelay(t *testing.T) {
+	year := int64(365 * 24 * 3600)
+	remaining := []policy.DelayHeader{{Name: "X-RateLimit-Reset", Format: policy.DelaySeconds, Remaining: "X-RateLimit-Remaining"}}
+	cases := []struct {
+		name    string
+		header  http.Header
+		headers []policy.DelayHeader
+	}{
+		{"RateLimit", http.Header{"Ratelimit": {`"default";r=1;t=` + strconv.FormatInt(30*year, 10)}}, nil},
+		{"RateLimit at the largest t", http.Header{"Ratelimit": {`"default";r=1;t=999999999999999`}}, nil},
+		{"RateLimit under a policy", http.Header{
+			"Ratelimit":        {`"default";r=1;t=` + strconv.FormatInt(30*year, 10)},
+			"Ratelimit-Policy": {`"default";q=1;w=1`},
+		}, nil},
+		{"a delay header with remaining", http.Header{
+			"X-Ratelimit-Remaining": {"1"},
+			"X-Ratelimit-Reset":     {strconv.FormatInt(30*year, 10)},
+		}, remaining},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				srv := once(tc.header)
+				cfg := policy.Default()
+				cfg.DelayHeaders = tc.headers
+				tr := &retryhttp.Transport{Base: srv, Policy: cfg}
+				for _, err := range burst(t, tr, "/x", 5, 0) {
+					require.NoError(t, err)
+				}
+				require.NotZero(t, tr.Stats().Hosts["api.test"].PaceRate, "paced by the fields")
+				time.Sleep(cfg.ServerDelayLimit() + 10*time.Second)
+				assert.Zero(t, tr.Stats().Hosts["api.test"].PaceRate, "no longer paced")
+				start := time.Now()
+				for _, err := range burst(t, tr, "/x", 10, 0) {
+					require.NoError(t, err)
+				}
+				assert.Equal(t, start, time.Now(), "the next requests go at once")
+			})
+		})
+	}
+}
