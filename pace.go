@@ -227,8 +227,15 @@ func (f paceFacts) slot(now time.Time) time.Time {
 	if f.rate <= 0 {
 		return now
 	}
-	early := time.Duration(max(f.burst-1, 0) / f.rate * float64(time.Second))
-	return later(now, f.next.Add(-early))
+	return later(now, f.next.Add(-slots(max(f.burst-1, 0), f.rate)))
+}
+
+// slots is how long n send slots at rate take: a century at most, so
+// that a rate near zero (a policy of one request per ages) gives a time
+// far ahead, where a float past what a Duration holds converts to any
+// Duration at all, one in the past among them.
+func slots(n, rate float64) time.Duration {
+	return time.Duration(min(n/rate*float64(time.Second), float64(maxHold)))
 }
 
 // get returns the pace of rule at now; asked is the rate the host's
@@ -278,7 +285,7 @@ func (ps *paces) take(rule string, now, latest time.Time) (at time.Time, rate fl
 	if !latest.IsZero() && !at.Add(p.answer).Before(latest) {
 		return at, rate, false
 	}
-	p.next = later(p.next, at).Add(time.Duration(float64(time.Second) / rate))
+	p.next = later(p.next, at).Add(slots(1, rate))
 	return at, rate, true
 }
 

@@ -77,3 +77,24 @@ func TestFieldsOfYearsPaceNoLongerThanMaxServerDelay(t *testing.T) {
 		})
 	}
 }
+
+// A RateLimit-Policy of one request per w of millions of years, sent on
+// every answer, paces the host at that rate as any policy does: once the
+// pace's first slot is taken, the requests are refused with ErrPaced,
+// their slot far past maxServerDelay, nothing sent. Its slot was once a time in the past, the
+// interval of a rate near zero passing what a Duration holds, and every
+// request went at once.
+func TestAPolicyOfOnePerAgesStillPaces(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		srv := &rt.Server{Choose: func(int, *http.Request) rt.Step {
+			return rt.Step{Header: http.Header{"Ratelimit-Policy": {`"ages";q=1;w=999999999999999`}}}
+		}}
+		tr := &retryhttp.Transport{Base: srv}
+		require.NoError(t, burst(t, tr, "/x", 1, 0)[0], "unpaced")
+		require.NoError(t, burst(t, tr, "/x", 1, 0)[0], "the pace's first slot")
+		for range 3 {
+			assert.ErrorIs(t, burst(t, tr, "/x", 1, 0)[0], retryhttp.ErrPaced)
+		}
+		assert.Equal(t, 2, srv.Count(), "nothing sent past the pace's first slot")
+	})
+}
