@@ -98,3 +98,45 @@ func TestAPolicyOfOnePerAgesStillPaces(t *testing.T) {
 		assert.Equal(t, 2, srv.Count(), "nothing sent past the pace's first slot")
 	})
 }
+
+// A RateLimit-Policy of a quota far below a request a second (a day's
+// quota, or a window of years) paces the host at q per w while answers
+// bring it. Once they stop, the pace goes stale, and lifts within
+// seconds as a throttle's does: not after hours spent growing back from
+// a rate near zero, nor with its next slot still a window away.
+func TestATinyPolicyQuotaLiftsOnceStale(t *testing.T) {
+	for _, policyField := range []string{`"day";q=1;w=86400`, `"long";q=1;w=999999999999999`} {
+		t.Run(policyField, func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				srv := once(http.Header{"Ratelimit-Policy": {policyField}})
+				tr := &retryhttp.Transport{Base: srv}
+				for range 3 {
+					burst(t, tr, "/x", 1, 0)
+				}
+				require.NotZero(t, tr.Stats().Hosts["api.test"].PaceRate, "paced by the policy")
+				time.Sleep(30 * time.Second)
+				assert.Zero(t, tr.Stats().Hosts["api.test"].PaceRate, "stale, and lifted")
+				start := time.Now()
+				for _, err := range burst(t, tr, "/x", 5, 0) {
+					require.NoError(t, err)
+				}
+				assert.Equal(t, start, time.Now(), "the next requests go at once")
+			})
+		})
+	}
+}
+
+// Callers that keep asking for more than a day's quota, refused with
+// ErrPaced while the policy's answers come, get their requests through
+// within seconds of the fields going stale: the slot the pace took a
+// day ahead is taken anew at the floor's rate, which the probe grows
+// past what they ask for.
+func TestATinyPolicyQuotaLiftsUnderLoad(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		srv := once(http.Header{"Ratelimit-Policy": {`"day";q=1;w=86400`}})
+		tr := &retryhttp.Transport{Base: srv}
+		ok, paced := offer(t, tr, 20, 40*time.Second, 30*time.Second, time.Second)
+		assert.NotZero(t, paced, "paced by the policy")
+		assert.GreaterOrEqual(t, ok, 195, "the last 10 s at 20 per second")
+	})
+}

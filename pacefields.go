@@ -60,14 +60,24 @@ func (p *paced) fieldsRate(now time.Time) float64 {
 // answer has brought since fieldsUntil (a host that sends them on its
 // 429s alone, say): what they said is old news, and the rate they set,
 // one the host took, becomes a plateau to probe past, as after a
-// throttle, so that the pace lifts as a throttle's does.
+// throttle, so that the pace lifts as a throttle's does. The probe
+// starts when they went stale, not when a request next looks, so that
+// Stats, which reads a copy, and the requests see the same pace. A rate
+// below paceFloor (a policy of a day's quota) is probed from the floor,
+// as a throttle's cut is, its last slot taken anew at it: from a rate
+// near zero, the probe would take hours to lift it, and the slot would
+// stay a day away.
 func (p *paced) stale(now time.Time) {
 	if p.limit == 0 || now.Before(p.fieldsUntil) {
 		return
 	}
 	if p.wmax == 0 && p.quota > 0 {
-		p.wmax, p.rate, p.probe = p.quota, p.quota, paceC
-		p.since = now.Add(-paceRegrow) // at the plateau: the probe starts now
+		w := max(p.quota, paceFloor)
+		if next := p.fieldsUntil.Add(slots(1, w)); w > p.quota && p.next.After(next) {
+			p.next = next
+		}
+		p.wmax, p.rate, p.probe = w, w, paceC
+		p.since = p.fieldsUntil.Add(-paceRegrow) // at the plateau: the probe starts then
 	}
 	p.quota, p.limit, p.quotaR, p.quotaUntil = 0, 0, 0, time.Time{}
 }
