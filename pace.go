@@ -460,11 +460,16 @@ func (m *meter) due(now time.Time) bool {
 
 // roll starts a window at now, count being the attempts so far, the one
 // going now included, which is the new window's. Rolls are once a second
-// at most; a roll that loses a race to another leaves it to that one.
+// at most; a roll that loses a race to another leaves it to that one,
+// whether it finds it swapped in already (two attempts found the window
+// due, and the one counted later rolled first) or not.
 func (m *meter) roll(now time.Time, count uint64) {
 	w := m.w.Load()
 	next := &window{at: now, base: max(count, 1) - 1}
 	if w != nil {
+		if now.Sub(w.at) < time.Second || next.base < w.base {
+			return // rolled since it was found due: a base below it would wrap
+		}
 		next.last = float64(next.base-w.base) / max(now.Sub(w.at).Seconds(), 1e-3)
 	}
 	m.w.CompareAndSwap(w, next)
@@ -473,12 +478,14 @@ func (m *meter) roll(now time.Time, count uint64) {
 // rate is the rate sent at now, count being the attempts so far: that of
 // the window in progress once it is a quarter of a second old, else the
 // last full window's, else (just after the first attempt) that of what
-// little was seen.
+// little was seen. A count read before another attempt rolled the
+// window counts none in it.
 func (m *meter) rate(now time.Time, count uint64) float64 {
 	w := m.w.Load()
 	if w == nil {
 		return 0
 	}
+	count = max(count, w.base)
 	elapsed := now.Sub(w.at)
 	if elapsed < time.Second/4 && w.last > 0 {
 		return w.last
