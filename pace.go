@@ -322,7 +322,7 @@ func (ps *paces) answered(rule string, now time.Time, latency time.Duration, ok 
 // rate throttled. A throttle of an attempt sent before the last cut is
 // already answered for by it: one cut per round of attempts, not one per
 // attempt in flight. The schedule of slots starts again from now, at the
-// new rate: slots taken before the cut are taken anew.
+// new rate: slots taken before the cut are taken anew (see restart).
 func (ps *paces) throttle(rule string, now, sent time.Time, rate, served float64, held time.Time) {
 	ps.mu.Lock()
 	defer ps.mu.Unlock()
@@ -338,7 +338,7 @@ func (ps *paces) throttle(rule string, now, sent time.Time, rate, served float64
 		// round, as a spent quota does (see steer).
 		if !sent.Before(p.cut) {
 			p.quota = max(p.quota*paceBeta, paceFloor)
-			p.cut, p.next = now, now
+			p.restart(now, min(p.quota, p.limit))
 		}
 		return
 	}
@@ -362,8 +362,23 @@ func (ps *paces) throttle(rule string, now, sent time.Time, rate, served float64
 			p.probe = paceCHeld
 		}
 	}
-	p.rate, p.since, p.next, p.cut = paceBeta*w, now, now, now
+	p.rate, p.since = paceBeta*w, now
+	p.restart(now, max(p.rate, paceFloor))
 	p.served, p.servedFrom = 0, later(now, held)
+}
+
+// restart starts the schedule of slots again at now, at rate, lower than
+// the rate the slots were taken at: a slot taken before now is taken
+// anew (see cut), and the next is due one interval of rate after now at
+// the latest. The slot taken last still spaces it: due at the cut
+// itself, the next slot let a host that throttled every request at once
+// be sent every one of them, each answer cutting the rate and freeing a
+// slot.
+func (p *paced) restart(now time.Time, rate float64) {
+	p.cut = now
+	if next := now.Add(slots(1, rate)); p.next.After(next) {
+		p.next = next
+	}
 }
 
 // clear lifts every pace: the host is back, its owner says.

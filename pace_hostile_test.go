@@ -140,3 +140,25 @@ func TestATinyPolicyQuotaLiftsUnderLoad(t *testing.T) {
 		assert.GreaterOrEqual(t, ok, 195, "the last 10 s at 20 per second")
 	})
 }
+
+// A host that answers every request with a 429 and nothing more (no
+// delay, so no hold) is sent no more than its pace lets go: the cut of
+// each round of throttles starts the schedule of slots again, but the
+// slot taken last before it still spaces the next. It once made the next
+// slot due at the instant of the cut, and a host that throttled every
+// request at once was sent every one of them, 50 a second, while Stats
+// showed it paced at 0.5.
+func TestAHostThatThrottlesEverythingIsSentAtThePace(t *testing.T) {
+	for _, delay := range []time.Duration{0, 100 * time.Millisecond} {
+		t.Run(delay.String(), func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				srv := &rt.Server{Choose: func(int, *http.Request) rt.Step { return rt.Step{Status: 429, Delay: delay} }}
+				tr := &retryhttp.Transport{Base: srv}
+				_, paced := offer(t, tr, 50, 20*time.Second, 0, time.Second)
+				rate := tr.Stats().Hosts["api.test"].PaceRate
+				assert.NotZero(t, paced, "refused: their slots are past their deadline")
+				assert.Less(t, srv.Count(), 60, "a few in the first second, then at most the pace, %v a second", rate)
+			})
+		})
+	}
+}

@@ -169,7 +169,7 @@ func (p *paced) steer(now, sent time.Time, r float64, t time.Duration, asked flo
 		p.throttled = now
 		if !sent.Before(p.cut) {
 			p.quota = max(p.quota*paceBeta, paceFloor)
-			p.cut, p.next = now, now
+			p.restart(now, min(p.quota, p.limit))
 		}
 		p.level, p.levelAt = 0, now
 		return
@@ -192,7 +192,7 @@ func (p *paced) steer(now, sent time.Time, r float64, t time.Duration, asked flo
 	// paceLift times the rate asked, at most.
 	rate := min(max(min(p.quota, paceLift*asked)*f, paceFloor), p.limit)
 	if rate < p.quota {
-		p.cut, p.next = now, now
+		p.restart(now, rate)
 	}
 	p.quota, p.level, p.levelAt = rate, r, now
 }
