@@ -174,7 +174,9 @@ func (h *host) learn(r *result, l lesson) (holdSet bool) {
 // included).
 func (h *host) pace(r *result, l lesson) {
 	q := r.fields
-	if r.quotaSpent && !q.left { // r=0: the fields' reading too
+	if r.quotaSpent && r.quota > 0 && !q.left { // r=0: the fields' reading too
+		// (A quota spent and given again at once, t=0, says nothing of
+		// the rate the host takes, as it sets no hold.)
 		q.left, q.r, q.t = true, 0, r.quota
 	}
 	thr, fields := throttle(r), q.left || q.limit > 0

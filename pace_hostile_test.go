@@ -162,3 +162,27 @@ func TestAHostThatThrottlesEverythingIsSentAtThePace(t *testing.T) {
 		})
 	}
 }
+
+// A quota that every answer calls spent and refilled at once (r=0;t=0, a
+// 200 included) says nothing of the rate the host takes, as it sets no
+// hold: requests below the policy's own rate are neither paced nor
+// refused.
+func TestASpentQuotaThatRefillsAtOnceIsNoThrottle(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		srv := &rt.Server{Choose: func(int, *http.Request) rt.Step {
+			return rt.Step{Header: http.Header{"Ratelimit": {`"d";r=0;t=0`}, "Ratelimit-Policy": {`"d";q=100;w=1`}}}
+		}}
+		tr := &retryhttp.Transport{Base: srv}
+		start := time.Now()
+		for i := range 50 {
+			for _, err := range burst(t, tr, "/x", 2, time.Second) {
+				require.NoError(t, err, "round %d", i)
+			}
+			time.Sleep(100 * time.Millisecond)
+		}
+		assert.Equal(t, 50*100*time.Millisecond, time.Since(start), "nothing waited")
+		c := tr.Stats().Total
+		assert.Zero(t, c.PaceWaits+c.PaceRefusals+c.HoldsSet, "nothing paced, refused or held")
+		srv.WantAttempts(t, 100)
+	})
+}
