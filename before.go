@@ -144,7 +144,7 @@ func (c *call) unprobe() {
 // sending: a wait for the slot, or a refusal when the answer would come
 // past deadline, which spends no slot.
 func (c *call) takeSlot(n int, now, deadline time.Time) (step, bool) {
-	at, rate, ok := c.host.paces.take(c.rule, now, deadline)
+	at, rate, ok := c.host.paces.take(c.rule, now, deadline, now.Add(c.pol.cfg.ServerDelayLimit()))
 	if !ok {
 		c.unadmit(n)
 		r := noMore(n, retrytrace.RefusedPaced)

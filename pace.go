@@ -264,9 +264,12 @@ func (ps *paces) get(rule string, now time.Time, asked float64) paceFacts {
 // returns when the attempt goes: now, or later. A slot that would leave
 // less than the rule's answer time before latest (zero: no bound) is not
 // taken, and ok is false: the attempt would spend the host's quota, and
-// the slot, on an answer that comes too late for its caller. rate is the
+// the slot, on an answer that comes too late for its caller. Nor is a
+// slot after longest (zero: no bound), the policy's maxServerDelay from
+// now: the gate judged the slot from facts read a moment before, and
+// requests that passed it meanwhile took the slots it saw. rate is the
 // pace's (0: unpaced).
-func (ps *paces) take(rule string, now, latest time.Time) (at time.Time, rate float64, ok bool) {
+func (ps *paces) take(rule string, now, latest, longest time.Time) (at time.Time, rate float64, ok bool) {
 	if ps.n.Load() == 0 {
 		return now, 0, true
 	}
@@ -282,7 +285,7 @@ func (ps *paces) take(rule string, now, latest time.Time) (at time.Time, rate fl
 		return now, 0, true
 	}
 	at = paceFacts{rate: rate, next: p.next, burst: p.burst(rate, now)}.slot(now)
-	if !latest.IsZero() && !at.Add(p.answer).Before(latest) {
+	if !latest.IsZero() && !at.Add(p.answer).Before(latest) || !longest.IsZero() && at.After(longest) {
 		return at, rate, false
 	}
 	p.next = later(p.next, at).Add(slots(1, rate))

@@ -15,7 +15,7 @@ import (
 // it comes.
 func take(t *testing.T, ps *paces, rule string, now time.Time) time.Time {
 	t.Helper()
-	at, _, ok := ps.take(rule, now, time.Time{})
+	at, _, ok := ps.take(rule, now, time.Time{}, time.Time{})
 	require.True(t, ok, "without a deadline every slot is taken")
 	return at
 }
@@ -200,6 +200,26 @@ func TestPaceFieldsSmooth(t *testing.T) {
 	assert.InDelta(t, 0.1*1+0.9*100, ps.get("r", now, 1000).rate, 1e-9)
 }
 
+// A slot past the policy's maxServerDelay is not taken, however many
+// requests passed the gate since it read the slots: each waits no longer
+// than the policy waits for a server.
+func TestPaceSlotPastTheLongestWaitIsNotTaken(t *testing.T) {
+	now := time.Now()
+	var ps paces
+	ps.throttle("r", now, now, 10, 0, time.Time{}) // 7/s: a slot every 143 ms
+	for range 8 {
+		take(t, &ps, "r", now) // the slots of the first second, and the one at 1 s
+	}
+	next := ps.list[0].next
+	at, _, ok := ps.take("r", now, time.Time{}, now.Add(time.Second))
+	assert.False(t, ok, "the ninth slot, at 8/7 s, comes after the longest wait")
+	assert.Equal(t, next, at)
+	assert.Equal(t, next, ps.list[0].next, "and is not taken")
+	at, _, ok = ps.take("r", now, time.Time{}, next)
+	assert.True(t, ok, "a slot at the longest wait is taken")
+	assert.Equal(t, next, at)
+}
+
 // A slot that leaves less than the rule's answer time before the deadline
 // is not taken: the answer would come too late, and the slot goes to the
 // next attempt.
@@ -221,7 +241,7 @@ func TestPaceSlotLeavesTimeForTheAnswer(t *testing.T) {
 			ps.answered("r", now, 100*time.Millisecond, true)
 			require.Equal(t, now, take(t, &ps, "r", now))
 			next := ps.list[0].next
-			at, rate, ok := ps.take("r", now, now.Add(tc.deadline))
+			at, rate, ok := ps.take("r", now, now.Add(tc.deadline), time.Time{})
 			assert.Equal(t, tc.ok, ok)
 			assert.InDelta(t, 7, rate, 1e-6)
 			assert.Equal(t, next, at, "the slot's time, taken or not")
