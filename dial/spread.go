@@ -142,13 +142,20 @@ const maxAddrs = 8
 // up when that is stale; concurrent callers share one lookup. A failed
 // lookup is remembered for failedTTL unless ctx ended it: the base looks
 // the host up again and reports the failure itself.
+//
+// A caller waits for a shared lookup only as long as its own ctx lasts:
+// the lookup runs under the context of the caller that started it, which
+// may have no deadline, and a resolver that hangs must not hold a request
+// past its own end. A caller that leaves gets an entry without addresses,
+// leaving the choice to the base, which then fails with ctx's error.
+// The lookup runs on a goroutine of singleflight's, which ends with it.
 func (s *spread) entry(ctx context.Context, u *url.URL, host string) *hostEntry {
 	now := time.Now()
 	key := hostKey{host, hostport.Default(u.Scheme)}
 	if e := s.hosts.Get(key).Load(); e != nil && now.Before(e.until) {
 		return e
 	}
-	v, _, _ := s.lookups.Do(key.implied+" "+host, func() (any, error) {
+	ch := s.lookups.DoChan(key.implied+" "+host, func() (any, error) {
 		e := s.lookup(ctx, u)
 		if e.until.IsZero() {
 			return e, nil // not to be remembered
@@ -156,7 +163,12 @@ func (s *spread) entry(ctx context.Context, u *url.URL, host string) *hostEntry 
 		s.hosts.Get(key).Store(e) // looked up again: the host's entry may have gone meanwhile
 		return e, nil
 	})
-	return v.(*hostEntry)
+	select {
+	case r := <-ch:
+		return r.Val.(*hostEntry)
+	case <-ctx.Done():
+		return &hostEntry{}
+	}
 }
 
 // lookup resolves u's host into a fresh entry. A URL whose port is

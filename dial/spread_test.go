@@ -197,3 +197,32 @@ func TestRoutingKeepsWhatItUses(t *testing.T) {
 	}
 	assert.Equal(t, 1, lookups["keep.test"], "got keep.test looked up again within its time")
 }
+
+// A request that joins another's lookup of its host waits for it no
+// longer than its own context lasts: a resolver that hangs under a
+// request with no deadline must not hold every other request to the host.
+func TestRouteLeavesALookupWithItsContext(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		_, d := NewBase()
+		d.LookupNetIP = func(ctx context.Context, _, _ string) ([]netip.Addr, error) {
+			<-ctx.Done() // a resolver that answers no one
+			return nil, ctx.Err()
+		}
+		req, err := http.NewRequest("GET", "https://slow.test/", nil)
+		require.NoError(t, err)
+		first, cancelFirst := context.WithCancel(t.Context())
+		defer cancelFirst()
+		go d.Route(first, req, "slow.test", nil) // starts the lookup, and waits
+		synctest.Wait()
+
+		ctx, cancel := context.WithTimeout(t.Context(), time.Second)
+		defer cancel()
+		start := time.Now()
+		rt, addr := d.Route(ctx, req, "slow.test", nil)
+		assert.Equal(t, time.Second, time.Since(start), "got a wait of %v, want the request's own 1s", time.Since(start))
+		assert.Nil(t, rt, "got a transport, want the base's choice")
+		assert.Empty(t, addr)
+		cancelFirst()
+		synctest.Wait()
+	})
+}
