@@ -209,20 +209,24 @@ func handshake(ctx context.Context, raw net.Conn, cfg *tls.Config) (net.Conn, er
 // to it goes to the network at once, and a failure then waits
 // Backoff.Duration(0). It is the out-of-band signal of an application that
 // knows the server is back. addr is "host:port", that address; or a host
-// alone, every port of it and every address [Dialer.Route] sent that
-// host's attempts to; or "", every address. Names compare without regard
+// alone (an IPv6 literal with or without brackets), every port of it and
+// every address [Dialer.Route] sent that host's attempts to, on any port;
+// or "", every address. Names compare without regard
 // to case. Dials already in flight no longer count. ResetBackoff scans
 // the table, so it costs time in proportion to MaxAddrs.
 func (d *Dialer) ResetBackoff(addr string) {
+	// A host alone may be an IPv6 literal, bracketed as a URL writes
+	// it ("[::1]") or not ("::1"): it has colons but no port.
+	host, hasPort := bareHost(addr)
 	var routed []string // the addresses Route sent addr's attempts to
 	if d.spread != nil && addr != "" {
-		routed = d.spread.addrsOf(strings.ToLower(addr))
+		routed = d.spread.addrsOf(strings.ToLower(addr), !hasPort)
 	}
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	for k := range d.addrs {
 		if addr == "" || strings.EqualFold(k.addr, addr) || slices.Contains(routed, k.addr) ||
-			!strings.Contains(addr, ":") && strings.EqualFold(hostOf(k.addr), addr) {
+			!hasPort && strings.EqualFold(hostOf(k.addr), host) {
 			delete(d.addrs, k)
 		}
 	}
@@ -235,6 +239,19 @@ func hostOf(addr string) string {
 		return h
 	}
 	return addr
+}
+
+// bareHost returns the host of addr without brackets, and whether addr
+// has a port: "[::1]:80" and "h:80" have one, "[::1]", "::1" and "h" do
+// not.
+func bareHost(addr string) (host string, hasPort bool) {
+	if h, _, err := net.SplitHostPort(addr); err == nil {
+		return h, true
+	}
+	if len(addr) > 1 && addr[0] == '[' && addr[len(addr)-1] == ']' {
+		return addr[1 : len(addr)-1], false
+	}
+	return addr, false
 }
 
 // backingOff reports whether a dial to addr on network would be refused

@@ -476,3 +476,39 @@ func TestDialConcurrentFailuresAndReset(t *testing.T) {
 	})
 	wg.Wait()
 }
+
+// ResetBackoff of a host alone ends the windows of every port of it, an
+// IPv6 literal included, written as a URL writes it ("[::1]", what
+// retryhttp.Transport.ResetBackoff passes on) or bare ("::1"); a host
+// with a port ends that address's only.
+func TestDialResetHostAlone(t *testing.T) {
+	t.Parallel()
+	tests := []struct {
+		reset      string
+		ended      []string
+		keptOthers []string
+	}{
+		{"[::1]", []string{"[::1]:80", "[::1]:8443"}, []string{"[::2]:80", "h:80"}},
+		{"::1", []string{"[::1]:80", "[::1]:8443"}, []string{"[::2]:80", "h:80"}},
+		{"[::1]:80", []string{"[::1]:80"}, []string{"[::1]:8443", "h:80"}},
+		{"H", []string{"h:80", "h:8443"}, []string{"[::1]:80", "hh:80"}},
+		{"10.0.0.1", []string{"10.0.0.1:80"}, []string{"10.0.0.10:80"}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.reset, func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				d, f := newDialer(refuse, exact)
+				for _, a := range append(append([]string{}, tt.ended...), tt.keptOthers...) {
+					failAndWindow(t, d, f, a)
+				}
+				d.ResetBackoff(tt.reset)
+				for _, a := range tt.ended {
+					assert.False(t, d.backingOff("tcp", a), "ResetBackoff(%q): got %s still backing off", tt.reset, a)
+				}
+				for _, a := range tt.keptOthers {
+					assert.True(t, d.backingOff("tcp", a), "ResetBackoff(%q): got %s reset too", tt.reset, a)
+				}
+			})
+		})
+	}
+}

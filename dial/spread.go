@@ -256,11 +256,12 @@ func (s *spread) hostsByAddr() map[string][]string {
 }
 
 // addrsOf returns the addresses attempts to host (a URL host, lowercased)
-// were spread over, whatever the scheme's port.
-func (s *spread) addrsOf(host string) []string {
+// were spread over, whatever the scheme's port; with anyPort, those of
+// host on every port its URLs named too ("h" covers "h:8443").
+func (s *spread) addrsOf(host string, anyPort bool) []string {
 	var out []string
 	s.hosts.Each(func(k hostKey, p *atomic.Pointer[hostEntry]) {
-		if e := p.Load(); e != nil && k.host == host {
+		if e := p.Load(); e != nil && (k.host == host || anyPort && hostOf(k.host) == host) {
 			out = append(out, e.addrs...)
 		}
 	})

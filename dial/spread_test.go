@@ -226,3 +226,30 @@ func TestRouteLeavesALookupWithItsContext(t *testing.T) {
 		synctest.Wait()
 	})
 }
+
+// ResetBackoff of a host alone ends the windows of the addresses Route
+// spread its attempts over on every port its URLs named, not only on the
+// ports its schemes imply.
+func TestResetBackoffOfAHostCoversItsRoutedPorts(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		_, d := NewBase()
+		f := &fakeNet{outcome: refuse}
+		d.Dial, d.Backoff = f.dial, exact
+		d.LookupNetIP = func(context.Context, string, string) ([]netip.Addr, error) {
+			return []netip.Addr{netip.MustParseAddr("10.0.0.1"), netip.MustParseAddr("10.0.0.2")}, nil
+		}
+		var addrs []string
+		for _, u := range []string{"https://api.test:8443/", "https://api.test/"} {
+			req, err := http.NewRequest("GET", u, nil)
+			require.NoError(t, err)
+			_, addr := d.Route(t.Context(), req, strings.ToLower(req.URL.Host), nil)
+			require.NotEmpty(t, addr, "%s: got the base's choice, want an address", u)
+			failAndWindow(t, d, f, addr)
+			addrs = append(addrs, addr)
+		}
+		d.ResetBackoff("API.test")
+		for _, a := range addrs {
+			assert.False(t, d.backingOff("tcp", a), "got %s still backing off after ResetBackoff of its host", a)
+		}
+	})
+}
