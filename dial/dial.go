@@ -3,6 +3,7 @@ package dial
 import (
 	"context"
 	"crypto/tls"
+	"errors"
 	"net"
 	"net/netip"
 	"slices"
@@ -188,12 +189,21 @@ func (d *Dialer) connect(ctx context.Context, network, addr string, cfg *tls.Con
 	actx, cancel := context.WithTimeout(ctx, d.connectTimeout(a.backoff))
 	defer cancel()
 	conn, err := d.dial(actx, network, addr)
+	if err == nil && conn == nil {
+		// A Dial of the caller's that breaks its contract must not
+		// panic in the handshake, nor pass for a connection.
+		err = errNoConn
+	}
 	if err == nil && cfg != nil {
 		conn, err = handshake(actx, conn, cfg)
 	}
 	d.finish(a, err, ctx.Err() != nil, time.Now())
 	return conn, err
 }
+
+// errNoConn is the failure of a Dial that returned neither a connection
+// nor an error.
+var errNoConn = errors.New("retryhttp: Dialer.Dial returned no connection and no error")
 
 // handshake runs the client side of TLS over raw, closing raw if it fails.
 func handshake(ctx context.Context, raw net.Conn, cfg *tls.Config) (net.Conn, error) {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/tls"
 	"errors"
+	"fmt"
 	"io"
 	"log"
 	"math"
@@ -508,6 +509,31 @@ func TestDialResetHostAlone(t *testing.T) {
 				for _, a := range tt.keptOthers {
 					assert.True(t, d.backingOff("tcp", a), "ResetBackoff(%q): got %s reset too", tt.reset, a)
 				}
+			})
+		})
+	}
+}
+
+// A Dial that returns neither a connection nor an error fails the dial,
+// and counts as a failed connection: no panic in the TLS handshake, no
+// nil connection passed on as one.
+func TestDialNoConnectionNoError(t *testing.T) {
+	t.Parallel()
+	for _, tls := range []bool{false, true} {
+		t.Run(fmt.Sprint("tls=", tls), func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				d := &Dialer{Backoff: exact, Dial: func(context.Context, string, string) (net.Conn, error) { return nil, nil }}
+				dial := d.DialContext
+				if tls {
+					dial = d.DialTLSContext
+				}
+				c, err := dial(t.Context(), "tcp", "h:443")
+				assert.Nil(t, c)
+				require.ErrorIs(t, err, errNoConn)
+				_, err = dial(t.Context(), "tcp", "h:443")
+				var be *BackoffError
+				require.ErrorAs(t, err, &be, "got %v, want the address backing off", err)
+				assert.Equal(t, time.Second, be.Remaining)
 			})
 		})
 	}
