@@ -90,9 +90,6 @@ func (s *Server) arrive(req *http.Request, proto string) *visit {
 		v.i = len(s.records)
 		s.records = append(s.records, a)
 	}
-	if s.inflight == 0 {
-		s.idle = make(chan struct{})
-	}
 	s.inflight++
 	return v
 }
@@ -130,8 +127,9 @@ func (v *visit) end(cancelled bool) {
 		s.records[v.i].Cancelled = cancelled
 	}
 	s.inflight--
-	if s.inflight == 0 {
+	if s.inflight == 0 && s.idle != nil {
 		close(s.idle)
+		s.idle = nil
 	}
 }
 
@@ -164,12 +162,21 @@ func (s *Server) Count() int {
 // is finished when its answer has been sent whole, or cut by its fault,
 // or when its request ended. Over a socket a hedge that the client
 // cancelled is marked Cancelled only once the server has noticed, which
-// Wait awaits. In a synctest bubble, Wait is durably blocking.
+// Wait awaits. In a synctest bubble, Wait is durably blocking. A Server
+// may serve tests in several bubbles at once, but Wait in one bubble
+// must not be left waiting for attempts of another: Go forbids a bubble
+// to wait on another's goroutines.
 func (s *Server) Wait(ctx context.Context) error {
 	s.mu.Lock()
 	if s.inflight == 0 {
 		s.mu.Unlock()
 		return nil
+	}
+	if s.idle == nil {
+		// Made by a waiter, not by an attempt: in a synctest bubble a
+		// channel belongs to the bubble that made it, and attempts of
+		// tests in other bubbles sharing the Server must not touch it.
+		s.idle = make(chan struct{})
 	}
 	idle := s.idle
 	s.mu.Unlock()

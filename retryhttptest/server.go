@@ -75,7 +75,7 @@ type Server struct {
 	first    time.Time
 	records  []Attempt
 	inflight int
-	idle     chan struct{} // closed when inflight falls to 0
+	idle     chan struct{} // made by Wait, closed when inflight falls to 0
 	failure  error         // the first bad step met while serving
 }
 
