@@ -155,7 +155,16 @@ func memoryResponse(req *http.Request, st *Step, v *visit) *http.Response {
 		b.data, b.end = st.Body[:st.After], io.ErrUnexpectedEOF
 	}
 	if st.Trickle.Every > 0 {
-		b.v = v // the server is still sending: the attempt ends with the body
+		// The server is still sending: the attempt ends with the body, or
+		// with the request, as a server on a socket sees the client's
+		// transport close the connection when the request ends, whether
+		// or not the body is being read.
+		b.v = v
+		b.stop = context.AfterFunc(req.Context(), func() {
+			b.mu.Lock()
+			defer b.mu.Unlock()
+			b.finish(len(b.data) > 0)
+		})
 	} else {
 		v.end(false)
 	}
@@ -203,6 +212,7 @@ type replyBody struct {
 	end    error // after data: io.EOF, or a fault's error
 	rate   Rate
 	v      *visit        // the attempt, when the body ends it
+	stop   func() bool   // stops ending v when the request ends; nil without v
 	closed chan struct{} // closed by Close
 
 	mu       sync.Mutex // Read and Close may run at once
@@ -288,5 +298,6 @@ func (b *replyBody) Close() error {
 func (b *replyBody) finish(cancelled bool) {
 	if b.v != nil {
 		b.v.end(cancelled)
+		b.stop()
 	}
 }

@@ -177,3 +177,25 @@ func TestHedgeBeatsASlowAnswer(t *testing.T) {
 		}
 	})
 }
+
+// A trickle whose request ends is over for the server then, whether or
+// not the client reads or closes the body, as over a socket, where the
+// client's transport closes the connection: the attempt ends, cancelled,
+// and Wait returns.
+func TestATrickleEndsWithItsRequest(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		srv := script(rt.Step{Body: "0123456789", Trickle: rt.Rate{Every: time.Hour}})
+		ctx, cancel := context.WithCancel(t.Context())
+		resp, err := srv.RoundTrip(newRequest(t, ctx, "GET", ""))
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		cancel()
+		wait, stop := context.WithTimeout(t.Context(), time.Minute)
+		defer stop()
+		if err := srv.Wait(wait); err != nil || !srv.Attempts()[0].Cancelled {
+			t.Errorf("got %v, cancelled %v; want the attempt ended, cancelled", err, srv.Attempts()[0].Cancelled)
+		}
+	})
+}
