@@ -44,14 +44,19 @@ func NewBase() (*http.Transport, *Dialer) {
 // of its host's addresses, and that address, for a Dialer made by
 // [NewBase]: an address that is not in avoid and not backing off, so that
 // the attempts of one request (hedges in flight, a retry after a failure)
-// reach distinct backends, as Envoy's previous_hosts does. host is
+// reach distinct backends, as Envoy's previous_hosts does. Nor does it
+// send new attempts to an address whose dials have been in flight for
+// 250 ms with none ending (RFC 8305's Connection Attempt Delay): a
+// black-holed backend fails its dials only at their connect timeout, and
+// would otherwise take every first attempt meanwhile. host is
 // req.URL.Host, lowercased; ctx bounds a lookup of its addresses, which
 // are looked up again every 30 s and shared by concurrent callers.
 //
 // It returns nil, "" when the choice is the base's to make: the Dialer was
 // not made by NewBase, the host is an IP literal, has one address or none,
-// is reached through a proxy, or every address is avoided or backing off.
-// Once a host is known, Route costs a map lookup and no allocation.
+// is reached through a proxy, or every address is avoided, backing off or
+// stalled so. Once a host is known, Route costs a map lookup and no
+// allocation.
 func (d *Dialer) Route(ctx context.Context, req *http.Request, host string, avoid []string) (http.RoundTripper, string) {
 	if d.spread == nil {
 		return nil, ""

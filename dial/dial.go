@@ -130,7 +130,11 @@ type dialEntry struct {
 	failures int       // consecutive failed rounds: the next backoff is Duration(failures)
 	until    time.Time // no attempt starts before until
 	inflight int       // attempts that started with this entry and have not ended
-	err      error     // the failure that set until
+	// quiet is, while attempts are in flight, since when none of them
+	// ended: the start of the first, or the end of the last one that
+	// ended; zero while none is in flight.
+	quiet time.Time
+	err   error // the failure that set until
 }
 
 // dialAttempt is one admitted dial. entry identifies its generation: once
@@ -273,6 +277,26 @@ func (d *Dialer) backingOff(network, addr string) bool {
 	return e != nil && time.Now().Before(e.until)
 }
 
+// stallAfter is how long an address may be dialed with no dial of it
+// ending before [Dialer.Route] sends new attempts elsewhere: RFC 8305's
+// Connection Attempt Delay, which gRPC's Happy Eyeballs takes too. A
+// black-holed address fails its dials only at their connect timeout, 20 s
+// at least, and its window, counted from the start of the failed dial,
+// has then passed: without this, every first attempt to its host would go
+// there and wait, round after round, until the backoff outgrew the
+// timeout (about two and a half minutes).
+const stallAfter = 250 * time.Millisecond
+
+// unready reports whether new attempts should not be sent to addr on
+// network at now: a dial to it would be refused for its backoff window,
+// or its dials have been in flight for stallAfter with none ending.
+func (d *Dialer) unready(network, addr string, now time.Time) bool {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	e := d.addrs[dialKey{network, addr}]
+	return e != nil && (now.Before(e.until) || e.inflight > 0 && now.Sub(e.quiet) >= stallAfter)
+}
+
 // Window is the backoff of one address that failed since its last
 // connection, as [Dialer.Windows] reports it.
 type Window struct {
@@ -331,6 +355,9 @@ func (d *Dialer) admit(ctx context.Context, network, addr string, now time.Time)
 	if e == nil {
 		e = d.insert(key)
 	}
+	if e.inflight == 0 {
+		e.quiet = now
+	}
 	e.inflight++
 	round := e.failures
 	d.mu.Unlock()
@@ -347,6 +374,10 @@ func (d *Dialer) finish(a dialAttempt, err error, callerDone bool, end time.Time
 	defer d.mu.Unlock()
 	e := a.entry
 	e.inflight--
+	e.quiet = time.Time{}
+	if e.inflight > 0 {
+		e.quiet = end
+	}
 	switch {
 	case err == nil:
 		// However old the attempt, a connection is news: the address is

@@ -111,10 +111,12 @@ func newSpread(base *http.Transport, d *Dialer) *spread {
 
 // route returns the transport for the next attempt of req, whose URL host
 // lowercased is host, and the address it dials, given the addresses the
-// attempt must avoid; ctx bounds a lookup. It returns nil, "" when the
-// choice is the base's to make: the host is an IP literal, has one
-// address or none, is reached through a proxy, or every address is
-// avoided or backing off.
+// attempt must avoid; ctx bounds a lookup. An address backing off is
+// passed over, and so is one whose dials have been in flight for 250 ms
+// with none ending (a black hole, until its dials time out). It returns
+// nil, "" when the choice is the base's to make: the host is an IP
+// literal, has one address or none, is reached through a proxy, or every
+// address is avoided, backing off or stalled.
 func (s *spread) route(ctx context.Context, req *http.Request, host string, avoid []string) (http.RoundTripper, string) {
 	if s.base.Proxy != nil {
 		if pu, err := s.base.Proxy(req); err != nil || pu != nil {
@@ -125,8 +127,9 @@ func (s *spread) route(ctx context.Context, req *http.Request, host string, avoi
 	if len(e.addrs) < 2 {
 		return nil, ""
 	}
+	now := time.Now()
 	for i, ap := range e.addrs {
-		if slices.Contains(avoid, ap) || s.dialer.backingOff("tcp", ap) {
+		if slices.Contains(avoid, ap) || s.dialer.unready("tcp", ap, now) {
 			continue
 		}
 		return s.transport(e, i), ap

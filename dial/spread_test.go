@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net"
 	"net/http"
 	"net/netip"
 	"strings"
@@ -251,5 +252,48 @@ func TestResetBackoffOfAHostCoversItsRoutedPorts(t *testing.T) {
 		for _, a := range addrs {
 			assert.False(t, d.backingOff("tcp", a), "got %s still backing off after ResetBackoff of its host", a)
 		}
+	})
+}
+
+// New attempts go elsewhere once an address's dials have been in flight
+// for stallAfter with none ending, a black hole's until they time out,
+// and come back to it once one ends; an address dialed for less is kept.
+func TestRouteLeavesAStalledAddress(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		_, d := NewBase()
+		const hole, live = "10.0.0.1:443", "10.0.0.2:443"
+		d.Dial = func(ctx context.Context, _, addr string) (net.Conn, error) {
+			if addr == hole {
+				<-ctx.Done() // dropped on the floor, as a black hole does
+				return nil, ctx.Err()
+			}
+			c, peer := net.Pipe()
+			peer.Close()
+			return c, nil
+		}
+		d.LookupNetIP = func(context.Context, string, string) ([]netip.Addr, error) {
+			return []netip.Addr{netip.MustParseAddr("10.0.0.1"), netip.MustParseAddr("10.0.0.2")}, nil
+		}
+		req, err := http.NewRequest("GET", "https://two.test/", nil)
+		require.NoError(t, err)
+		route := func() string {
+			_, addr := d.Route(t.Context(), req, "two.test", nil)
+			return addr
+		}
+		require.Equal(t, hole, route(), "the first address first")
+		dialed := make(chan error, 1)
+		go func() {
+			c, err := d.DialContext(t.Context(), "tcp", hole)
+			if c != nil {
+				c.Close()
+			}
+			dialed <- err
+		}()
+		time.Sleep(stallAfter - time.Millisecond)
+		assert.Equal(t, hole, route(), "a dial in flight for less than stallAfter is no sign")
+		time.Sleep(time.Millisecond)
+		assert.Equal(t, live, route(), "got new attempts sent to the stalled address")
+		require.Error(t, <-dialed, "the black hole's dial times out")
+		assert.Equal(t, hole, route(), "its dial has ended, and its window with it: tried again")
 	})
 }
