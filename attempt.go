@@ -233,7 +233,9 @@ func (a *attempt) send() result {
 		// goroutine of its own and may not have cancelled yet: cancel
 		// here too, so that the cause is there (the first one stays).
 		a.cancel(errAttemptTimeout)
-		r.resp.Body.Close()
+		if r.resp.Body != nil { // settle, not yet run, mends a nil one
+			r.resp.Body.Close()
+		}
 		r.resp, r.err = nil, context.Cause(a.ctx)
 	}
 	r.settle()

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"io"
 	"math"
+	"net"
 	"net/http"
 	"strings"
 	"sync/atomic"
@@ -304,4 +305,28 @@ func TestBaseResponseWithoutHeaderOrBody(t *testing.T) {
 		require.NotNil(t, resp.Body, "the body")
 		assert.Empty(t, readAll(t, resp))
 	}
+}
+
+// A base that answers with no Body just as the per-attempt timeout fires
+// (it ignored the cancellation, then answered) is counted as the timeout
+// it was, never a panic.
+func TestBaseResponseWithoutBodyAtThePerAttemptTimeout(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		base := roundTripFunc(func(req *http.Request) (*http.Response, error) {
+			<-req.Context().Done()
+			return &http.Response{StatusCode: 200}, nil
+		})
+		cfg := retryConfig(2, 503)
+		cfg.Rules[0].Retry.PerAttemptTimeout = time.Second
+		tr := &retryhttp.Transport{Base: base, Policy: cfg}
+		resp, err := tr.RoundTrip(newRequest(t, t.Context(), "GET", ""))
+		require.Nil(t, resp)
+		var rerr *retryhttp.Error
+		require.ErrorAs(t, err, &rerr)
+		assert.Equal(t, 2, rerr.Attempts, "both attempts timed out")
+		var ne net.Error
+		if assert.ErrorAs(t, err, &ne) {
+			assert.True(t, ne.Timeout(), "got %v, want a timeout", err)
+		}
+	})
 }
