@@ -178,6 +178,48 @@ func TestLoserPanicDuringCancelAllReachesTheCaller(t *testing.T) {
 	})
 }
 
+// A panic met while the hedges that lost are cut off (a loser's base, a
+// hook told of a loser) leaves open no response, not even the winner's,
+// which RoundTrip had chosen to hand back.
+func TestPanicAmongTheLosersClosesTheWinner(t *testing.T) {
+	for _, tc := range []struct {
+		name  string
+		base  func(srv *rt.Server) http.RoundTripper
+		hooks *retrytrace.Hooks
+	}{
+		{"loser's base", func(srv *rt.Server) http.RoundTripper {
+			return roundTripFunc(func(req *http.Request) (*http.Response, error) {
+				if req.Header.Get(retryhttp.AttemptsHeader) == "" { // attempt 1: slow, panics once cancelled
+					<-req.Context().Done()
+					panic("broken")
+				}
+				return srv.RoundTrip(req)
+			})
+		}, nil},
+		{"loser's hook", func(srv *rt.Server) http.RoundTripper { return srv },
+			&retrytrace.Hooks{AttemptDone: func(i retrytrace.AttemptDoneInfo) {
+				if i.Outcome == retrytrace.OutcomeCancelled {
+					panic("broken")
+				}
+			}}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				srv := numbered(rt.Step{Delay: time.Second}, rt.Step{})
+				base := &tracked{next: tc.base(srv)}
+				tr := &retryhttp.Transport{Base: base, Policy: hedgeConfig(2, 10*time.Millisecond), Hooks: tc.hooks}
+				func() {
+					defer func() { assert.Equal(t, "broken", recover()) }()
+					tr.RoundTrip(newRequest(t, t.Context(), "GET", ""))
+				}()
+				synctest.Wait()
+				require.Equal(t, int64(1), base.opened.Load(), "the winner's answer came")
+				assert.Equal(t, int64(0), base.open(), "response bodies left open")
+			})
+		})
+	}
+}
+
 // A panic leaves no goroutine watching the caller's Request.Cancel.
 func TestPanicLeavesNoCancelWatcher(t *testing.T) {
 	before := goleakIgnore()

@@ -317,11 +317,14 @@ func (h *hedger) landed(c *call, r result) (*http.Response, error, bool) {
 	s := c.after(&r)
 	switch s.kind {
 	case stepDeliver, stepFail:
-		resp, err := c.answer(nil)
+		// The others are cut off before the answer leaves c.last: a
+		// loser's base or a hook that panics meanwhile then finds it
+		// still kept, and the request's end closes it.
 		h.cancelAll(c, errHedgeLost)
 		if s.kind == stepDeliver && s.attempt > 1 {
 			c.hedgeWon()
 		}
+		resp, err := c.answer(nil)
 		return resp, err, true
 	case stepResend:
 		h.resend = s.attempt
