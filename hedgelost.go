@@ -34,6 +34,13 @@ func (h *hedger) cancelAll(c *call, cause error) {
 	for h.flying > 0 {
 		select {
 		case r := <-h.results:
+			if r.unprepared {
+				// Never sent: nothing to cut off or to report, and no
+				// latency of its host to learn.
+				h.flights[r.n] = flight{}
+				h.flying--
+				continue
+			}
 			h.cut(c, r.n, tail)
 			if r.panicked != nil && panicked == nil {
 				panicked = r.panicked

@@ -1,6 +1,7 @@
 package retryhttp_test
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"net/http"
@@ -218,5 +219,41 @@ func TestPrepareGetsACopy(t *testing.T) {
 		require.Len(t, seen, 2)
 		assert.Same(t, req, seen[0], "no Prepare: the caller's own request")
 		assert.NotSame(t, req, seen[1], "a Prepare: a copy")
+	})
+}
+
+// A hedge whose Prepare fails as the caller leaves (a Prepare that reads
+// the caller's context, say) was never sent: whichever the loop meets
+// first, the caller gone or the failure, the hooks hear of no outcome of
+// it, and the statistics count no hedge of it cut off.
+func TestPrepareFailsAHedgeAsTheCallerLeaves(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		srv := script(rt.Step{Delay: time.Minute, Body: "slow"})
+		var log hookLog
+		tr := &retryhttp.Transport{Base: srv, Policy: hedgeConfig(3, 10*time.Millisecond), Hooks: log.hooks("")}
+		// The loop picks either at random: enough requests meet both.
+		const requests = 64
+		for range requests {
+			ctx, cancel := context.WithCancel(t.Context())
+			tr.Prepare = func(attempt int, _ *http.Request) error {
+				if attempt == 2 {
+					cancel()
+					return errors.New("no token")
+				}
+				return nil
+			}
+			resp, err := tr.RoundTrip(newRequest(t, ctx, "GET", ""))
+			require.Nil(t, resp)
+			require.ErrorIs(t, err, context.Canceled)
+		}
+		var unsent []string
+		for _, l := range log.lines("done") {
+			if strings.HasPrefix(l, "done 2 ") {
+				unsent = append(unsent, l)
+			}
+		}
+		assert.Empty(t, unsent, "outcomes of a hedge never sent")
+		st := tr.Stats().Total
+		assert.Equal(t, uint64(requests), st.HedgesCancelled, "attempt 1 of each request, and no hedge")
 	})
 }
