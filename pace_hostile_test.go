@@ -67,12 +67,7 @@ func TestFieldsOfYearsPaceNoLongerThanMaxServerDelay(t *testing.T) {
 				}
 				require.NotZero(t, tr.Stats().Hosts["api.test"].PaceRate, "paced by the fields")
 				time.Sleep(cfg.ServerDelayLimit() + 10*time.Second)
-				assert.Zero(t, tr.Stats().Hosts["api.test"].PaceRate, "no longer paced")
-				start := time.Now()
-				for _, err := range burst(t, tr, "/x", 10, 0) {
-					require.NoError(t, err)
-				}
-				assert.Equal(t, start, time.Now(), "the next requests go at once")
+				assertUnpaced(t, tr, 10)
 			})
 		})
 	}
@@ -115,12 +110,7 @@ func TestATinyPolicyQuotaLiftsOnceStale(t *testing.T) {
 				}
 				require.NotZero(t, tr.Stats().Hosts["api.test"].PaceRate, "paced by the policy")
 				time.Sleep(30 * time.Second)
-				assert.Zero(t, tr.Stats().Hosts["api.test"].PaceRate, "stale, and lifted")
-				start := time.Now()
-				for _, err := range burst(t, tr, "/x", 5, 0) {
-					require.NoError(t, err)
-				}
-				assert.Equal(t, start, time.Now(), "the next requests go at once")
+				assertUnpaced(t, tr, 5)
 			})
 		})
 	}
@@ -185,4 +175,16 @@ func TestASpentQuotaThatRefillsAtOnceIsNoThrottle(t *testing.T) {
 		assert.Zero(t, c.PaceWaits+c.PaceRefusals+c.HoldsSet, "nothing paced, refused or held")
 		srv.WantAttempts(t, 100)
 	})
+}
+
+// assertUnpaced checks that api.test shows no pace in tr's Stats, and
+// that n requests to it go at once.
+func assertUnpaced(t *testing.T, tr *retryhttp.Transport, n int) {
+	t.Helper()
+	assert.Zero(t, tr.Stats().Hosts["api.test"].PaceRate, "no longer paced")
+	start := time.Now()
+	for _, err := range burst(t, tr, "/x", n, 0) {
+		require.NoError(t, err)
+	}
+	assert.Equal(t, start, time.Now(), "the next requests go at once")
 }
