@@ -242,15 +242,18 @@ func (h *host) account(r *result, out outcome, throttle *policy.Throttle) FleetB
 
 // holdAsked returns how long the answer of r asks its host to be held,
 // when the policy holds hosts: a 429 or 503 with a server delay, a
-// RetryableUnprocessed verdict with a wait, or a quota the answer says is
-// spent, on any status; the longest of them.
+// RetryableUnprocessed or Throttled verdict with a wait (its own, or
+// else the server's delay: GitHub's secondary limit is a 403 with a
+// Retry-After), or a quota the answer says is spent, on any status; the
+// longest of them.
 func holdAsked(r *result, holds bool) (time.Duration, bool) {
 	if !holds || r.resp == nil {
 		return 0, false
 	}
 	var wait time.Duration
 	switch status := r.resp.StatusCode; {
-	case status != http.StatusTooManyRequests && status != http.StatusServiceUnavailable:
+	case status != http.StatusTooManyRequests && status != http.StatusServiceUnavailable &&
+		(!r.unprocessed() || r.verdict.timed()):
 	case r.serverDelay.Kind == delayPushback, r.serverDelay.Kind == delayRetryAfter, r.serverDelay.Kind == delayHeader:
 		wait = r.serverDelay.Wait
 	}

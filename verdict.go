@@ -65,10 +65,11 @@ const (
 // policy's maxServerDelay or would end past the request's deadline: the
 // response then goes back at once. A d of 0 or less means at once (a
 // reset that has passed already). Under a hedging rule it holds the next
-// hedge back as a pushback does. RetryableUnprocessed with a wait also
-// holds the host's other requests of the same rule, when the policy has
-// holds (see [policy.Config.Hold]). Final and an outcome that is not
-// retried ignore it. The wait is kept to the microsecond, rounded up.
+// hedge back as a pushback does. RetryableUnprocessed or Throttled with a
+// wait (this one, or else the server's delay) also holds the host's other
+// requests of the same rule, when the policy has holds (see
+// [policy.Config.Hold]). Final and an outcome that is not retried ignore
+// it. The wait is kept to the microsecond, rounded up.
 func (v Verdict) After(d time.Duration) Verdict {
 	var us int64
 	if d > 0 {

@@ -76,10 +76,12 @@ type Config struct {
 //
 // A hold is set on a host (its URL host lowercased, port included) for
 // the requests of the Config rule that the response's request matched, by
-// a 429 or 503 with a server delay, by a RetryableUnprocessed verdict
-// that carries a wait, or by rate-limit fields that say a quota is spent,
-// on any status, a 200 included: the IETF RateLimit field with an item at
-// r=0, or a [DelayHeader] whose Remaining reads 0. It lasts until the
+// a 429 or 503 with a server delay, by a RetryableUnprocessed or
+// Throttled verdict (the caller's, an error code's, X-Should-Retry) with
+// a wait, its own or else the server's delay (GitHub's secondary limit is
+// a 403 with a Retry-After), or by rate-limit fields that say a quota is
+// spent, on any status, a 200 included: the IETF RateLimit field with an
+// item at r=0, or a [DelayHeader] whose Remaining reads 0. It lasts until the
 // instant its response named, but at most [Config.MaxServerDelay] past
 // that response, so that no server holds a host for longer than the
 // policy would wait for it; a later hold extends it, an earlier one never
