@@ -41,9 +41,12 @@ import (
 // attempts, most of its budget used, most requests, then by name); at
 // most 8 holds and 8 dial windows per host, and 8 other addresses; every
 // text (a host, a method, a path, a rule, an address, a network, an
-// error) is cut to 256 bytes. An answer stays under 1 MiB whatever tr
-// holds, listing fewer hosts if it must, and then fewer failures and
-// other addresses.
+// error) is cut to 256 bytes, and shows U+FFFD in place of each byte
+// that is no UTF-8, control character (but tab, newline and carriage
+// return), bidirectional formatting character and noncharacter, so that
+// no text a server or a caller made reads as another. An answer stays
+// under 1 MiB whatever tr holds, listing fewer hosts if it must, and then
+// fewer failures and other addresses.
 //
 // Serving it is read-only: it answers GET and HEAD only (405 Method Not
 // Allowed otherwise, with Allow: GET, HEAD), at any path, and 400 for a

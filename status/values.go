@@ -3,7 +3,9 @@ package status
 import (
 	"math"
 	"strconv"
+	"strings"
 	"time"
+	"unicode"
 	"unicode/utf8"
 
 	"github.com/retryhttp/retryhttp/internal/redact"
@@ -18,14 +20,48 @@ const maxText = 256
 const mark = "…"
 
 // clip cuts s to at most maxText bytes, at a character boundary, marking
-// the cut with an ellipsis. Every text the page shows goes through it,
-// so that texts, at most 256 bytes each, and lists, each bounded, keep an
-// answer within reach of maxBody whatever the Transport holds.
+// the cut with an ellipsis, and makes what is left safe to show (see
+// shown). Every text the page shows goes through it, so that texts, at
+// most 256 bytes each, and lists, each bounded, keep an answer within
+// reach of maxBody whatever the Transport holds, and no text a server or
+// a caller made reads as something else.
 func clip(s string) string {
-	if len(s) <= maxText {
+	cut := len(s) > maxText
+	s = shown(prefix(s, maxText)) // may grow: a byte that is no UTF-8 becomes three
+	if !cut && len(s) <= maxText {
 		return s
 	}
 	return prefix(s, maxText-len(mark)) + mark
+}
+
+// shown returns s with U+FFFD in place of each byte that is no UTF-8 and
+// of each character that would not read as itself: a control character
+// but tab, newline and carriage return (HTML calls one an error, and a
+// terminal obeys it), a bidirectional formatting character (it reorders
+// the text around it, so that one host name reads as another), and a
+// noncharacter. html/template and encoding/json leave these as they are,
+// or, for bytes that are no UTF-8, the HTML does; a redirect's Location
+// puts any byte above 0x7f into a host name, and a base's error may hold
+// anything.
+func shown(s string) string {
+	if utf8.ValidString(s) && !strings.ContainsFunc(s, unshown) {
+		return s
+	}
+	var b strings.Builder
+	b.Grow(len(s))
+	for _, r := range s { // a byte that is no UTF-8 reads as U+FFFD
+		if unshown(r) {
+			r = utf8.RuneError
+		}
+		b.WriteRune(r)
+	}
+	return b.String()
+}
+
+// unshown reports whether the page shows U+FFFD for r (see shown).
+func unshown(r rune) bool {
+	return unicode.IsControl(r) && r != '\t' && r != '\n' && r != '\r' ||
+		unicode.Is(unicode.Bidi_Control, r) || unicode.Is(unicode.Noncharacter_Code_Point, r)
 }
 
 // prefix returns the longest prefix of s of at most n bytes that ends at
