@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"net"
 	"strconv"
+	"strings"
 
 	otelglobal "go.opentelemetry.io/otel"
 	"go.opentelemetry.io/otel/attribute"
@@ -81,12 +82,20 @@ func Gauges(tr *retryhttp.Transport, cfg Config) (metric.Registration, error) {
 }
 
 // hostAttrs are server.address and, when host has one, server.port of a
-// key of retryhttp.Stats.Hosts: a URL host, lowercased.
+// key of retryhttp.Stats.Hosts: a URL host, lowercased. The address is
+// the URL's host name, as the request histograms have it (url.URL's
+// Hostname): an IPv6 address without its brackets, and no colon of an
+// empty port, with a port or not.
 func hostAttrs(host string) attribute.Set {
-	if h, p, err := net.SplitHostPort(host); err == nil {
-		if port, err := strconv.Atoi(p); err == nil {
-			return attribute.NewSet(semconv.ServerAddress(h), semconv.ServerPort(port))
-		}
+	h, p, err := net.SplitHostPort(host)
+	switch {
+	case err != nil && strings.HasPrefix(host, "[") && strings.HasSuffix(host, "]"):
+		h = host[1 : len(host)-1]
+	case err != nil:
+		h = host
 	}
-	return attribute.NewSet(semconv.ServerAddress(host))
+	if port, err := strconv.Atoi(p); err == nil {
+		return attribute.NewSet(semconv.ServerAddress(h), semconv.ServerPort(port))
+	}
+	return attribute.NewSet(semconv.ServerAddress(h))
 }

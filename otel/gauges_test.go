@@ -77,3 +77,54 @@ func assertHost(t *testing.T, set attribute.Set) {
 	assert.Equal(t, "api.test", addr.AsString())
 	assert.Equal(t, int64(8443), port.AsInt64())
 }
+
+// The gauges name a host as the request histograms do: an IPv6 address
+// without its brackets, and no colon of an empty port, whether or not
+// its URL has a port.
+func TestGaugesNameHostsAsHistogramsDo(t *testing.T) {
+	for _, host := range []string{"api.test:8443", "api.test", "api.test:", "[::1]:8443", "[::1]", "[fe80::1%25eth0]"} {
+		t.Run(host, func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				reader := sdkmetric.NewManualReader()
+				mp := sdkmetric.NewMeterProvider(sdkmetric.WithReader(reader))
+				hooks, err := otel.Hooks(otel.Config{MeterProvider: mp})
+				require.NoError(t, err)
+				tr := &retryhttp.Transport{Base: &rt.Server{Script: []rt.Step{{Status: 429}}}, Hooks: hooks}
+				reg, err := otel.Gauges(tr, otel.Config{MeterProvider: mp})
+				require.NoError(t, err)
+				defer reg.Unregister()
+				req, err := http.NewRequest("GET", "https://"+host+"/", nil)
+				require.NoError(t, err)
+				if resp, err := tr.RoundTrip(req); err == nil {
+					resp.Body.Close()
+				}
+				var rm metricdata.ResourceMetrics
+				require.NoError(t, reader.Collect(context.Background(), &rm))
+				addrs := map[string]map[string]bool{} // by metric name
+				for _, sm := range rm.ScopeMetrics {
+					for _, m := range sm.Metrics {
+						addrs[m.Name] = map[string]bool{}
+						var sets []attribute.Set
+						switch d := m.Data.(type) {
+						case metricdata.Gauge[float64]:
+							for _, p := range d.DataPoints {
+								sets = append(sets, p.Attributes)
+							}
+						case metricdata.Histogram[int64]:
+							for _, p := range d.DataPoints {
+								sets = append(sets, p.Attributes)
+							}
+						}
+						for _, set := range sets {
+							addr, _ := set.Value("server.address")
+							addrs[m.Name][addr.AsString()] = true
+						}
+					}
+				}
+				require.NotEmpty(t, addrs[otel.RetriesMetric], "the 429s were retried")
+				require.NotEmpty(t, addrs[otel.PaceRateMetric], "the 429s paced the host")
+				assert.Equal(t, addrs[otel.RetriesMetric], addrs[otel.PaceRateMetric])
+			})
+		})
+	}
+}
