@@ -156,6 +156,24 @@ func (a *admission) fit(max int) {
 	a.publish()
 }
 
+// shown returns a's limit as fit would make it under max, the
+// MaxConcurrency of the policy in force, and the attempts in flight,
+// for Stats, without fitting a: a fit hands the slots a higher limit
+// frees to the line, and so sends attempts, which a reading must not do.
+// The next request of the host fits it.
+func (a *admission) shown(max int) (limit, inFlight int) {
+	if a.maxNow.Load() == int64(max) {
+		return int(a.limitNow.Load()), int(a.inFlightNow.Load())
+	}
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	l := a.limit
+	if l >= float64(a.max) {
+		l = float64(max)
+	}
+	return int(min(l, float64(max))), a.inFlight
+}
+
 // settled reports whether forgetting a loses nothing: its limit is where
 // it starts, and no attempt holds a slot or waits for one. What it
 // learnt of the host's unloaded latency goes, which matters little for a

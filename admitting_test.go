@@ -306,3 +306,30 @@ func TestAdmissionFollowsThePolicy(t *testing.T) {
 		assert.Equal(t, 500*time.Millisecond, time.Since(start), "three at once")
 	})
 }
+
+// Reading Stats changes nothing, a policy's new MaxConcurrency included:
+// after SetPolicy raises it, an attempt waiting in line stays there until
+// a request of the host fits the limit to it or a slot comes back, and
+// Stats shows the limit the policy in force gives all the same.
+func TestStatsLeaveTheLineAlone(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		srv := &rt.Server{Choose: func(int, *http.Request) rt.Step { return rt.Step{Delay: 2 * time.Second} }}
+		tr := admitting(srv, 1, 10*time.Second)
+		var wg sync.WaitGroup
+		wg.Go(func() { burst(t, tr, "/x", 2, 0) })
+		synctest.Wait() // one in flight, one in line
+		require.Equal(t, 1, srv.Count())
+
+		cfg := policy.Default()
+		cfg.Admission = &policy.Admission{MaxConcurrency: 3, MaxWait: 10 * time.Second}
+		require.NoError(t, tr.SetPolicy(cfg))
+		time.Sleep(time.Second) // virtual time
+		hs := tr.Stats().Hosts["api.test"]
+		assert.Equal(t, 3, hs.ConcurrencyLimit, "the limit under the policy in force")
+		assert.Equal(t, 1, hs.InFlight)
+		synctest.Wait()
+		assert.Equal(t, 1, srv.Count(), "reading Stats let the attempt in line go")
+		wg.Wait()
+		assert.Equal(t, 2, srv.Count())
+	})
+}

@@ -271,7 +271,8 @@ func holdAsked(r *result, holds bool) (time.Duration, bool) {
 // limit under admit, the policy's admission in force (nil: none, and no
 // limit to show, whatever attempts of an older policy still hold), and
 // the quantiles of its latencies. It makes nothing, not even a latency
-// sketch.
+// sketch, and sends nothing: a limit a new policy raised is shown, not
+// fitted (see admission.shown).
 func (h *host) read(hs *HostStats, capacity int64, admit *policy.Admission, now time.Time) {
 	if capacity > 0 {
 		hs.Tokens = float64(min(h.bucket.tokens.Load(), capacity)) / tokens.PerToken
@@ -280,8 +281,7 @@ func (h *host) read(hs *HostStats, capacity int64, admit *policy.Admission, now 
 	hs.HedgeTokens = h.hedges.hedges()
 	hs.Holds = h.holds.inForce(now)
 	if a := h.admit.Load(); a != nil && admit != nil {
-		a.fit(admit.Concurrency())
-		hs.ConcurrencyLimit, hs.InFlight = int(a.limitNow.Load()), int(a.inFlightNow.Load())
+		hs.ConcurrencyLimit, hs.InFlight = a.shown(admit.Concurrency())
 	}
 	for _, rate := range h.paces.rates(now, h.askedRate(now)) {
 		if hs.PaceRate == 0 || rate < hs.PaceRate {
