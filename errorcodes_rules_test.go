@@ -232,3 +232,21 @@ func TestErrorCodesInAnArray(t *testing.T) {
 		})
 	}
 }
+
+// The code the hooks see is cut to 256 bytes: a server cannot fill logs
+// and spans with its body.
+func TestErrorCodeForTheHooksIsBounded(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		cfg := codesConfig()
+		long := strings.Repeat("x", 10_000)
+		tr, _ := newScripted(cfg, coded(400, long))
+		var read []string
+		tr.Hooks = &retrytrace.Hooks{AttemptDone: func(a retrytrace.AttemptDoneInfo) { read = append(read, a.ErrorCode) }}
+		resp, err := tr.RoundTrip(newRequest(t, t.Context(), "GET", ""))
+		require.NoError(t, err)
+		assert.Len(t, readAll(t, resp), len(`{"code": "", "message": "as the API says"}`)+len(long), "the body whole")
+		require.Len(t, read, 1)
+		assert.LessOrEqual(t, len(read[0]), 256)
+		assert.True(t, strings.HasPrefix(read[0], "xxx") && strings.HasSuffix(read[0], "…"), "cut, and marked so")
+	})
+}

@@ -96,7 +96,7 @@ func (o *observer) attemptDone(r *result, out outcome) {
 		return
 	}
 	info := retrytrace.AttemptDoneInfo{Request: o.req, Rule: o.rule, Attempt: r.n, Hedge: r.hedge, Resend: r.resend,
-		Outcome: outcomeOf(r, out), Err: r.err, Latency: r.latency, ErrorCode: r.code}
+		Outcome: outcomeOf(r, out), Err: r.err, Latency: r.latency, ErrorCode: clip(r.code)}
 	if r.resp != nil {
 		info.StatusCode, info.Header = r.resp.StatusCode, r.resp.Header
 	}

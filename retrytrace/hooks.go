@@ -82,7 +82,9 @@ type AttemptDoneInfo struct {
 	// (policy.Rule.ErrorCodes) read from the answer, as it was looked up
 	// in the table's lists, listed or not: "" when the rule has no table,
 	// the status is below 400, or the answer carries no code where the
-	// table says.
+	// table says. A code longer than 256 bytes, which no API sends, is
+	// cut there, ending in "…", so that a server cannot fill logs and
+	// spans with its body.
 	ErrorCode string
 }
 
