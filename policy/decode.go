@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"reflect"
+	"strconv"
 	"strings"
 )
 
@@ -128,4 +129,62 @@ func excerpt(raw json.RawMessage) string {
 		return string(raw)
 	}
 	return b.String()
+}
+
+// asWritten sets the Value of a *FieldError in err, found by checking
+// values already decoded from raw (the object at path), to the JSON text
+// its Field names in raw, so that the author reads what they wrote: a
+// duration as "0.05s", not Go's 50ms, a number as 1e4, not 10000. An
+// error whose Field names no scalar in raw (a key left out, a count of a
+// list), or that has no Value, keeps its own. Only errors whose Field is
+// spelled by the package's own JSON keys may come here: an unknown key
+// could spell the path to another value.
+func asWritten(path string, raw json.RawMessage, err error) error {
+	var fe *FieldError
+	if !errors.As(err, &fe) || fe.Value == "" {
+		return err
+	}
+	rel := fe.Field
+	if path != "" {
+		var ok bool
+		if rel, ok = strings.CutPrefix(rel, path+"."); !ok {
+			return err
+		}
+	}
+	if v, ok := scalarAt(raw, rel); ok {
+		fe.Value = excerpt(v)
+	}
+	return err
+}
+
+// scalarAt returns the JSON value at rel in raw, a path of keys and
+// indices as a FieldError spells it ("retryPolicy.retryableStatusCodes[1]"),
+// when there is one and it is neither an object nor an array.
+func scalarAt(raw json.RawMessage, rel string) (json.RawMessage, bool) {
+	v := raw
+	for seg := range strings.SplitSeq(rel, ".") {
+		key, indices, _ := strings.Cut(seg, "[")
+		var obj map[string]json.RawMessage
+		if json.Unmarshal(v, &obj) != nil {
+			return nil, false
+		}
+		var ok bool
+		if v, ok = obj[key]; !ok {
+			return nil, false
+		}
+		for indices != "" {
+			n, rest, found := strings.Cut(indices, "]")
+			i, err := strconv.Atoi(n)
+			var list []json.RawMessage
+			if !found || err != nil || json.Unmarshal(v, &list) != nil || i < 0 || i >= len(list) {
+				return nil, false
+			}
+			v, indices = list[i], strings.TrimPrefix(rest, "[")
+		}
+	}
+	v = bytes.TrimSpace(v)
+	if len(v) == 0 || v[0] == '{' || v[0] == '[' {
+		return nil, false
+	}
+	return v, true
 }

@@ -106,7 +106,7 @@ func parseConfig(data []byte) (*Config, error) {
 	// passes here passes Config.Validate too, so it never fails later in
 	// Go's words unless its caller edits it.
 	if err := c.validateAt(jsonPath("")); err != nil {
-		return nil, err
+		return nil, asWritten("", raw, err)
 	}
 	return c, nil
 }
@@ -308,7 +308,7 @@ func parseRetry(path string, raw json.RawMessage) (*Retry, error) {
 	}
 	var err error
 	if isNull(m.Backoff) {
-		err = m.numeric(path, r)
+		err = asWritten(path, raw, m.numeric(path, r))
 	} else if set := m.numericBackoff(); len(set) > 0 {
 		err = backoffConflict(jsonPath(path), set)
 	} else {
