@@ -138,7 +138,8 @@ type Rule struct {
 // Host has one), Method exactly, and Path as a prefix ending on a segment
 // boundary ("/v3" matches "/v3" and "/v3/x", not "/v30"). The zero Name
 // matches every request. Validate refuses what could never match: a Host
-// written as a URL (with a scheme, path, query or userinfo), a Method that
+// written as a URL (with a scheme, path, query or userinfo) or with a
+// wildcard ("*.example.com": Host is a name, not a pattern), a Method that
 // is not an HTTP token or is not in upper case ("get" for "GET"), a Path
 // not starting with "/".
 type Name struct {

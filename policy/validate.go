@@ -130,6 +130,10 @@ func (n Name) validate(p path) error {
 		return &FieldError{Field: host, Value: strconv.Quote(n.Host),
 			Reason: `must be a host name or address, with a port if any, such as "api.example.com:443": not a URL`}
 	}
+	if strings.Contains(n.Host, "*") {
+		return &FieldError{Field: host, Value: strconv.Quote(n.Host),
+			Reason: "has no wildcards, as it is compared as a name: list each host, or leave " + p.name("host", "Host") + " out to match every host"}
+	}
 	if n.Method != "" && strings.ToUpper(n.Method) != n.Method && isToken(strings.ToUpper(n.Method)) {
 		return &FieldError{Field: method, Value: strconv.Quote(n.Method),
 			Reason: "must be written as requests send it, in upper case: " + strconv.Quote(strings.ToUpper(n.Method))}

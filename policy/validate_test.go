@@ -3,6 +3,7 @@ package policy
 import (
 	"errors"
 	"math"
+	"strconv"
 	"testing"
 	"time"
 
@@ -386,5 +387,22 @@ func TestErrorsSpeakTheirAuthorsLanguage(t *testing.T) {
 			require.ErrorIs(t, err, ErrInvalid, "Go: got %v, want ErrInvalid", err)
 			assert.Equal(t, tt.goMessage, err.Error(), "Go: got %q, want %q", err, tt.goMessage)
 		})
+	}
+}
+
+// A host with a wildcard reads as a pattern to its author, "*.example.com"
+// for every subdomain, but Host is compared as a name: such a rule would
+// match no request, silently, and "*" would share its key with Name{}. It
+// is refused, naming the field, in Go's words and in JSON's.
+func TestNameHostHasNoWildcards(t *testing.T) {
+	t.Parallel()
+	for _, host := range []string{"*.example.com", "*", "api.*.com", "*:443"} {
+		c := validConfig()
+		c.Rules[0].Name[0].Host = host
+		requireFieldError(t, c.Validate(), "Rules[0].Name[0].Host", strconv.Quote(host))
+
+		_, err := ParseConfig([]byte(`{"methodConfig": [{"name": [{"host": ` + strconv.Quote(host) + `}]}]}`))
+		requireFieldError(t, err, "methodConfig[0].name[0].host", strconv.Quote(host))
+		assert.Contains(t, err.Error(), "leave host out to match every host", "got %q", err)
 	}
 }
