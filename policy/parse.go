@@ -8,6 +8,7 @@ import (
 	"io"
 	"strconv"
 	"time"
+	"unicode/utf8"
 )
 
 // ParseConfig reads a configuration in the JSON shape of gRPC's service
@@ -17,7 +18,8 @@ import (
 // Keys are matched exactly, case included; an unknown or repeated key is
 // an error. Durations are strings in Go or protobuf JSON form ("0.1s",
 // "250ms", "1m30s") and may not be negative. A JSON null reads as a
-// left-out key. Data after the top-level object is an error.
+// left-out key. Data after the top-level object is an error, and so is
+// input that is not UTF-8, as JSON must be.
 //
 // A retryPolicy that leaves out "jitter" gets [DefaultJitter]. An explicit
 // "jitter": 0 means none: as a Retry's zero Jitter means DefaultJitter,
@@ -82,6 +84,11 @@ func ParseConfig(data []byte) (*Config, error) {
 }
 
 func parseConfig(data []byte) (*Config, error) {
+	// encoding/json would read each byte that is not UTF-8 as U+FFFD: a
+	// value changed without a word, which no request then matches.
+	if at := invalidUTF8(data); at >= 0 {
+		return nil, &FieldError{Reason: fmt.Sprintf("input is not valid UTF-8 at offset %d", at)}
+	}
 	dec := json.NewDecoder(bytes.NewReader(data))
 	var raw json.RawMessage
 	if err := dec.Decode(&raw); err != nil {
@@ -109,6 +116,22 @@ func parseConfig(data []byte) (*Config, error) {
 		return nil, asWritten("", raw, err)
 	}
 	return c, nil
+}
+
+// invalidUTF8 returns the offset of the first byte of data that does not
+// begin a valid UTF-8 sequence, or -1 when data is valid UTF-8.
+func invalidUTF8(data []byte) int {
+	if utf8.Valid(data) {
+		return -1
+	}
+	for i := 0; i < len(data); {
+		r, size := utf8.DecodeRune(data[i:])
+		if r == utf8.RuneError && size == 1 {
+			return i
+		}
+		i += size
+	}
+	return -1
 }
 
 // The mirror types below hold the JSON as written. Nested objects stay raw

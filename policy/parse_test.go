@@ -317,3 +317,35 @@ func TestPackageDocExample(t *testing.T) {
 	want.DelayHeaders = []DelayHeader{{Name: "X-RateLimit-Reset", Format: DelayUnixSeconds, Remaining: "X-RateLimit-Remaining"}}
 	assert.Equal(t, want, got, "got %+v, want %+v", got, want)
 }
+
+// JSON is UTF-8. encoding/json reads a byte that is not as U+FFFD, so a
+// path written in Latin-1, "/café" as "/caf\xe9", would become a
+// pattern that no request matches, and an error would show a value that
+// was never written: the input is refused where it stops being UTF-8.
+func TestParseConfigRefusesInvalidUTF8(t *testing.T) {
+	t.Parallel()
+	tests := []struct {
+		name  string
+		input string
+		want  string
+	}{
+		{"Latin-1 in a path", "{\"methodConfig\": [{\"name\": [{\"path\": \"/caf\xe9\"}]}]}",
+			"policy: input is not valid UTF-8 at offset 42"},
+		{"a lone continuation byte in a key", "{\"hold\": {}, \"x\x80\": 1}",
+			"policy: input is not valid UTF-8 at offset 15"},
+		{"a truncated sequence at the end", "{}\xe2\x82", "policy: input is not valid UTF-8 at offset 2"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			c, err := ParseConfig([]byte(tt.input))
+			assert.Nil(t, c, "got %+v, want nil", c)
+			require.Error(t, err, "got nil, want an error")
+			assert.ErrorIs(t, err, ErrInvalid, "got %v, want it to match ErrInvalid", err)
+			assert.Equal(t, tt.want, err.Error(), "got %q, want %q", err, tt.want)
+		})
+	}
+	c, err := ParseConfig([]byte(`{"methodConfig": [{"name": [{"path": "/café/\u00e9"}]}]}`))
+	require.NoError(t, err, "got %v, want UTF-8 and escapes read", err)
+	assert.Equal(t, "/café/é", c.Rules[0].Name[0].Path)
+}
