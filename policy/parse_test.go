@@ -165,7 +165,8 @@ func TestParseConfigRejects(t *testing.T) {
 		{"repeated key", retry(`, "maxAttempts": 3`), "methodConfig[0].retryPolicy.maxAttempts", "3"},
 		{"fields before jitter", rule(`, "retryPolicy": {"jitter": 0, "maxAttempts": 2, "initialBackoff": "soon"}`),
 			"methodConfig[0].retryPolicy.initialBackoff", `"soon"`},
-		{"jitter 0 still checks the fields", retry(`, "jitter": 0, "maxBackoff": "1ms"`),
+		{"jitter 0 still checks the fields", rule(`, "retryPolicy": {"maxAttempts": 2, "initialBackoff": "1s", "maxBackoff": "1ms",
+			"backoffMultiplier": 1, "jitter": 0}`),
 			"methodConfig[0].retryPolicy.maxBackoff", `"1ms"`},
 		// Durations.
 		{"duration as number", retry(`, "perAttemptTimeout": 0.1`), "methodConfig[0].retryPolicy.perAttemptTimeout", "0.1"},
