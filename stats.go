@@ -262,7 +262,9 @@ type ruleStats struct {
 
 // newRuleStats makes the counters of rules, each named by its key. A
 // rule whose patterns repeat an earlier rule's, and so never matches a
-// request, has its position after its key: "GET (#3)".
+// request, has its position after its key: "GET (#3)", again as often as
+// that name is another rule's already (a Path may end in " (#3)"), so
+// that no two rules share a name and Stats.Rules hides none.
 func newRuleStats(rules []policy.Rule) ruleStats {
 	n := len(rules)
 	s := ruleStats{counters: make([]*counters, n+2), names: make([]string, n+2)}
@@ -273,7 +275,7 @@ func newRuleStats(rules []policy.Rule) ruleStats {
 			continue
 		}
 		key := rules[i].Key()
-		if seen[key] {
+		for seen[key] {
 			key += " (#" + strconv.Itoa(i) + ")"
 		}
 		seen[key], s.names[i] = true, key

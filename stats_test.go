@@ -74,6 +74,28 @@ func TestStatsPerRule(t *testing.T) {
 	assert.Equal(t, uint64(3), st.Hosts["api.test"].Requests)
 }
 
+// Each rule has a key of its own in Stats.Rules, so that none hides
+// another's counters: a rule whose patterns repeat an earlier rule's is
+// known by its position too, and that name must not be one that another
+// rule's patterns spell already.
+func TestStatsRulesKeysAreUnique(t *testing.T) {
+	rule := func(path string) policy.Rule { return policy.Rule{Name: []policy.Name{{Path: path}}} }
+	cfg := &policy.Config{Rules: []policy.Rule{rule("/a"), rule("/a (#2)"), rule("/a"), rule("/a")}}
+	tr, _ := newScripted(cfg, rt.Step{})
+	for _, path := range []string{"/a", "/a%20(%232)", "/a%20(%232)"} {
+		req, err := http.NewRequestWithContext(t.Context(), "GET", "https://api.test"+path, nil)
+		require.NoError(t, err)
+		resp, err := tr.RoundTrip(req)
+		require.NoError(t, err)
+		readAll(t, resp)
+	}
+	st := tr.Stats()
+	assert.Len(t, st.Rules, 5, "got %v, want four rules and (none)", st.Rules)
+	assert.Equal(t, uint64(1), st.Rules["/a"].Requests)
+	assert.Equal(t, uint64(2), st.Rules["/a (#2)"].Requests, "got %v", st.Rules)
+	assert.Contains(t, st.Rules, "/a (#3)", "the fourth rule is known by its position")
+}
+
 func TestHooksSeeEachStep(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		rec := &hookLog{}
