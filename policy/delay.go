@@ -162,6 +162,12 @@ func parseDelayHeaders(path string, raws []json.RawMessage) ([]DelayHeader, erro
 	if raws == nil {
 		return nil, nil
 	}
+	if len(raws) > maxDelayHeaders {
+		// Counted before the entries are read, as Validate counts them
+		// first: each entry read costs a decoder of its own.
+		return nil, &FieldError{Field: path, Value: strconv.Itoa(len(raws)) + " headers",
+			Reason: "must list at most " + strconv.Itoa(maxDelayHeaders) + " headers"}
+	}
 	hs := make([]DelayHeader, len(raws))
 	for i, raw := range raws {
 		var m delayHeaderJSON

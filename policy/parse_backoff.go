@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"reflect"
+	"strconv"
 	"strings"
 	"time"
 )
@@ -148,6 +149,13 @@ func parseTable(path string, raw json.RawMessage) (Backoff, error) {
 	var m tableJSON
 	if err := decodeObject(path, raw, &m); err != nil {
 		return nil, err
+	}
+	if len(m.Steps) > maxTableSteps {
+		// Counted before the steps are read, each with a decoder of
+		// its own: a million steps cost 665 MB to read only to be
+		// refused by Validate for their count.
+		return nil, &FieldError{Field: path + ".steps", Value: strconv.Itoa(len(m.Steps)) + " steps",
+			Reason: "must list at most " + strconv.Itoa(maxTableSteps) + " steps"}
 	}
 	var t Table
 	if m.Steps != nil {

@@ -2,6 +2,7 @@ package policy
 
 import (
 	"fmt"
+	"runtime"
 	"strings"
 	"testing"
 	"time"
@@ -194,6 +195,36 @@ func TestParseConfigCoreReporting(t *testing.T) {
 			// Waits on both sides of the middle: a random part, so that a
 			// fleet of clients does not retry in lockstep.
 			assert.True(t, below && above, "got waits only on one side of %v, want both", mid)
+		})
+	}
+}
+
+// A list far past its bound is refused for its count before its entries
+// are read one by one, each with a decoder of its own: 100,000 delay
+// headers cost 351 MB to read only to be refused, 100,000 steps 76 MB.
+// What is left is the reading of the objects around the list, in
+// proportion to the input.
+func TestLongListsAreCountedFirst(t *testing.T) {
+	const n = 100_000
+	for _, tc := range []struct {
+		name, config, want string
+		most               int // bytes allocated per byte of input
+	}{
+		{"table steps", retryWith(`"backoff": {"table": {"steps": [` + strings.Repeat(`"1s", `, n-1) + `"1s"]}}`),
+			"100000 steps: must list at most 100 steps", 100},
+		{"delay headers", `{"serverDelayHeaders": [` + strings.Repeat(`{"name": "A", "format": "seconds"}, `, n-1) +
+			`{"name": "A", "format": "seconds"}]}`, "100000 headers: must list at most 16 headers", 32},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			var before, after runtime.MemStats
+			runtime.ReadMemStats(&before)
+			_, err := ParseConfig([]byte(tc.config))
+			runtime.ReadMemStats(&after)
+			require.Error(t, err)
+			assert.Contains(t, err.Error(), tc.want)
+			allocated := after.TotalAlloc - before.TotalAlloc
+			assert.Less(t, allocated, uint64(tc.most*len(tc.config)), "got %d MB allocated for %d KB of input",
+				allocated>>20, len(tc.config)>>10)
 		})
 	}
 }
