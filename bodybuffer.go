@@ -285,13 +285,15 @@ func (b *replayableBody) startBuffer() {
 
 // newReader returns the body for attempt and the ContentLength to
 // set on the attempt's request: for no body, the caller's nil or
-// http.NoBody and 0; otherwise a reader the attempt must close, and the
-// declared length or -1. It fails, with an error that matches
+// http.NoBody and the caller's ContentLength, so that net/http refuses a
+// nil Body with a ContentLength as it would the caller's own request;
+// otherwise a reader the attempt must close, and the declared length or
+// -1. It fails, with an error that matches
 // errBodyCommitted, when no further attempt may start.
 func (b *replayableBody) newReader(attempt int) (io.ReadCloser, int64, error) {
 	switch b.mode {
 	case noBody:
-		return b.req.Body, 0, nil
+		return b.req.Body, b.req.ContentLength, nil
 	case getBodyMode:
 		return b.newGetBodyReader()
 	}

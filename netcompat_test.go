@@ -1,0 +1,75 @@
+package retryhttp_test
+
+import (
+	"net/http"
+	"net/http/httptest"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/retryhttp/retryhttp"
+	"github.com/retryhttp/retryhttp/policy"
+)
+
+// The tests here compare a Transport with bare net/http on loopback, for
+// what the Transport does not retry: it is a drop-in, and must send and
+// refuse what net/http sends and refuses, in each of the ways an attempt
+// may go (the caller's own request, or a copy of it).
+
+// compatClients returns a bare net/http client and clients of Transports
+// whose attempts go each way: the caller's own request (the zero
+// Transport), and a copy of it (under http.Client.Timeout, a per-attempt
+// timeout, a hedging rule, a Prepare).
+func compatClients(t *testing.T) map[string]*http.Client {
+	t.Helper()
+	hedge, err := policy.ParseConfig([]byte(`{"methodConfig": [{"name": [{}],
+		"hedgingPolicy": {"maxAttempts": 2, "hedgingDelay": "1h"}}]}`))
+	require.NoError(t, err)
+	perAttempt, err := policy.ParseConfig([]byte(`{"methodConfig": [{"name": [{}],
+		"retryPolicy": {"maxAttempts": 2, "initialBackoff": "1s", "maxBackoff": "1s", "backoffMultiplier": 1,
+		"retryableStatusCodes": [503], "perAttemptTimeout": "1h"}}]}`))
+	require.NoError(t, err)
+	bare := http.DefaultTransport.(*http.Transport).Clone()
+	zero, timed := &retryhttp.Transport{}, &retryhttp.Transport{}
+	hedged, bounded := &retryhttp.Transport{Policy: hedge}, &retryhttp.Transport{Policy: perAttempt}
+	prepared := &retryhttp.Transport{Prepare: func(int, *http.Request) error { return nil }}
+	for _, c := range []interface{ CloseIdleConnections() }{bare, zero, timed, hedged, bounded, prepared} {
+		t.Cleanup(c.CloseIdleConnections)
+	}
+	return map[string]*http.Client{
+		"bare net/http":       {Transport: bare},
+		"zero Transport":      {Transport: zero},
+		"Client.Timeout":      {Transport: timed, Timeout: time.Hour},
+		"per-attempt timeout": {Transport: bounded},
+		"hedging":             {Transport: hedged},
+		"Prepare":             {Transport: prepared},
+	}
+}
+
+// TestNilBodyWithLengthRefused checks that a request with a ContentLength
+// and no Body is refused, nothing sent, as net/http refuses it, whichever
+// way its attempt goes: a copy of the request once went with
+// ContentLength 0, an empty body the caller never meant.
+func TestNilBodyWithLengthRefused(t *testing.T) {
+	var hits atomic.Int64
+	srv := httptest.NewServer(http.HandlerFunc(func(http.ResponseWriter, *http.Request) { hits.Add(1) }))
+	defer srv.Close()
+	for name, client := range compatClients(t) {
+		t.Run(name, func(t *testing.T) {
+			hits.Store(0)
+			req, err := http.NewRequest("PUT", srv.URL, nil)
+			require.NoError(t, err)
+			req.ContentLength = 5
+			resp, err := client.Do(req)
+			if resp != nil {
+				resp.Body.Close()
+			}
+			require.Error(t, err)
+			assert.ErrorContains(t, err, "http: Request.ContentLength=5 with nil Body")
+			assert.Zero(t, hits.Load(), "nothing reaches the server")
+		})
+	}
+}
