@@ -1,6 +1,8 @@
 package retryhttp_test
 
 import (
+	"bufio"
+	"io"
 	"net/http"
 	"net/http/httptest"
 	"sync/atomic"
@@ -70,6 +72,49 @@ func TestNilBodyWithLengthRefused(t *testing.T) {
 			require.Error(t, err)
 			assert.ErrorContains(t, err, "http: Request.ContentLength=5 with nil Body")
 			assert.Zero(t, hits.Load(), "nothing reaches the server")
+		})
+	}
+}
+
+// TestSwitchingProtocolsBodyWritable checks that the body of a 101
+// Switching Protocols answer is the upgraded connection, an
+// io.ReadWriteCloser, as net/http gives it, whichever way the attempt
+// went; http.Client's own Timeout hides the Writer, in net/http too, so
+// that client is left out.
+func TestSwitchingProtocolsBodyWritable(t *testing.T) {
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		nc, brw, err := http.NewResponseController(w).Hijack()
+		if err != nil {
+			return
+		}
+		defer nc.Close()
+		brw.WriteString("HTTP/1.1 101 Switching Protocols\r\nUpgrade: echo\r\nConnection: Upgrade\r\n\r\n")
+		brw.Flush()
+		line, _ := brw.ReadString('\n')
+		brw.WriteString("echo " + line)
+		brw.Flush()
+	}))
+	defer srv.Close()
+	for name, client := range compatClients(t) {
+		if client.Timeout != 0 {
+			continue
+		}
+		t.Run(name, func(t *testing.T) {
+			req, err := http.NewRequest("GET", srv.URL, nil)
+			require.NoError(t, err)
+			req.Header.Set("Connection", "Upgrade")
+			req.Header.Set("Upgrade", "echo")
+			resp, err := client.Do(req)
+			require.NoError(t, err)
+			defer resp.Body.Close()
+			require.Equal(t, http.StatusSwitchingProtocols, resp.StatusCode)
+			rw, ok := resp.Body.(io.ReadWriteCloser)
+			require.True(t, ok, "the body of a 101 is writable: %T", resp.Body)
+			_, err = io.WriteString(rw, "ping\n")
+			require.NoError(t, err)
+			got, err := bufio.NewReader(rw).ReadString('\n')
+			require.NoError(t, err)
+			assert.Equal(t, "echo ping\n", got)
 		})
 	}
 }
