@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"io"
 	"math"
+	"slices"
 	"strings"
 	"time"
 
@@ -120,7 +121,7 @@ func (r report) writeOverload(w io.Writer, date string) error {
 		rows = append(rows, []string{c.Label, strings.Join(c.Notes, "; ")})
 	}
 	table(w, []string{"contender", "set up as"}, rows)
-	fmt.Fprintln(w, "Goodput is the requests answered 2xx per second; the 429s are a share of the attempts the host saw; attempts per request count every attempt of each request started in the window, whenever it came (a request refused by the client counts 0); refused by the client is the share of requests failed without being sent on (paced, held, shed or throttled); recovery is the time from the end of the trouble until every 100 ms step holds 80% of the offered rate. The targets are those of DESIGN.md (\"Pace and admission\"); the last column says whether each retryhttp row meets its scenario's, by the medians of its runs (and whether every run did), and names the figures that miss.")
+	fmt.Fprintln(w, "Goodput is the requests answered 2xx per second; the 429s are a share of the attempts the host saw; attempts per request count every attempt of each request started in the window, whenever it came (a request refused by the client counts 0); refused by the client is the share of requests failed without being sent on (paced, held, shed or throttled); recovery is the time from the end of the trouble until every 100 ms step holds 80% of the offered rate. The targets are those of DESIGN.md (\"Pace and admission\"); the last column says whether each retryhttp row meets its scenario's, by the medians of its runs (and whether every run did), and names the figures that miss; S2 and S3 judge the Transport with admission alone, the one their targets are set for.")
 	fmt.Fprintln(w)
 	after := map[string]func(io.Writer) error{"S5-bare": r.writePaceChart, "S3-collapse": r.writeAdmissionChart}
 	for _, sc := range scs {
@@ -160,7 +161,7 @@ func (r report) writeScenario(w io.Writer, sc benchmarks.Scenario) {
 			row = append(row, spread(r.ostat(sc, c, m.Unit), columnOf(m.Unit).f))
 		}
 		verdict := ""
-		if strings.HasPrefix(c.Name, "retryhttp") && len(t.bounds) > 0 {
+		if t.judges(c) {
 			verdict = r.verdict(sc, c, t)
 		}
 		rows = append(rows, append(row, verdict))
@@ -200,7 +201,23 @@ type target struct {
 	text   string
 	bounds []bound
 	aside  *aside
+	// only names the contenders the design sets the target for (S2 and
+	// S3: a Transport with admission); none means every retryhttp one.
+	only []string
 }
+
+// judges reports whether t sets a target for c, so that c's row gets a
+// verdict: a row held to a target the design never set it would read
+// as a miss.
+func (t target) judges(c benchmarks.Contender) bool {
+	if len(t.bounds) == 0 || !strings.HasPrefix(c.Name, "retryhttp") {
+		return false
+	}
+	return len(t.only) == 0 || slices.Contains(t.only, c.Name)
+}
+
+// withAdmission is the contender the targets of S2 and S3 are about.
+var withAdmission = []string{"retryhttp-admission"}
 
 // bound is one figure of a target: unit's median within [lo, hi]; with
 // perBare, lo and hi are multiples of bare net/http's median in the
@@ -260,11 +277,12 @@ var targets = map[string]target{
 	"S2-metastable": {host: "A host of 8 workers at 10 ms each (800 per second) that loses 4 of them during the trouble, and keeps working on requests whose caller gave up.",
 		text:   "with admission, goodput back to the offered rate within 2 s of the workers' return, at most 1.1 attempts per request.",
 		bounds: []bound{{"recovery-s", "recovery", 0, 2, false}, {"attempts/req", "attempts", 0, 1.1, false}},
-		aside:  &aside{"static", "recovery-s", "does not recover within the run"}},
+		aside:  &aside{"static", "recovery-s", "does not recover within the run"}, only: withAdmission},
 	"S3-collapse": {host: fmt.Sprintf("A host of 8 workers at %v each (%g per second) that never refuses: its queue grows.", benchmarks.S3Service, s3Capacity),
 		text: fmt.Sprintf("with admission, goodput within the deadline at least 90%% of capacity (%g per second), and the host's p99 for admitted attempts at most twice its unloaded latency (%g ms).",
 			0.9*s3Capacity, 2*s3Unloaded),
-		bounds: []bound{{"goodput/s", "goodput", 0.9 * s3Capacity, inf, false}, {"host-p99-ms", "host p99", 0, 2 * s3Unloaded, false}}},
+		bounds: []bound{{"goodput/s", "goodput", 0.9 * s3Capacity, inf, false}, {"host-p99-ms", "host p99", 0, 2 * s3Unloaded, false}},
+		only:   withAdmission},
 	"S4-outage": {host: fmt.Sprintf("A host answering 503 throughout the trouble and 200 otherwise, each answer after %v; each client keeps its own budget.", benchmarks.HostLatency),
 		text:   "independent clients stay near 2.0 attempts per request during the outage (each sporadic client retries its first 503 once, on a full budget); pace and admission must not make that worse: at most 2.0.",
 		bounds: []bound{{"outage-attempts/req", "attempts", 0, 2, false}}},
