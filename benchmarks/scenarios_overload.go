@@ -5,8 +5,11 @@ import (
 )
 
 // The shared rate limit of S1 and S5: a bucket of BucketRate requests per
-// second holding up to BucketBurst, one second's worth, as its
-// RateLimit-Policy (q=100;w=1) announces.
+// second holding up to BucketBurst, a fifth of a second's worth. Its
+// RateLimit-Policy announces the rate (q=100;w=1), not the burst: a
+// client that sends a second's quota at once has all but BucketBurst of
+// it refused, and its RateLimit field never shows more than BucketBurst
+// remaining.
 const (
 	BucketRate  = 100
 	BucketBurst = 20
