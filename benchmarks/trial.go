@@ -84,12 +84,20 @@ func (t Trial) StatusShare(w Window, status int) float64 {
 // PerRequest is the attempts that reached the host per request started
 // in w, counting each of those requests' attempts whenever they came.
 func (t Trial) PerRequest(w Window) float64 {
+	attempts, requests := t.Counts(w)
+	return float64(attempts) / float64(requests)
+}
+
+// Counts are the attempts of the requests started in w, whenever they
+// came, and those requests: PerRequest's ratio as the two counts it is
+// made of, which go test prints exactly where it prints a ratio to four
+// figures.
+func (t Trial) Counts(w Window) (attempts, requests int) {
 	in := t.started(w)
-	n := 0
 	for _, r := range in {
-		n += r.Attempts
+		attempts += r.Attempts
 	}
-	return float64(n) / float64(len(in))
+	return attempts, len(in)
 }
 
 // Share is the share of the requests started in w for which is holds,

@@ -149,15 +149,21 @@ func (r report) writeScenario(w io.Writer, sc benchmarks.Scenario) {
 		fmt.Fprintln(w)
 		return
 	}
-	head := []string{"contender"}
+	var shown []benchmarks.Metric
 	for _, m := range sc.Metrics {
+		if !isCount(m.Unit) {
+			shown = append(shown, m)
+		}
+	}
+	head := []string{"contender"}
+	for _, m := range shown {
 		head = append(head, columnOf(m.Unit).head)
 	}
 	head = append(head, "target")
 	var rows [][]string
 	for _, c := range cs {
 		row := []string{c.Label}
-		for _, m := range sc.Metrics {
+		for _, m := range shown {
 			row = append(row, spread(r.ostat(sc, c, m.Unit), columnOf(m.Unit).f))
 		}
 		verdict := ""

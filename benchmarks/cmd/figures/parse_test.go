@@ -67,3 +67,19 @@ func TestParseLongLines(t *testing.T) {
 	_, err = parseSeries(strings.NewReader(long))
 	require.NoError(t, err)
 }
+
+// A ratio go test printed to four figures is made again from the counts
+// on its line: 8002 attempts for 4000 requests print as 2.000, which a
+// bound of 2 would pass, and are 2.0005.
+func TestParseMakesRatiosExact(t *testing.T) {
+	out := `BenchmarkOverload/S4-outage/retryhttp-2   1   5 ns/op   2.000 outage-attempts/req   8002 outage-attempts   4000 outage-requests   1.000 attempts/req
+BenchmarkOverload/S4-outage/retryhttp-2   1   5 ns/op   2.000 outage-attempts/req   7998 outage-attempts   4000 outage-requests   1.000 attempts/req
+`
+	runs, err := parse(strings.NewReader(out))
+	require.NoError(t, err)
+	s := runs.stat("BenchmarkOverload/S4-outage/retryhttp", "outage-attempts/req")
+	assert.InDelta(t, 2.0005, s.Max, 1e-12)
+	assert.InDelta(t, 1.9995, s.Min, 1e-12)
+	assert.Equal(t, Stat{Med: 1, Min: 1, Max: 1, N: 2}, runs.stat("BenchmarkOverload/S4-outage/retryhttp", "attempts/req"),
+		"a ratio without its counts is kept as printed")
+}
