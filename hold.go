@@ -275,12 +275,15 @@ func (hs *holds) unprobe(rule string, wake chan struct{}) {
 }
 
 // forget ends, for this Transport, the fleet's holds on the host in force
-// at now, as the host's owner asks (see [Transport.ResetBackoff]): look
-// gives the fleet's view of each of rules. A fleet hold of a rule that
-// ends no later than the one forgotten is over; one that ends later was
-// set since, and counts. (A fleet keeps a hold's latest end, so a hold
-// set after the reset shows as a later end.) Holds forgotten before and
-// still in force stay forgotten, should the fleet not tell now.
+// at now, as the host's owner asks (see [Transport.ResetBackoff]): those
+// its requests met, and those look, the fleet's view of each of rules,
+// gives (a fleet that cannot tell at that instant shows none, and may
+// show them again later). A fleet hold of a rule that ends no later than
+// the one forgotten is over; one that ends later was set since, and
+// counts. (A fleet keeps a hold's latest end, so a hold set after the
+// reset shows as a later end.) Holds forgotten before and still in force
+// stay forgotten, should the fleet not tell now. It is called before
+// clear, which lets the holds met go.
 func (hs *holds) forget(rules []string, look func(rule string) FleetView, now time.Time) {
 	var gone []holdlist.Hold
 	if old := hs.forgotten.Load(); old != nil {
@@ -290,17 +293,21 @@ func (hs *holds) forget(rules []string, look func(rule string) FleetView, now ti
 			}
 		}
 	}
-	for _, rule := range rules {
-		v := look(rule)
-		if !v.HoldUntil.After(now) {
-			continue
-		}
-		i := slices.IndexFunc(gone, func(h holdlist.Hold) bool { return h.Rule == rule })
+	note := func(h holdlist.Hold) {
+		i := slices.IndexFunc(gone, func(g holdlist.Hold) bool { return g.Rule == h.Rule })
 		switch {
 		case i < 0:
-			gone = append(gone, holdlist.Hold{Rule: rule, Until: v.HoldUntil, Status: v.HoldStatus})
-		case v.HoldUntil.After(gone[i].Until):
-			gone[i].Until = v.HoldUntil
+			gone = append(gone, h)
+		case h.Until.After(gone[i].Until):
+			gone[i].Until = h.Until
+		}
+	}
+	for _, h := range hs.fleet.InForce(now) {
+		note(h.Hold)
+	}
+	for _, rule := range rules {
+		if v := look(rule); v.HoldUntil.After(now) {
+			note(holdlist.Hold{Rule: rule, Until: v.HoldUntil, Status: v.HoldStatus})
 		}
 	}
 	if len(gone) == 0 {

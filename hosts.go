@@ -160,8 +160,9 @@ func (ht *hostTable) capacity() int64 {
 
 // reset ends what the table keeps against name (a URL host, lowercased),
 // or against every host for "": its holds, the Transport's and, for it,
-// the fleet's (those in force now, of rules, the keys of the policy's
-// rules), its pace and its concurrency limit. The requests waiting for a
+// the fleet's (those its requests met, and those the fleet shows now of
+// rules, the keys of the policy's rules), its pace and its concurrency
+// limit. The requests waiting for a
 // hold or a pace of the host look again at once. The host is back, its
 // owner says.
 //
@@ -170,10 +171,10 @@ func (ht *hostTable) capacity() int64 {
 func (ht *hostTable) reset(name string, fleet Fleet, rules []string) {
 	now := time.Now()
 	reset := func(h *host) {
-		h.holds.clear()
-		if fleet != nil {
+		if fleet != nil { // before clear, which lets the fleet's holds met go
 			h.holds.forget(rules, func(rule string) FleetView { return fleet.Look(h.name, rule) }, now)
 		}
+		h.holds.clear()
 		h.paces.clear()
 		if a := h.admit.Load(); a != nil {
 			a.reset()
