@@ -23,7 +23,11 @@ import (
 // once, do no I/O and allocate nothing; when they cannot tell (the
 // shared store is slow, down, or has not answered yet) they answer as if
 // there were no fleet: allow, no hold. The per-Transport budget and holds
-// keep working whatever the Fleet says. The module
+// keep working whatever the Fleet says. A Fleet that panics ends the
+// request it was called for as a Classify that panics does (see
+// [Transport.Classify]): its panic reaches the goroutine that called
+// RoundTrip (or ResetBackoff, which asks Look too) with its value. The
+// module
 // github.com/retryhttp/retryhttp/redisfleet implements it over Redis or
 // Valkey.
 type Fleet interface {

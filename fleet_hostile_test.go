@@ -12,6 +12,7 @@ import (
 
 	"github.com/retryhttp/retryhttp"
 	"github.com/retryhttp/retryhttp/internal/memfleet"
+	"github.com/retryhttp/retryhttp/policy"
 	rt "github.com/retryhttp/retryhttp/retryhttptest"
 )
 
@@ -60,4 +61,88 @@ func TestResetBackoffEndsTheFleetsHoldsMetWhileTheFleetCannotTell(t *testing.T) 
 		assert.Equal(t, 200, status)
 		assert.Empty(t, b.Stats().Hosts["api.test"].Holds, "and not met again")
 	})
+}
+
+// panickyFleet is a shared Fleet whose Look panics from the look-th call
+// on (0: never), and whose Report panics from the report-th on.
+type panickyFleet struct {
+	*memfleet.Fleet
+	look, report    int64
+	looks, reported atomic.Int64
+}
+
+func (f *panickyFleet) Look(host, rule string) retryhttp.FleetView {
+	if n := f.looks.Add(1); f.look > 0 && n >= f.look {
+		panic("the fleet is broken")
+	}
+	return f.Fleet.Look(host, rule)
+}
+
+func (f *panickyFleet) Report(host string, r retryhttp.FleetReport) {
+	if n := f.reported.Add(1); f.report > 0 && n >= f.report {
+		panic("the fleet is broken")
+	}
+	f.Fleet.Report(host, r)
+}
+
+// A Fleet that panics ends its request as a hook that panics does: the
+// panic reaches the caller's goroutine with its value, once every
+// attempt is cancelled and closed, the answer kept for the caller
+// closed and the request's body closed; the Transport goes on working.
+func TestFleetPanicsReachTheCaller(t *testing.T) {
+	hedged := &policy.Config{Rules: []policy.Rule{{Name: []policy.Name{{}},
+		Hedge: &policy.Hedge{MaxAttempts: 3, HedgingDelay: 10 * time.Millisecond}}}, Hold: &policy.Hold{}}
+	tests := []struct {
+		name         string
+		cfg          *policy.Config
+		look, report int64
+	}{
+		{"Look, before the first attempt", nil, 1, 0},
+		{"Look, after an attempt that may be retried", nil, 2, 0},
+		{"Look, before a retry", nil, 3, 0},
+		{"Report", nil, 0, 1},
+		{"Look, before a hedge", hedged, 2, 0},
+		{"Report, of a hedge", hedged, 0, 1},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				srv := &rt.Server{Choose: func(n int, req *http.Request) rt.Step {
+					if req.Header.Get(retryhttp.AttemptsHeader) == "" {
+						return rt.Step{Status: 503, Delay: 50 * time.Millisecond, Body: "busy"}
+					}
+					return rt.Step{Delay: time.Second, Body: "ok"}
+				}}
+				fleet := &panickyFleet{Fleet: memfleet.New(), look: tt.look, report: tt.report}
+				var answered, closedAnswers atomic.Int64
+				tr := &retryhttp.Transport{Policy: tt.cfg, Fleet: fleet, Base: roundTripFunc(func(req *http.Request) (*http.Response, error) {
+					resp, err := srv.RoundTrip(req)
+					if resp != nil {
+						answered.Add(1)
+						resp.Body = &closeCounter{ReadCloser: resp.Body, n: &closedAnswers}
+					}
+					return resp, err
+				})}
+				var closed atomic.Int64
+				req := newRequest(t, t.Context(), "PUT", "payload")
+				req.Body = &closeCounter{ReadCloser: req.Body, n: &closed}
+				recovered := func() (p any) {
+					defer func() { p = recover() }()
+					resp, err := tr.RoundTrip(req)
+					if err == nil {
+						resp.Body.Close()
+					}
+					return nil
+				}()
+				require.Equal(t, "the fleet is broken", recovered)
+				assert.Equal(t, int64(1), closed.Load(), "the request's body closed once")
+				synctest.Wait()
+				assert.Equal(t, answered.Load(), closedAnswers.Load(), "every answer closed")
+
+				fleet.look, fleet.report = 0, 0
+				_, err := getWithin(t, tr, t.Context(), "/after", 0)
+				require.NoError(t, err, "the Transport goes on working")
+			})
+		})
+	}
 }
