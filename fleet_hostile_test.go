@@ -146,3 +146,76 @@ func TestFleetPanicsReachTheCaller(t *testing.T) {
 		})
 	}
 }
+
+// garbageFleet answers every Look with view, whatever it is told, and
+// flips Spent at each Look when flap is set.
+type garbageFleet struct {
+	view  retryhttp.FleetView
+	flap  bool
+	looks atomic.Int64
+}
+
+func (f *garbageFleet) Report(string, retryhttp.FleetReport) {}
+
+func (f *garbageFleet) Look(string, string) retryhttp.FleetView {
+	v := f.view
+	if f.flap {
+		v.Spent = f.looks.Add(1)%2 == 0
+	}
+	return v
+}
+
+// A Fleet that answers nonsense never makes a request wait past its
+// limits, nor panics: a hold that ended, or has no end, is none; one
+// that ends in the year 9999 refuses the request at once; a budget that
+// flaps refuses a retry or lets it go.
+func TestFleetGarbageNeverHangsOrPanics(t *testing.T) {
+	tests := []struct {
+		name string
+		view func(now time.Time) retryhttp.FleetView
+		flap bool
+		// held says the request is refused for a hold, at once.
+		held bool
+	}{
+		{"a hold that ended", func(now time.Time) retryhttp.FleetView {
+			return retryhttp.FleetView{HoldUntil: now.Add(-time.Hour), HoldStatus: 429}
+		}, false, false},
+		{"a status with no hold", func(time.Time) retryhttp.FleetView { return retryhttp.FleetView{HoldStatus: 429} }, false, false},
+		{"a hold eight thousand years long", func(now time.Time) retryhttp.FleetView {
+			return retryhttp.FleetView{HoldUntil: now.AddDate(8000, 0, 0), HoldStatus: 429}
+		}, false, true},
+		{"a hold with no status", func(now time.Time) retryhttp.FleetView {
+			return retryhttp.FleetView{HoldUntil: now.Add(time.Hour)}
+		}, false, true},
+		{"a budget that flaps", func(time.Time) retryhttp.FleetView { return retryhttp.FleetView{} }, true, false},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			for _, cfg := range []*policy.Config{nil, {Rules: []policy.Rule{{Name: []policy.Name{{}},
+				Hedge: &policy.Hedge{MaxAttempts: 3, HedgingDelay: 10 * time.Millisecond}}}, Hold: &policy.Hold{}}} {
+				synctest.Test(t, func(t *testing.T) {
+					fleet := &garbageFleet{view: tt.view(time.Now()), flap: tt.flap}
+					tr, srv := newScripted(cfg, rt.Step{Status: 503}, rt.Step{Status: 503}, rt.Step{Body: "ok"})
+					tr.Fleet = fleet
+					start := time.Now()
+					_, err := getWithin(t, tr, t.Context(), "/x", time.Hour)
+					assert.Less(t, time.Since(start), time.Minute, "no wait past the policy's limits")
+					if tt.held {
+						require.ErrorIs(t, err, retryhttp.ErrHeld)
+						assert.Zero(t, srv.Count(), "nothing sent")
+						var he *retryhttp.HoldError
+						require.ErrorAs(t, err, &he)
+						assert.Positive(t, he.Remaining)
+						holds := tr.Stats().Hosts["api.test"].Holds
+						require.Len(t, holds, 1)
+						assert.True(t, holds[0].Fleet)
+						return
+					}
+					require.NoError(t, err)
+					assert.Positive(t, srv.Count())
+					assert.Empty(t, tr.Stats().Hosts["api.test"].Holds)
+				})
+			}
+		})
+	}
+}

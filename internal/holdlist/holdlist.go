@@ -31,13 +31,18 @@ func (h Hold) Held() Hold { return h }
 
 // end is when h stops mattering, in Unix nanoseconds: never while it is
 // capped, and at once for an empty slot (a zero Until, whose nanoseconds
-// are not representable).
+// are not representable). An end past the last representable nanosecond
+// (the year 2262), which a fleet's store may hand over, reads as that
+// nanosecond's predecessor, so that the hold still matters and is not
+// taken for a capped one.
 func (h Hold) end() int64 {
 	switch {
 	case h.Capped:
 		return math.MaxInt64
 	case h.Until.IsZero():
 		return 0
+	case !h.Until.Before(time.Unix(0, math.MaxInt64)):
+		return math.MaxInt64 - 1
 	}
 	return h.Until.UnixNano()
 }

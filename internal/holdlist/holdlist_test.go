@@ -2,6 +2,7 @@ package holdlist
 
 import (
 	"fmt"
+	"math"
 	"sync"
 	"testing"
 	"time"
@@ -138,6 +139,27 @@ func TestGetAnyAndInForce(t *testing.T) {
 				rules = append(rules, e.Rule)
 			}
 			assert.ElementsMatch(t, tt.wantRule, rules)
+		})
+	}
+}
+
+// TestAnEndPastNanoseconds checks that a hold ending past the last
+// instant an int64 of nanoseconds holds, as a shared store may hand one
+// over, matters, and is listed, like any other, and is not taken for a
+// capped hold.
+func TestAnEndPastNanoseconds(t *testing.T) {
+	t.Parallel()
+	for _, until := range []time.Time{time.Unix(0, math.MaxInt64), time.Date(9999, 12, 31, 0, 0, 0, 0, time.UTC)} {
+		t.Run(until.String(), func(t *testing.T) {
+			var l List[entry]
+			_, _, ok := l.Set(entry{Hold: Hold{Rule: "r", Until: until, Status: 429}}, at(0), 4)
+			require.True(t, ok)
+			assert.True(t, l.Any(at(0)))
+			assert.False(t, l.Capping())
+			e, ok := l.Get("r", at(0))
+			require.True(t, ok)
+			assert.Equal(t, until, e.Until)
+			assert.Len(t, l.InForce(at(0)), 1)
 		})
 	}
 }
