@@ -1,6 +1,7 @@
 package retryhttp_test
 
 import (
+	"context"
 	"net/http"
 	"sync/atomic"
 	"testing"
@@ -216,6 +217,84 @@ func TestFleetGarbageNeverHangsOrPanics(t *testing.T) {
 					assert.Empty(t, tr.Stats().Hosts["api.test"].Holds)
 				})
 			}
+		})
+	}
+}
+
+// Each attempt is reported to the fleet as DESIGN's accounting counts
+// it: a retryable failure takes a token, a success adds, and an attempt
+// cancelled (a hedge that lost, one the caller gave up on) neither; an
+// answer that sets a hold reports the hold.
+func TestFleetReportsEachKindOfAttempt(t *testing.T) {
+	throttle := &policy.Throttle{MaxTokens: 10, TokenRatio: 0.1}
+	retrying := func() *policy.Config {
+		cfg := retryConfig(3, 503, 429)
+		cfg.Throttle, cfg.Hold = throttle, &policy.Hold{}
+		return cfg
+	}
+	hedging := &policy.Config{Rules: []policy.Rule{{Name: []policy.Name{{}},
+		Hedge: &policy.Hedge{MaxAttempts: 2, HedgingDelay: 10 * time.Millisecond}}}, Throttle: throttle}
+	tests := []struct {
+		name     string
+		cfg      *policy.Config
+		classify func(int, *http.Response, error) retryhttp.Verdict
+		steps    []rt.Step
+		cancelAt time.Duration // the caller gives up then; 0: never
+		want     map[retryhttp.FleetBudget]int
+		holds    int // reports that carry a hold
+	}{
+		{"a success after retries", retrying(), nil,
+			[]rt.Step{{Status: 503}, {Status: 503}, {Body: "ok"}}, 0,
+			map[retryhttp.FleetBudget]int{retryhttp.FleetFailure: 2, retryhttp.FleetSuccess: 1}, 0},
+		{"a 429 that holds", retrying(), nil,
+			[]rt.Step{{Status: 429, Header: http.Header{"Retry-After": {"2"}}}, {Body: "ok"}}, 0,
+			map[retryhttp.FleetBudget]int{retryhttp.FleetFailure: 1, retryhttp.FleetSuccess: 1}, 1},
+		{"a Throttled verdict", retrying(), func(_ int, resp *http.Response, _ error) retryhttp.Verdict {
+			if resp != nil && resp.StatusCode == 400 {
+				return retryhttp.Throttled.After(time.Second)
+			}
+			return retryhttp.UsePolicy
+		}, []rt.Step{{Status: 400}, {Body: "ok"}}, 0,
+			map[retryhttp.FleetBudget]int{retryhttp.FleetFailure: 1, retryhttp.FleetSuccess: 1}, 1},
+		{"a hedge that lost", hedging, nil,
+			[]rt.Step{{Delay: time.Second, Body: "slow"}, {Body: "fast"}}, 0,
+			map[retryhttp.FleetBudget]int{retryhttp.FleetSuccess: 1}, 0},
+		{"an attempt the caller gave up on", retrying(), nil,
+			[]rt.Step{{Delay: time.Second}}, 100 * time.Millisecond,
+			map[retryhttp.FleetBudget]int{}, 0},
+		{"a hedged request the caller gave up on", hedging, nil,
+			[]rt.Step{{Delay: time.Second}}, 100 * time.Millisecond,
+			map[retryhttp.FleetBudget]int{}, 0},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				fleet := newMemFleet()
+				tr, _ := newScripted(tt.cfg, tt.steps...)
+				tr.Fleet, tr.Classify = fleet, tt.classify
+				ctx := t.Context()
+				if tt.cancelAt > 0 {
+					var cancel func()
+					ctx, cancel = context.WithTimeout(ctx, tt.cancelAt)
+					defer cancel()
+				}
+				resp, err := tr.RoundTrip(newRequest(t, ctx, "GET", ""))
+				if tt.cancelAt > 0 {
+					require.Error(t, err)
+				} else {
+					require.NoError(t, err)
+					readAll(t, resp)
+				}
+				synctest.Wait()
+				assert.Equal(t, tt.want, fleet.budgets())
+				holds := 0
+				for _, r := range fleet.reports {
+					if !r.HoldUntil.IsZero() {
+						holds++
+					}
+				}
+				assert.Equal(t, tt.holds, holds, "reports of a hold")
+			})
 		})
 	}
 }
