@@ -148,8 +148,22 @@ type holds struct {
 	fleet holdlist.List[hold]
 }
 
-// any reports whether a hold on the host may matter at now.
-func (hs *holds) any(now time.Time) bool { return hs.list.Any(now) }
+// any reports whether a hold on the host may matter at now: its own, a
+// fleet's that its requests met, or a fleet's that its owner ended for
+// it (see forget), which forgetting the host would bring back.
+func (hs *holds) any(now time.Time) bool {
+	if hs.list.Any(now) || hs.fleet.Any(now) {
+		return true
+	}
+	if gone := hs.forgotten.Load(); gone != nil {
+		for _, h := range *gone {
+			if h.Until.After(now) {
+				return true
+			}
+		}
+	}
+	return false
+}
 
 // get returns the hold on rule at now, and where a request of the rule
 // stands against it.

@@ -7,6 +7,8 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"github.com/retryhttp/retryhttp/internal/tokens"
 )
 
 // TestHoldsPerHostAreBounded fills a host's holds to maxHoldsPerHost
@@ -158,4 +160,21 @@ func TestHoldsForgetTheFleetsHolds(t *testing.T) {
 	assert.True(t, hs.forgot("held", now.Add(time.Minute)))
 	hs.forget([]string{"held"}, func(string) FleetView { return FleetView{} }, now.Add(2*time.Minute))
 	assert.Nil(t, hs.forgotten.Load())
+}
+
+// A host whose owner ended a fleet's hold for it, or whose requests met
+// one, is not idle while that hold would be in force: forgetting the host
+// would forget the reset, and the fleet would hold it again.
+func TestHostWithAFleetHoldIsNotIdle(t *testing.T) {
+	now := time.Now()
+	fleetHold := FleetView{HoldUntil: now.Add(30 * time.Second), HoldStatus: 429}
+	h := newHostTable(nil, 16).get("api.test")
+	require.True(t, h.idle(tokens.Max, now), "a fresh host")
+
+	h.held("r", now, fleetHold)
+	assert.False(t, h.idle(tokens.Max, now), "a fleet's hold met")
+	h.holds.forget([]string{"r"}, func(string) FleetView { return fleetHold }, now)
+	h.holds.clear()
+	assert.False(t, h.idle(tokens.Max, now), "a fleet's hold its owner ended")
+	assert.True(t, h.idle(tokens.Max, now.Add(31*time.Second)), "once that hold would be over")
 }
