@@ -247,13 +247,18 @@ func TestPrepareFailsAHedgeAsTheCallerLeaves(t *testing.T) {
 			require.ErrorIs(t, err, context.Canceled)
 		}
 		var unsent []string
+		cut := 0 // attempts 1 cut off: the others ended on the caller's leaving before the loop cut them
 		for _, l := range log.lines("done") {
-			if strings.HasPrefix(l, "done 2 ") {
+			switch {
+			case strings.HasPrefix(l, "done 2 "):
 				unsent = append(unsent, l)
+			case strings.HasPrefix(l, "done 1 cancelled "):
+				cut++
 			}
 		}
 		assert.Empty(t, unsent, "outcomes of a hedge never sent")
 		st := tr.Stats().Total
-		assert.Equal(t, uint64(requests), st.HedgesCancelled, "attempt 1 of each request, and no hedge")
+		assert.Equal(t, uint64(cut), st.HedgesCancelled, "attempts 1 cut off, and no hedge")
+		assert.LessOrEqual(t, st.HedgesCancelled, uint64(requests))
 	})
 }
