@@ -205,6 +205,12 @@ func (a *attempt) send() result {
 	r := result{n: a.n, hedge: a.hedge, resend: a.resend, ctx: a.ctx, cancel: a.cancel, addr: a.addr}
 	if br, ok := a.req.Body.(*bodyReader); ok {
 		r.body = br // one of the Transport's own, safe to close while net/http reads it
+		// An HTTP/1 base whose context ends waits, before it returns,
+		// for its writer to stop reading the body: a caller's body that
+		// keeps returning 0, nil would hold it, and the request, for
+		// ever. Closing the reader ends the writer's next Read.
+		stop := context.AfterFunc(a.ctx, func() { br.Close() })
+		defer stop()
 	}
 	var timer *time.Timer
 	if a.timeout > 0 {
