@@ -148,12 +148,17 @@ func (a *admission) fit(max int) {
 	}
 	a.mu.Lock()
 	defer a.mu.Unlock()
-	if a.limit >= float64(a.max) {
-		a.limit = float64(max)
-	}
-	a.max, a.limit = max, min(a.limit, float64(max))
+	a.max, a.limit = max, a.fitted(max)
 	a.handOver()
 	a.publish()
+}
+
+// fitted is the limit fit makes of a's under max. a.mu must be held.
+func (a *admission) fitted(max int) float64 {
+	if a.limit >= float64(a.max) {
+		return float64(max)
+	}
+	return min(a.limit, float64(max))
 }
 
 // shown returns a's limit as fit would make it under max, the
@@ -167,11 +172,7 @@ func (a *admission) shown(max int) (limit, inFlight int) {
 	}
 	a.mu.Lock()
 	defer a.mu.Unlock()
-	l := a.limit
-	if l >= float64(a.max) {
-		l = float64(max)
-	}
-	return int(min(l, float64(max))), a.inFlight
+	return int(a.fitted(max)), a.inFlight
 }
 
 // settled reports whether forgetting a loses nothing: its limit is where

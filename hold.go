@@ -189,12 +189,12 @@ func (hs *holds) inForce(now time.Time) []Hold {
 		if hs.forgot(h.Rule, h.Until) {
 			continue
 		}
-		i := slices.IndexFunc(out, func(o Hold) bool { return o.Rule == h.Rule })
-		switch {
+		fh := Hold{Rule: h.Rule, Status: h.Status, Since: h.since, Until: h.Until, Fleet: true}
+		switch i := slices.IndexFunc(out, func(o Hold) bool { return o.Rule == h.Rule }); {
 		case i < 0:
-			out = append(out, Hold{Rule: h.Rule, Status: h.Status, Since: h.since, Until: h.Until, Fleet: true})
+			out = append(out, fh)
 		case h.Until.After(out[i].Until):
-			out[i] = Hold{Rule: h.Rule, Status: h.Status, Since: h.since, Until: h.Until, Fleet: true}
+			out[i] = fh
 		}
 	}
 	return out
