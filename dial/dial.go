@@ -268,15 +268,6 @@ func bareHost(addr string) (host string, hasPort bool) {
 	return addr, false
 }
 
-// backingOff reports whether a dial to addr on network would be refused
-// now for its backoff window.
-func (d *Dialer) backingOff(network, addr string) bool {
-	d.mu.Lock()
-	defer d.mu.Unlock()
-	e := d.addrs[dialKey{network, addr}]
-	return e != nil && time.Now().Before(e.until)
-}
-
 // stallAfter is how long an address may be dialed with no dial of it
 // ending before [Dialer.Route] sends new attempts elsewhere: RFC 8305's
 // Connection Attempt Delay, which gRPC's Happy Eyeballs takes too. A

@@ -538,3 +538,12 @@ func TestDialNoConnectionNoError(t *testing.T) {
 		})
 	}
 }
+
+// backingOff reports whether a dial to addr on network would be refused
+// now for its backoff window.
+func (d *Dialer) backingOff(network, addr string) bool {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	e := d.addrs[dialKey{network, addr}]
+	return e != nil && time.Now().Before(e.until)
+}
