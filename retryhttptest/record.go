@@ -7,6 +7,7 @@ import (
 	"errors"
 	"io"
 	"net/http"
+	"sync"
 	"time"
 )
 
@@ -197,6 +198,13 @@ type received struct {
 	unknown bool // the client declared no length
 }
 
+// readBuffer is the size of receive's read buffer.
+const readBuffer = 32 << 10
+
+// readBuffers holds receive's read buffers, so that a Server answering
+// many requests does not allocate and clear one for each.
+var readBuffers = sync.Pool{New: func() any { return new([readBuffer]byte) }}
+
 // receive reads body to its end, or to max bytes past which it reports
 // ErrBodyTooLarge, hashing all of it and keeping it whole when it is at
 // most keep bytes long. Memory stays within keep plus one read buffer,
@@ -204,9 +212,14 @@ type received struct {
 func receive(ctx context.Context, body io.Reader, keep, max int64) received {
 	var got received
 	h := sha256.New()
+	if body == http.NoBody {
+		body = nil // what net/http gives a handler for a request without one
+	}
 	var buf []byte
 	if body != nil {
-		buf = make([]byte, 32<<10)
+		b := readBuffers.Get().(*[readBuffer]byte)
+		defer readBuffers.Put(b)
+		buf = b[:]
 	}
 	var kept bytes.Buffer
 	for body != nil && got.err == nil {
