@@ -35,7 +35,7 @@ func (c *call) admit(n int, again bool) step {
 	resets := c.host.resets.count() // before the facts: a reset after it ends the wait decided
 	f := c.facts(now)
 	f.host = c.host.factsFor(c.rule, now, c.st.fleet, asks{holds: c.pol.cfg.Hold != nil, pace: c.pol.pacing,
-		budgets: n > 1 && !again, capped: c.capped()})
+		budgets: n > 1 && !again, capped: c.capped(), maxServerDelay: f.maxServerDelay})
 	f.slotTaken = c.slot == n && !c.slotAt.Before(f.host.pace.cut)
 	f.probing = again && c.probe.n == n && f.host.hold.wake == c.probe.wake
 	if a := c.pol.cfg.Admission; a != nil {

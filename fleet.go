@@ -16,7 +16,8 @@ import (
 // requests each triple the load. With a Fleet, the Transport asks the
 // fleet's budget too before a retry or a hedge starts (and again when a
 // retry's backoff ends), reports every attempt's outcome to it, and
-// waits out the holds it carries as its own.
+// waits out the holds it carries as its own, within its own policy's
+// limits (see [FleetView.HoldUntil]).
 //
 // Its methods are called on the request path, by any number of
 // goroutines at once. They must be safe for concurrent use, return at
@@ -89,6 +90,21 @@ type FleetView struct {
 	Spent bool
 	// HoldUntil, when not zero, is when the fleet's hold on the host and
 	// rule ends; HoldStatus is the status of the answer that set it.
+	//
+	// A Transport takes a hold the first time one of its requests meets
+	// it as if its own request had met the answer then: it holds the
+	// rule's requests at most the policy's maxServerDelay past that
+	// moment, whoever set the hold and for however long (a member whose
+	// policy waits longer, a caller of Report, a broken store), and when
+	// such a capped hold ends, one request goes first and the others wait
+	// for its answer, as after a capped hold of its own. That answer
+	// decides for this Transport: one that sets no hold ends the fleet's
+	// hold for it, though the fleet still shows it; one that sets a hold
+	// holds it anew, and goes to the fleet. The same HoldUntil shown
+	// again, or an earlier one, is the hold met already, even after a
+	// while the fleet could not tell: its cap does not start again, and
+	// once ended it stays ended. A later HoldUntil is a new hold (a member
+	// met a new answer), met afresh.
 	HoldUntil  time.Time
 	HoldStatus int
 }

@@ -15,6 +15,7 @@ import (
 	"github.com/retryhttp/retryhttp/internal/memfleet"
 	"github.com/retryhttp/retryhttp/policy"
 	rt "github.com/retryhttp/retryhttp/retryhttptest"
+	"github.com/retryhttp/retryhttp/retrytrace"
 )
 
 // blindFleet is a shared Fleet that, while blind is set, cannot tell
@@ -168,27 +169,29 @@ func (f *garbageFleet) Look(string, string) retryhttp.FleetView {
 
 // A Fleet that answers nonsense never makes a request wait past its
 // limits, nor panics: a hold that ended, or has no end, is none; one
-// that ends in the year 9999 refuses the request at once; a budget that
-// flaps refuses a retry or lets it go.
+// that ends in the year 9999, or has no status, holds the request for
+// maxServerDelay (60 s under policy.Default), when one goes first, and
+// its answer ends the hold; a budget that flaps refuses a retry or lets
+// it go.
 func TestFleetGarbageNeverHangsOrPanics(t *testing.T) {
 	tests := []struct {
 		name string
 		view func(now time.Time) retryhttp.FleetView
 		flap bool
-		// held says the request is refused for a hold, at once.
-		held bool
+		// held is how long the request is held before its first attempt.
+		held time.Duration
 	}{
 		{"a hold that ended", func(now time.Time) retryhttp.FleetView {
 			return retryhttp.FleetView{HoldUntil: now.Add(-time.Hour), HoldStatus: 429}
-		}, false, false},
-		{"a status with no hold", func(time.Time) retryhttp.FleetView { return retryhttp.FleetView{HoldStatus: 429} }, false, false},
+		}, false, 0},
+		{"a status with no hold", func(time.Time) retryhttp.FleetView { return retryhttp.FleetView{HoldStatus: 429} }, false, 0},
 		{"a hold eight thousand years long", func(now time.Time) retryhttp.FleetView {
 			return retryhttp.FleetView{HoldUntil: now.AddDate(8000, 0, 0), HoldStatus: 429}
-		}, false, true},
+		}, false, time.Minute},
 		{"a hold with no status", func(now time.Time) retryhttp.FleetView {
 			return retryhttp.FleetView{HoldUntil: now.Add(time.Hour)}
-		}, false, true},
-		{"a budget that flaps", func(time.Time) retryhttp.FleetView { return retryhttp.FleetView{} }, true, false},
+		}, false, time.Minute},
+		{"a budget that flaps", func(time.Time) retryhttp.FleetView { return retryhttp.FleetView{} }, true, 0},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -196,25 +199,39 @@ func TestFleetGarbageNeverHangsOrPanics(t *testing.T) {
 				Hedge: &policy.Hedge{MaxAttempts: 3, HedgingDelay: 10 * time.Millisecond}}}, Hold: &policy.Hold{}}} {
 				synctest.Test(t, func(t *testing.T) {
 					fleet := &garbageFleet{view: tt.view(time.Now()), flap: tt.flap}
+					var first time.Time
 					tr, srv := newScripted(cfg, rt.Step{Status: 503}, rt.Step{Status: 503}, rt.Step{Body: "ok"})
 					tr.Fleet = fleet
+					tr.Hooks = &retrytrace.Hooks{AttemptStart: func(i retrytrace.AttemptStartInfo) {
+						if i.Attempt == 1 {
+							first = time.Now()
+						}
+					}}
 					start := time.Now()
-					_, err := getWithin(t, tr, t.Context(), "/x", time.Hour)
-					assert.Less(t, time.Since(start), time.Minute, "no wait past the policy's limits")
-					if tt.held {
-						require.ErrorIs(t, err, retryhttp.ErrHeld)
+					if tt.held > 0 {
+						_, err := getWithin(t, tr, t.Context(), "/x", time.Second)
+						require.ErrorIs(t, err, retryhttp.ErrHeld, "a request that cannot wait out the hold is refused at once")
 						assert.Zero(t, srv.Count(), "nothing sent")
 						var he *retryhttp.HoldError
 						require.ErrorAs(t, err, &he)
-						assert.Positive(t, he.Remaining)
+						assert.Equal(t, tt.held, he.Remaining)
 						holds := tr.Stats().Hosts["api.test"].Holds
 						require.Len(t, holds, 1)
 						assert.True(t, holds[0].Fleet)
-						return
+						assert.Equal(t, start.Add(tt.held), holds[0].Until)
 					}
+					_, err := getWithin(t, tr, t.Context(), "/x", time.Hour)
 					require.NoError(t, err)
 					assert.Positive(t, srv.Count())
+					within(t, first.Sub(start), tt.held, time.Second, "held as long as the policy waits for a server, at most")
+					assert.Less(t, time.Since(first), 5*time.Second, "no wait past the policy's limits")
 					assert.Empty(t, tr.Stats().Hosts["api.test"].Holds)
+					if tt.held > 0 {
+						asked := time.Now()
+						_, err := getWithin(t, tr, retryhttp.WithoutRetries(t.Context()), "/x", time.Hour)
+						require.NoError(t, err)
+						assert.Equal(t, asked, time.Now(), "the answer of the request that went first ended the hold")
+					}
 				})
 			}
 		})

@@ -49,7 +49,8 @@ type Hold struct {
 	Status int
 	// Since is when the hold was set, or last extended; Until when it
 	// ends. For a hold from the fleet, Since is when a request of this
-	// Transport first met it as it stands.
+	// Transport first met it as it stands, and Until is no later than
+	// this Transport's maxServerDelay past Since (see [FleetView]).
 	Since, Until time.Time
 	// Fleet says the hold came from the Transport's [Fleet]: another
 	// member met the answer that set it, and the requests here are held
@@ -85,11 +86,15 @@ const maxHold = 100 * 365 * 24 * time.Hour
 // the lapse only bounds the wait should it not be (a base that ignores
 // its context). A request that cannot wait until the lapse is refused at
 // once, as under the hold.
+//
+// A fleet's hold that a request meets is kept as one of the Transport's
+// own, set by an answer at that instant (see meet), and marked fleet.
 type hold struct {
 	holdlist.Hold
 	since time.Time
 	wake  chan struct{} // nil until a probe goes
 	lapse time.Time
+	fleet bool
 }
 
 // holdState is where a request of a rule stands against its host's hold.
@@ -143,8 +148,9 @@ type holds struct {
 	// when the fleet reports a hold in force.
 	forgotten atomic.Pointer[[]holdlist.Hold]
 	// fleet are the fleet's holds on the host that requests met (see
-	// met), for Stats: they hold requests as the Transport's own do, and
-	// an operator must see why.
+	// meet), each with its end as the fleet gave it and when it was first
+	// met: a hold the fleet shows again is not met again, and its owner's
+	// reset ends it (see forget).
 	fleet holdlist.List[hold]
 }
 
@@ -178,41 +184,63 @@ func (hs *holds) get(rule string, now time.Time) (hold, holdState) {
 }
 
 // inForce returns the holds in force at now, in no order, for Stats: the
-// Transport's own, and the fleet's that requests met, where they end
-// later and their owner did not end them (see forget).
+// Transport's own, among them the fleet's that requests met (see meet).
 func (hs *holds) inForce(now time.Time) []Hold {
 	var out []Hold
 	for _, h := range hs.list.InForce(now) {
-		out = append(out, Hold{Rule: h.Rule, Status: h.Status, Since: h.since, Until: h.Until})
-	}
-	for _, h := range hs.fleet.InForce(now) {
-		if hs.forgot(h.Rule, h.Until) {
-			continue
-		}
-		fh := Hold{Rule: h.Rule, Status: h.Status, Since: h.since, Until: h.Until, Fleet: true}
-		switch i := slices.IndexFunc(out, func(o Hold) bool { return o.Rule == h.Rule }); {
-		case i < 0:
-			out = append(out, fh)
-		case h.Until.After(out[i].Until):
-			out[i] = fh
-		}
+		out = append(out, Hold{Rule: h.Rule, Status: h.Status, Since: h.since, Until: h.Until, Fleet: h.fleet})
 	}
 	return out
 }
 
-// met notes the fleet's hold h, which a request met at now, for Stats. A
-// hold the list has already, or a shorter one, changes nothing.
-func (hs *holds) met(h hold, now time.Time) { hs.fleet.Set(h, now, maxHoldsPerHost) }
+// meet takes the fleet's hold v on rule, which a request met at now, as
+// if an answer at now had asked for it (see set): limit, the policy's
+// maxServerDelay, caps it past now, and a capped one ends with one
+// request going first. The fleet cannot say when, nor under whose policy,
+// its hold was set: the moment this Transport first meets it stands for
+// the answer, so that a hold it never chose (set by a member that waits
+// longer, a caller of Report, a broken store) holds its requests no
+// longer than its own policy would. A hold is met once as it stands: the
+// same end shown again, or an earlier one, meets nothing, so that its cap
+// runs from when it was first met, and a capped hold that its probe's
+// answer settled stays settled. A later end is a new hold (a member met a
+// new answer), met afresh. With holds met on maxHoldsPerHost rules, the
+// one that ends first, v's among them, is not met.
+func (hs *holds) meet(rule string, v FleetView, now time.Time, limit time.Duration) {
+	m := hold{Hold: holdlist.Hold{Rule: rule, Until: v.HoldUntil, Status: v.HoldStatus}, since: now}
+	if _, _, ok := hs.fleet.Set(m, now, maxHoldsPerHost); !ok {
+		return // met already: the common case while a fleet's hold lasts
+	}
+	// (A request that meets it at this very instant may find it met and
+	// not yet in force, and go: no more than the fleet's own delay in
+	// carrying a hold to its members.)
+	h := holdFor(rule, now, v.HoldUntil.Sub(now), limit, v.HoldStatus)
+	h.fleet = true
+	hs.put(h, now)
+}
 
 // set holds rule's requests for wait from now, status being the status of
 // the answer that asks for it, and limit the longest hold the policy
-// keeps: a longer wait is capped to it. A hold in force that ends later is
-// kept: a later answer may extend a hold, never shorten it. With holds on
-// maxHoldsPerHost rules, the one that ends first, this one among them, is
-// not kept. It reports the hold now in force, and whether this answer set
-// or extended it.
+// keeps: a longer wait is capped to it (see holdFor). It reports the hold
+// now in force, and whether this answer set or extended it (see put).
 func (hs *holds) set(rule string, now time.Time, wait, limit time.Duration, status int) (hold, bool) {
-	h := hold{Hold: holdlist.Hold{Rule: rule, Until: now.Add(min(wait, limit, maxHold)), Status: status, Capped: wait > limit}, since: now}
+	return hs.put(holdFor(rule, now, wait, limit, status), now)
+}
+
+// holdFor is the hold on rule that an answer at now asks for: wait,
+// capped at limit, the longest hold the policy keeps; status is the
+// answer's.
+func holdFor(rule string, now time.Time, wait, limit time.Duration, status int) hold {
+	return hold{Hold: holdlist.Hold{Rule: rule, Until: now.Add(min(wait, limit, maxHold)), Status: status, Capped: wait > limit},
+		since: now}
+}
+
+// put puts h in force at now. A hold in force that ends later is kept: a
+// later answer may extend a hold, never shorten it. With holds on
+// maxHoldsPerHost rules, the one that ends first, h among them, is not
+// kept. It reports the hold now in force, and whether h set or extended
+// it.
+func (hs *holds) put(h hold, now time.Time) (hold, bool) {
 	in, old, set := hs.list.Set(h, now, maxHoldsPerHost)
 	if old.wake != nil {
 		close(old.wake) // its probe is answered (by this hold), or its hold made room

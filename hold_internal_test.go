@@ -171,7 +171,7 @@ func TestHostWithAFleetHoldIsNotIdle(t *testing.T) {
 	h := newHostTable(nil, 16).get("api.test")
 	require.True(t, h.idle(tokens.Max, now), "a fresh host")
 
-	h.held("r", now, fleetHold)
+	h.held("r", now, fleetHold, time.Minute)
 	assert.False(t, h.idle(tokens.Max, now), "a fleet's hold met")
 	h.holds.forget([]string{"r"}, func(string) FleetView { return fleetHold }, now)
 	h.holds.clear()

@@ -6,7 +6,6 @@ import (
 	"time"
 
 	"github.com/retryhttp/retryhttp/dial"
-	"github.com/retryhttp/retryhttp/internal/holdlist"
 	"github.com/retryhttp/retryhttp/internal/tokens"
 	"github.com/retryhttp/retryhttp/policy"
 )
@@ -17,17 +16,16 @@ import (
 // pace, its latencies). The table of hosts, and their eviction, are
 // hosts.go's.
 
-// held returns the hold on h for rule at now, the Transport's or the
-// fleet's (v, what the fleet knows of h), whichever ends later, and where
-// a request of the rule stands against it. A fleet's hold that h's owner
+// held returns the hold on h for rule at now, and where a request of the
+// rule stands against it: the Transport's own, once it has met the
+// fleet's (v, what the fleet knows of h), which limit, the policy's
+// maxServerDelay, caps (see holds.meet). A fleet's hold that h's owner
 // ended (see hostTable.reset) is none.
-func (h *host) held(rule string, now time.Time, v FleetView) (hold, holdState) {
-	hd, state := h.holds.get(rule, now)
-	if v.HoldUntil.After(now) && v.HoldUntil.After(hd.Until) && !h.holds.forgot(rule, v.HoldUntil) {
-		hd, state = hold{Hold: holdlist.Hold{Rule: rule, Until: v.HoldUntil, Status: v.HoldStatus}, since: now}, holdHeld
-		h.holds.met(hd, now)
+func (h *host) held(rule string, now time.Time, v FleetView, limit time.Duration) (hold, holdState) {
+	if v.HoldUntil.After(now) && !h.holds.forgot(rule, v.HoldUntil) {
+		h.holds.meet(rule, v, now, limit)
 	}
-	return hd, state
+	return h.holds.get(rule, now)
 }
 
 // hostFacts are what a decision reads of the request's host.
@@ -50,10 +48,14 @@ type hostFacts struct {
 }
 
 // asks says what a decision needs to read of a host: its hold, when the
-// policy holds hosts; its pace, when it paces them; its budgets, when a
+// policy holds hosts (maxServerDelay being the policy's, which caps a
+// fleet's hold met); its pace, when it paces them; its budgets, when a
 // further attempt is at stake; and, when the request's plan caps its
 // hedges, its hedge budget.
-type asks struct{ holds, pace, budgets, capped bool }
+type asks struct {
+	holds, pace, budgets, capped bool
+	maxServerDelay               time.Duration
+}
 
 // admission returns h's concurrency limit under a policy whose
 // MaxConcurrency is max, making it, starting at max, if need be. A limit
@@ -78,7 +80,7 @@ func (h *host) factsFor(rule string, now time.Time, fleet Fleet, a asks) hostFac
 	}
 	f := hostFacts{capped: a.capped}
 	if a.holds {
-		f.hold, f.holding = h.held(rule, now, v)
+		f.hold, f.holding = h.held(rule, now, v, a.maxServerDelay)
 	}
 	if a.pace {
 		f.pace = h.paces.get(rule, now, h.askedRate(now))
