@@ -208,3 +208,62 @@ func TestFleetHoldIsInStats(t *testing.T) {
 		assert.Empty(t, b.Stats().Hosts["api.test"].Holds, "and not met again")
 	})
 }
+
+// A hedge that had ended on its own when another won counts as any
+// attempt does, in the Transport's budget and the fleet's alike: its
+// answer is an answer of the host's, though it came too late to be
+// chosen. (Here it comes as the winner is chosen.)
+func TestFleetSeesTheHedgesThatEndedBeforeTheWinner(t *testing.T) {
+	throttle := &policy.Throttle{MaxTokens: 10, TokenRatio: 0.1}
+	tests := []struct {
+		name   string
+		loser  rt.Step // the answer to attempt 1, which loses
+		want   map[retryhttp.FleetBudget]int
+		tokens float64 // the Transport's own budget after the request
+		holds  int     // holds reported
+	}{
+		{"a non-fatal 503", rt.Step{Status: 503}, map[retryhttp.FleetBudget]int{retryhttp.FleetFailure: 1, retryhttp.FleetSuccess: 1}, 9, 0},
+		{"a 429 that holds", rt.Step{Status: 429, Header: http.Header{"Retry-After": {"2"}}},
+			map[retryhttp.FleetBudget]int{retryhttp.FleetFailure: 1, retryhttp.FleetSuccess: 1}, 9, 1},
+		{"a success", rt.Step{Body: "late"}, map[retryhttp.FleetBudget]int{retryhttp.FleetSuccess: 2}, 10, 0},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				cfg := &policy.Config{Rules: []policy.Rule{{Name: []policy.Name{{}}, Hedge: &policy.Hedge{MaxAttempts: 2,
+					HedgingDelay: 10 * time.Millisecond, NonFatalStatusCodes: []int{503, 429}}}}, Throttle: throttle, Hold: &policy.Hold{}}
+				release := make(chan struct{})
+				srv := &rt.Server{Choose: func(_ int, req *http.Request) rt.Step {
+					if req.Header.Get(retryhttp.AttemptsHeader) == "" {
+						<-release
+						return tt.loser
+					}
+					return rt.Step{Body: "won"}
+				}}
+				fleet := newMemFleet()
+				tr := &retryhttp.Transport{Base: srv, Policy: cfg, Fleet: fleet,
+					Hooks: &retrytrace.Hooks{AttemptDone: func(i retrytrace.AttemptDoneInfo) {
+						if i.Attempt == 2 { // the winner, on the request's goroutine
+							close(release)
+							synctest.Wait() // attempt 1's answer is in
+						}
+					}}}
+				resp, err := tr.RoundTrip(newRequest(t, t.Context(), "GET", ""))
+				require.NoError(t, err)
+				assert.Equal(t, "won", readAll(t, resp))
+				synctest.Wait()
+				assert.Equal(t, tt.want, fleet.budgets(), "the fleet's budget")
+				assert.InDelta(t, tt.tokens, tr.Stats().Hosts["api.test"].Tokens, 1e-9, "the Transport's own")
+				holds := 0
+				for _, r := range fleet.reports {
+					if !r.HoldUntil.IsZero() {
+						holds++
+					}
+				}
+				assert.Equal(t, tt.holds, holds, "reports of a hold")
+				assert.Len(t, tr.Stats().Hosts["api.test"].Holds, tt.holds, "the Transport's own holds")
+				assert.Zero(t, tr.Stats().Total.HedgesCancelled, "nothing cut off: attempt 1 had ended")
+			})
+		})
+	}
+}

@@ -12,10 +12,16 @@ import "time"
 // a base that ignores cancellation cannot hold the request up: attempts
 // still out then are counted as cancelled now, and a goroutine of their
 // own closes what they get, on the channel they report to, which the
-// request gives up.
+// request gives up. The attempts whose results were in before any was
+// cut off ended on their own, and are taken as such (see beaten).
 func (h *hedger) cancelAll(c *call, cause error) {
 	if h.flying == 0 {
 		return
+	}
+	early := 0 // results in, of attempts that ended on their own
+	if !h.cutOff {
+		early = len(h.results) // only the loop receives: these are there
+		h.cutOff = true
 	}
 	for _, f := range h.flights {
 		if f.live && f.cancel != nil {
@@ -34,11 +40,17 @@ func (h *hedger) cancelAll(c *call, cause error) {
 	for h.flying > 0 {
 		select {
 		case r := <-h.results:
-			if r.unprepared {
+			ended := early > 0
+			early--
+			switch {
+			case r.unprepared:
 				// Never sent: nothing to cut off or to report, and no
 				// latency of its host to learn.
 				h.flights[r.n] = flight{}
 				h.flying--
+				continue
+			case ended && r.panicked == nil:
+				h.beaten(c, &r)
 				continue
 			}
 			h.cut(c, r.n, tail)
@@ -59,6 +71,30 @@ func (h *hedger) cancelAll(c *call, cause error) {
 			h.results = nil
 		}
 	}
+}
+
+// beaten takes r, the result of an attempt that ended on its own (an
+// answer, an error) before another won and it could be cut off. Its
+// outcome reaches the hooks and teaches its host as any attempt's does,
+// in the host's budgets, the Transport's and the fleet's alike, its holds
+// and its pace (an answer that came first would have been taken so), but
+// for one that would have been sent again transparently, which counts
+// nowhere. Its answer is discarded, even when a hook or the fleet panics.
+func (h *hedger) beaten(c *call, r *result) {
+	h.flights[r.n] = flight{}
+	h.flying--
+	defer r.discard()
+	out := c.judge(r)
+	c.attemptDone(r, out)
+	now := time.Now()
+	f := c.facts(now)
+	f.attempt = attemptFactsOf(r, out)
+	if f.sendsAgain() {
+		c.unadmit(r.n)
+		return
+	}
+	c.learn(r, out, now)
+	c.readmit(r, out, now)
 }
 
 // loser reports r, an attempt cut off, to the hooks and discards its

@@ -30,6 +30,9 @@ type hedger struct {
 	// outgrew says the body outgrew its buffer and the attempts that
 	// could not send it were cut off.
 	outgrew bool
+	// cutOff says every attempt in flight was cut off (see cancelAll):
+	// a result that comes after is a loser's.
+	cutOff bool
 	// resend is the attempt whose transparent resend is due; 0: none.
 	resend int
 	// notBefore is when the server's delay, or a dial window, lets the
