@@ -120,6 +120,16 @@ func (c *call) claim(n int, s step, now time.Time, f *facts) bool {
 	return true
 }
 
+// unspend gives back the hedge that attempt n, going as w says, took of
+// its host's hedge budget (see gate), when it is not sent after all: its
+// Prepare failed, or it could not get its body. The budget caps the
+// hedges the host is sent.
+func (c *call) unspend(n int, w how) {
+	if n > 1 && !w.resend && c.capped() {
+		c.host.hedges.earn(1)
+	}
+}
+
 // probeTurn is a request's turn to go first after a capped hold: the
 // attempt that took it, and the channel closed when the turn ends, which
 // names it.

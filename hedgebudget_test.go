@@ -1,6 +1,8 @@
 package retryhttp_test
 
 import (
+	"errors"
+	"io"
 	"math/rand/v2"
 	"net/http"
 	"slices"
@@ -124,4 +126,48 @@ func TestHedgeBudgetIsValidated(t *testing.T) {
 	_, err := policy.ParseConfig([]byte(`{"methodConfig": [{"name": [{}], "hedgingPolicy": {"maxAttempts": 2, "maxExtraLoad": 1.5}}]}`))
 	require.ErrorIs(t, err, policy.ErrInvalid)
 	assert.Contains(t, err.Error(), "methodConfig[0].hedgingPolicy.maxExtraLoad")
+}
+
+// A hedge that is not sent after all gives back what it took of the
+// host's hedge budget, which counts the hedges the host is sent: its
+// Prepare fails, or it cannot get its body.
+func TestHedgeBudgetTakesNothingForAHedgeNotSent(t *testing.T) {
+	errGone := errors.New("source gone")
+	tests := []struct {
+		name string
+		// setup readies tr and the request for its hedge not to be sent.
+		setup func(tr *retryhttp.Transport, req *http.Request)
+	}{
+		{"its Prepare fails", func(tr *retryhttp.Transport, _ *http.Request) {
+			tr.Prepare = func(attempt int, _ *http.Request) error {
+				if attempt == 2 {
+					return errors.New("no token")
+				}
+				return nil
+			}
+		}},
+		{"its body cannot be had", func(_ *retryhttp.Transport, req *http.Request) {
+			req.GetBody = func() (io.ReadCloser, error) { return nil, errGone }
+		}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				srv := script(rt.Step{Delay: time.Second, Body: "slow"})
+				cfg := &policy.Config{Rules: []policy.Rule{{Name: []policy.Name{{}},
+					Hedge: &policy.Hedge{MaxAttempts: 2, HedgingDelay: 10 * time.Millisecond, MaxExtraLoad: 1}}}}
+				tr := &retryhttp.Transport{Base: srv, Policy: cfg}
+				req := newRequest(t, t.Context(), "PUT", "payload")
+				tt.setup(tr, req)
+				resp, err := tr.RoundTrip(req)
+				if err == nil {
+					readAll(t, resp)
+				}
+				synctest.Wait()
+				srv.WantAttempts(t, 1)
+				assert.Equal(t, 1.0, tr.Stats().Hosts["api.test"].HedgeTokens,
+					"the hedge the request earned, given back by the hedge not sent")
+			})
+		})
+	}
 }

@@ -279,6 +279,7 @@ func (h *hedger) launch(c *call, n int, w how) {
 	if err == nil {
 		if err := c.prepare(&a); err != nil {
 			// Its result ends the request; nothing more starts meanwhile.
+			c.unspend(n, w)
 			h.closed = true
 			h.flights[n] = flight{live: true}
 			h.flying++
@@ -292,6 +293,7 @@ func (h *hedger) launch(c *call, n int, w how) {
 	h.flights[n] = flight{live: true, cancel: a.cancel, started: time.Now(), addr: a.addr}
 	h.flying++
 	if err != nil {
+		c.unspend(n, w) // no body to send: it is not sent
 		h.results <- c.unsent(n, w, err)
 		return
 	}

@@ -254,7 +254,9 @@ type Hedge struct {
 	// MaxExtraLoad of a hedge and a hedge earns nothing: over any n
 	// consecutive requests the host is sent at most MaxExtraLoad*n + 10
 	// hedges, whatever sets the delay and with or without a [Throttle]. A
-	// hedge the cap withholds is not sent, and is reported as refused.
+	// hedge the cap withholds is not sent, and is reported as refused; one
+	// that is not sent after all (its Prepare fails, or it cannot get its
+	// body) gives back the hedge it took.
 	//
 	// With a cap, a zero HedgingDelay and a zero HedgingDelayQuantile,
 	// the delay follows the host's latency at the quantile that spends
