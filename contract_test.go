@@ -8,6 +8,7 @@ import (
 	"net/http"
 	"net/url"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"testing/synctest"
@@ -17,6 +18,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/retryhttp/retryhttp"
+	"github.com/retryhttp/retryhttp/policy"
 	rt "github.com/retryhttp/retryhttp/retryhttptest"
 )
 
@@ -113,4 +115,127 @@ func TestEndlessDiscardedBodyIsCutOff(t *testing.T) {
 	defer cancel()
 	require.NoError(t, srv.Wait(ctx), "the first attempt was never cut off")
 	assert.Equal(t, []bool{true, false}, cancelled(srv), "the server saw the first attempt end")
+}
+
+// Hedges running side by side leave the caller's request as it was: its
+// header map (which hedges must not share, or the race detector sees
+// them write it), URL, Body, GetBody and context; the answer is the
+// caller's request's, and counts the attempts sent before it.
+func TestRequestIsNeverModifiedByHedges(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		srv := numbered(rt.Step{Delay: time.Second}, rt.Step{Delay: time.Second}, rt.Step{Delay: 10 * time.Millisecond})
+		tr := &retryhttp.Transport{Base: srv, Policy: hedgeConfig(3, 50*time.Millisecond, 503)}
+		req := newRequest(t, t.Context(), "PUT", "payload")
+		req.Header.Set("A", "1")
+		header, before := req.Header, req.Header.Clone()
+		ctx, body, u, host, length := req.Context(), req.Body, *req.URL, req.Host, req.ContentLength
+		require.NotNil(t, req.GetBody)
+		resp, err := tr.RoundTrip(req)
+		require.NoError(t, err)
+		assert.Equal(t, "attempt 3", readAll(t, resp))
+		assert.Same(t, req, resp.Request)
+		assert.Equal(t, "2", resp.Header.Get(retryhttp.AttemptsHeader), "two attempts were sent before the one that answered")
+		assert.Equal(t, before, header, "the header map is untouched")
+		assert.Equal(t, before, req.Header)
+		assert.Equal(t, ctx, req.Context())
+		assert.Equal(t, body, req.Body)
+		assert.NotNil(t, req.GetBody)
+		assert.Equal(t, u, *req.URL)
+		assert.Equal(t, host, req.Host)
+		assert.Equal(t, length, req.ContentLength)
+		srv.WantHeader(t, retryhttp.AttemptsHeader, "", "1", "2")
+		srv.WantBody(t, "payload")
+	})
+}
+
+// A request refused before anything is sent has its body closed once,
+// and gets an error alone: a caller whose context ended before
+// RoundTrip, a Transport whose policy is invalid.
+func TestCallerBodyIsClosedWhenNothingIsSent(t *testing.T) {
+	cases := map[string]struct {
+		cfg  *policy.Config
+		ctx  func(t *testing.T) context.Context
+		want error
+	}{
+		"context ended": {retryConfig(3, 503), func(t *testing.T) context.Context {
+			ctx, cancel := context.WithCancel(t.Context())
+			cancel()
+			return ctx
+		}, context.Canceled},
+		"invalid policy": {retryConfig(1, 503), func(t *testing.T) context.Context { return t.Context() }, policy.ErrInvalid},
+		"invalid per-call rule": {retryConfig(3, 503), func(t *testing.T) context.Context {
+			return retryhttp.WithPolicy(t.Context(), &policy.Rule{Retry: &policy.Retry{MaxAttempts: 3}})
+		}, policy.ErrInvalid},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				tr, s := newScripted(tc.cfg, rt.Step{})
+				for _, getBody := range []bool{false, true} {
+					req := newRequest(t, tc.ctx(t), "PUT", "payload")
+					body := &trackedBody{Reader: strings.NewReader("payload")}
+					req.Body = body
+					if !getBody {
+						req.GetBody = nil
+					}
+					resp, err := tr.RoundTrip(req)
+					assert.Nil(t, resp, "got a response together with an error")
+					require.ErrorIs(t, err, tc.want)
+					synctest.Wait()
+					assert.Equal(t, int64(1), body.closes.Load(), "GetBody %v: the body is closed once", getBody)
+				}
+				assert.Zero(t, s.Count(), "nothing reached the server")
+			})
+		})
+	}
+}
+
+// The answer's attempt runs under a context of its own, which lives on
+// after RoundTrip for as long as the caller reads its body, past the
+// per-attempt timeout too, and ends when the body is closed; an attempt
+// that lost ends at once.
+func TestAnAttemptsContextEndsWithItsBody(t *testing.T) {
+	timed := retryConfig(3, 503)
+	timed.Rules[0].Retry.PerAttemptTimeout = time.Second
+	cases := []struct {
+		name   string
+		cfg    *policy.Config
+		steps  []rt.Step
+		winner int // the attempt that answers; the others lose
+	}{
+		{"a hedge", hedgeConfig(2, 50*time.Millisecond, 503), []rt.Step{{Delay: time.Minute}, {Delay: 10 * time.Millisecond}}, 2},
+		{"a retry under a per-attempt timeout", timed, []rt.Step{{Status: 503}, {}}, 2},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				srv := script(tc.steps...)
+				var mu sync.Mutex
+				var ctxs []context.Context
+				tr, _ := newCalls(tc.cfg, func(req *http.Request) (*http.Response, error) {
+					mu.Lock()
+					ctxs = append(ctxs, req.Context())
+					mu.Unlock()
+					return srv.RoundTrip(req)
+				})
+				resp, err := tr.RoundTrip(newRequest(t, t.Context(), "GET", ""))
+				require.NoError(t, err)
+				time.Sleep(2 * time.Second) // past the per-attempt timeout
+				synctest.Wait()
+				mu.Lock()
+				defer mu.Unlock()
+				require.Len(t, ctxs, 2)
+				for i, ctx := range ctxs {
+					if i+1 == tc.winner {
+						assert.NoError(t, ctx.Err(), "the answer's context lives while its body is open")
+					} else {
+						assert.Error(t, ctx.Err(), "attempt %d's context ended", i+1)
+					}
+				}
+				readAll(t, resp)
+				assert.Error(t, ctxs[tc.winner-1].Err(), "closing the body ends the answer's context")
+				assert.NoError(t, t.Context().Err(), "the caller's own context is left alone")
+			})
+		})
+	}
 }
