@@ -288,3 +288,105 @@ func assertHedges(t *testing.T, c retryhttp.Counters, sent, won, cancelled uint6
 	assert.Equal(t, [3]uint64{sent, won, cancelled}, [3]uint64{c.Hedges, c.HedgesWon, c.HedgesCancelled},
 		"hedges sent, won, cancelled")
 }
+
+// The answer handed back carries the number of attempts sent before the
+// one that produced it, whichever it is: none when all failed and the
+// first one's answer came last, as when the first answered.
+func TestHedgedAnswerCountsTheAttemptsBeforeIt(t *testing.T) {
+	cases := []struct {
+		name   string
+		steps  []rt.Step
+		delay  time.Duration
+		body   string
+		header []string
+	}{
+		{"the third wins while the others run", []rt.Step{{Delay: time.Hour}, {Delay: time.Hour}, {Delay: time.Millisecond}},
+			10 * time.Millisecond, "attempt 3", []string{"2"}},
+		{"all fail, the first answers last", []rt.Step{{Delay: 30 * time.Millisecond, Status: 503},
+			{Delay: 20 * time.Millisecond, Status: 503}, {Delay: 10 * time.Millisecond, Status: 503}},
+			0, "attempt 1", nil},
+		{"all fail, the third answers last", []rt.Step{{Delay: 10 * time.Millisecond, Status: 503},
+			{Delay: 10 * time.Millisecond, Status: 503}, {Delay: 10 * time.Millisecond, Status: 503}},
+			time.Second, "attempt 3", []string{"2"}},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				srv := numbered(tc.steps...)
+				_, resp, err := runHedged(t, srv, hedgeConfig(3, tc.delay, 503), "GET")
+				require.NoError(t, err)
+				assert.Equal(t, tc.body, readAll(t, resp))
+				assert.Equal(t, tc.header, resp.Header.Values(retryhttp.AttemptsHeader))
+			})
+		})
+	}
+}
+
+// Under a hedging rule the classifier is asked about each attempt that
+// answered, numbered as the hedges were sent; Retryable and
+// RetryableUnprocessed make an answer non-fatal, so the next hedge goes at
+// once, and Final makes a non-fatal status win.
+func TestClassifyUnderHedging(t *testing.T) {
+	cases := []struct {
+		name    string
+		verdict retryhttp.Verdict // for attempt 1 and 2
+		status  int               // of attempts 1 and 2; attempt 3 answers 200
+		asked   []int
+		body    string
+	}{
+		{"UsePolicy", retryhttp.UsePolicy, 503, []int{1, 2, 3}, "attempt 3"},
+		{"Retryable", retryhttp.Retryable, 200, []int{1, 2, 3}, "attempt 3"},
+		{"RetryableUnprocessed", retryhttp.RetryableUnprocessed, 200, []int{1, 2, 3}, "attempt 3"},
+		{"Final", retryhttp.Final, 503, []int{1}, "attempt 1"},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				step := rt.Step{Delay: 10 * time.Millisecond, Status: tc.status}
+				srv := numbered(step, step, rt.Step{Delay: 10 * time.Millisecond})
+				tr := &retryhttp.Transport{Base: srv, Policy: hedgeConfig(3, time.Hour, 503)}
+				var asked []int
+				tr.Classify = func(attempt int, resp *http.Response, err error) retryhttp.Verdict {
+					asked = append(asked, attempt)
+					if attempt < 3 {
+						return tc.verdict
+					}
+					return retryhttp.UsePolicy
+				}
+				start := time.Now()
+				resp, err := tr.RoundTrip(newRequest(t, t.Context(), "GET", ""))
+				require.NoError(t, err)
+				assert.Equal(t, tc.body, readAll(t, resp))
+				assert.Equal(t, tc.asked, asked)
+				assert.Equal(t, time.Duration(len(tc.asked))*10*time.Millisecond, time.Since(start),
+					"each hedge went as the one before it answered, not after the hedging delay")
+			})
+		})
+	}
+}
+
+// A POST is hedged when it carries an idempotency key, as a retry rule
+// retries it.
+func TestHedgingAnIdempotencyKey(t *testing.T) {
+	for _, header := range []string{"", "Idempotency-Key", "X-Idempotency-Key"} {
+		t.Run(header, func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				srv := numbered(rt.Step{Delay: time.Second})
+				tr := &retryhttp.Transport{Base: srv, Policy: hedgeConfig(3, 50*time.Millisecond, 503)}
+				req := newRequest(t, t.Context(), "POST", "payload")
+				if header != "" {
+					req.Header.Set(header, "k-1")
+				}
+				resp, err := tr.RoundTrip(req)
+				require.NoError(t, err)
+				readAll(t, resp)
+				want := 3
+				if header == "" {
+					want = 1
+				}
+				srv.WantAttempts(t, want)
+				srv.WantBody(t, "payload")
+			})
+		})
+	}
+}
