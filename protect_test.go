@@ -51,6 +51,19 @@ func TestServerDelays(t *testing.T) {
 			return hdr("Date", skewed(), "Retry-After", inFive())
 		}, nil, 5 * time.Second, 5500 * time.Millisecond, 2},
 		{"retry-after over maxServerDelay", "GET", func() http.Header { return hdr("Retry-After", "61") }, nil, 0, 0, 1},
+		{"retry-after at maxServerDelay", "GET", func() http.Header { return hdr("Retry-After", "60") }, nil, 60 * time.Second, 66 * time.Second, 2},
+		{"retry-after date past", "GET", func() http.Header {
+			return hdr("Date", time.Now().UTC().Format(http.TimeFormat), "Retry-After", time.Now().Add(-time.Minute).UTC().Format(http.TimeFormat))
+		}, nil, 0, 0, 2},
+		{"retry-after date, no Date header", "GET", func() http.Header {
+			return hdr("Retry-After", time.Now().Add(5*time.Second).UTC().Format(http.TimeFormat))
+		}, nil, 5 * time.Second, 5500 * time.Millisecond, 2},
+		{"retry-after date over maxServerDelay", "GET", func() http.Header {
+			return hdr("Date", skewed(), "Retry-After", time.Now().Add(time.Hour+2*time.Minute).UTC().Format(http.TimeFormat))
+		}, nil, 0, 0, 1},
+		{"retry-after negative falls back to backoff", "GET", func() http.Header { return hdr("Retry-After", "-5") }, nil, 100 * time.Millisecond, 100 * time.Millisecond, 2},
+		{"pushback over maxServerDelay", "GET", func() http.Header { return hdr("X-Retry-Pushback-Ms", "60001") }, nil, 0, 0, 1},
+		{"pushback too large to represent", "GET", func() http.Header { return hdr("X-Retry-Pushback-Ms", "99999999999999999999") }, nil, 0, 0, 1},
 		{"retry-after under a raised maxServerDelay", "GET", func() http.Header { return hdr("Retry-After", "90") },
 			func(c *policy.Config) { c.MaxServerDelay = 2 * time.Minute }, 90 * time.Second, 91 * time.Second, 2},
 		{"retry-after absurd", "GET", func() http.Header { return hdr("Retry-After", "99999999999999999999999") }, nil, 0, 0, 1},
@@ -147,5 +160,103 @@ func TestBudgetStopsAnOutageAndRecovers(t *testing.T) {
 		assert.Equal(t, 220, outage(t, tr, srv, "down.test", 220))
 		healthy = false
 		assert.Equal(t, 5+1, outage(t, tr, srv, "down.test", 2), "got no retries after recovery")
+	})
+}
+
+// A pushback's jitter is positive, at most 10% of the delay and at most a
+// second: a 30 s pushback is waited 30 to 31 s, never 33.
+func TestPushbackJitterIsAtMostASecond(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		var longest time.Duration
+		for range 50 {
+			took, calls, _ := elapsedFor(t, retryConfig(2, 503), "GET", t.Context(),
+				rt.Step{Status: 503, Header: hdr("X-Retry-Pushback-Ms", "30000")}, rt.Step{})
+			require.Equal(t, 2, calls)
+			require.GreaterOrEqual(t, took, 30*time.Second)
+			require.LessOrEqual(t, took, 31*time.Second)
+			longest = max(longest, took)
+		}
+		assert.Greater(t, longest, 30*time.Second, "no wait had any jitter")
+	})
+}
+
+// What each outcome does to its host's budget, read in Stats: a retryable
+// status, a retryable network error, a non-fatal hedge and a pushback that
+// forbids retrying take a token; any other answer adds tokenRatio, up to
+// maxTokens; an attempt that never reached the server counts for nothing.
+func TestBudgetCountsEachOutcome(t *testing.T) {
+	const ratio = 0.25
+	cases := []struct {
+		name  string
+		cfg   *policy.Config
+		base  func(srv *rt.Server) http.RoundTripper
+		steps []rt.Step
+		want  float64 // tokens after one request, from 10
+	}{
+		{"two listed statuses, then a success", retryConfig(3, 503), nil,
+			[]rt.Step{{Status: 503}, {Status: 503}, {}}, 10 - 2 + ratio},
+		{"a status not listed is a success", retryConfig(3, 503), nil, []rt.Step{{Status: 500}}, 10},
+		{"a redirect is a success", retryConfig(3, 503), nil, []rt.Step{{Status: 302}}, 10},
+		{"a pushback that forbids retrying", retryConfig(3, 503), nil,
+			[]rt.Step{{Status: 503, Header: hdr("X-Retry-Pushback-Ms", "-1")}}, 9},
+		{"a reset, then a success", retryConfig(3, 503), nil, []rt.Step{{Fault: rt.Reset}, {}}, 10 - 1 + ratio},
+		{"a refused dial resent transparently", retryConfig(3, 503), func(srv *rt.Server) http.RoundTripper {
+			return &calls{do: []roundTripFunc{refuse, srv.RoundTrip}}
+		}, []rt.Step{{Status: 503}, {}}, 10 - 1 + ratio},
+		{"a non-fatal hedge, then a success", hedgeConfig(3, time.Second, 503), nil,
+			[]rt.Step{{Status: 503}, {}}, 10 - 1 + ratio},
+		{"a refused dial under no rule", &policy.Config{}, func(srv *rt.Server) http.RoundTripper {
+			return &calls{do: []roundTripFunc{refuse, srv.RoundTrip}}
+		}, []rt.Step{{}}, 10},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				tc.cfg.Throttle = &policy.Throttle{MaxTokens: 10, TokenRatio: ratio}
+				srv := script(tc.steps...)
+				var base http.RoundTripper = srv
+				if tc.base != nil {
+					base = tc.base(srv)
+				}
+				tr := &retryhttp.Transport{Base: base, Policy: tc.cfg}
+				resp, err := tr.RoundTrip(newRequest(t, t.Context(), "GET", ""))
+				require.NoError(t, err)
+				readAll(t, resp)
+				hs := tr.Stats().Hosts["api.test"]
+				assert.Equal(t, 10.0, hs.MaxTokens)
+				assert.InDelta(t, tc.want, hs.Tokens, 1e-9)
+			})
+		})
+	}
+}
+
+// The budget gates at half its capacity, and no lower: with 10 tokens a
+// host that always fails gets five attempts (10 -> 5), then one per
+// request; it is kept per URL host, lowercased, its port apart.
+func TestBudgetGatesAtHalf(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		cfg := retryConfig(10, 503)
+		withWaits(cfg, time.Millisecond, time.Millisecond)
+		cfg.Throttle = &policy.Throttle{MaxTokens: 10, TokenRatio: 0.5}
+		srv := script(rt.Step{Status: 503})
+		tr := &retryhttp.Transport{Base: srv, Policy: cfg}
+		get := func(host string) int {
+			before := srv.Count()
+			req, err := http.NewRequestWithContext(t.Context(), "GET", "https://"+host+"/", nil)
+			require.NoError(t, err)
+			resp, err := tr.RoundTrip(req)
+			require.NoError(t, err)
+			readAll(t, resp)
+			return srv.Count() - before
+		}
+		assert.Equal(t, 5, get("api.test"), "attempts while tokens > 5")
+		assert.Equal(t, 5.0, tr.Stats().Hosts["api.test"].Tokens)
+		assert.Equal(t, 1, get("API.Test"), "the same host in another case")
+		assert.Equal(t, 4.0, tr.Stats().Hosts["api.test"].Tokens)
+		for range 10 {
+			get("api.test")
+		}
+		assert.Zero(t, tr.Stats().Hosts["api.test"].Tokens, "the floor is 0")
+		assert.Equal(t, 5, get("api.test:443"), "the host with its port is a host of its own")
 	})
 }
