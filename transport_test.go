@@ -244,3 +244,41 @@ func TestFieldSetAfterFirstUseIsNamed(t *testing.T) {
 		})
 	}
 }
+
+// The per-attempt timeout ends with the response headers: a body that
+// trickles on long after it is read whole, by an attempt sent once.
+func TestPerAttemptTimeoutEndsWithTheHeaders(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		cfg := retryConfig(3, 503)
+		cfg.Rules[0].Retry.PerAttemptTimeout = 500 * time.Millisecond
+		srv := script(rt.Step{Delay: 400 * time.Millisecond, Body: "0123456789", Trickle: rt.Rate{Every: time.Second}})
+		tr := &retryhttp.Transport{Base: srv, Policy: cfg}
+		start := time.Now()
+		resp, err := tr.RoundTrip(newRequest(t, t.Context(), "GET", ""))
+		require.NoError(t, err)
+		assert.Equal(t, 400*time.Millisecond, time.Since(start))
+		assert.Equal(t, "0123456789", readAll(t, resp))
+		assert.Equal(t, 10400*time.Millisecond, time.Since(start))
+		srv.WantAttempts(t, 1)
+		assert.Equal(t, []bool{false}, cancelled(srv))
+	})
+}
+
+// A redirect is handed back, never retried nor hedged, even when its
+// status is listed.
+func TestRedirectsAreNeverRetried(t *testing.T) {
+	for _, code := range []int{300, 301, 302, 303, 304, 307, 308} {
+		t.Run(http.StatusText(code), func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				for _, cfg := range []*policy.Config{retryConfig(3, code), hedgeConfig(3, time.Second, code)} {
+					tr, s := newScripted(cfg, rt.Step{Status: code, Header: hdr("Location", "/elsewhere")})
+					resp, err := tr.RoundTrip(newRequest(t, t.Context(), "GET", ""))
+					require.NoError(t, err)
+					readAll(t, resp)
+					assert.Equal(t, code, resp.StatusCode)
+					assert.Equal(t, 1, s.Count())
+				}
+			})
+		})
+	}
+}
