@@ -5,8 +5,11 @@ import (
 	"errors"
 	"io"
 	"log"
+	"net"
 	"net/http"
+	"net/http/httptest"
 	"net/url"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -236,6 +239,53 @@ func TestAnAttemptsContextEndsWithItsBody(t *testing.T) {
 				assert.Error(t, ctxs[tc.winner-1].Err(), "closing the body ends the answer's context")
 				assert.NoError(t, t.Context().Err(), "the caller's own context is left alone")
 			})
+		})
+	}
+}
+
+// A discarded answer is drained, so that the next attempt reuses its
+// connection, when it is short; one declared longer than the drain bound
+// (64 KiB) is closed instead, and its connection with it.
+func TestDiscardedAnswerIsDrainedWithinItsBound(t *testing.T) {
+	for _, tc := range []struct {
+		name  string
+		size  int
+		conns int64
+	}{
+		{"short: drained", 1 << 10, 1},
+		{"long: closed", 200 << 10, 3},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			var conns, n atomic.Int64
+			ts := httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+				if n.Add(1) < 3 {
+					w.Header().Set("Content-Length", strconv.Itoa(tc.size))
+					w.WriteHeader(503)
+					io.WriteString(w, strings.Repeat("x", tc.size))
+					return
+				}
+				io.WriteString(w, "ok")
+			}))
+			ts.Config.ConnState = func(_ net.Conn, s http.ConnState) {
+				if s == http.StateNew {
+					conns.Add(1)
+				}
+			}
+			ts.Config.ErrorLog = quietLog()
+			ts.Start()
+			t.Cleanup(ts.Close)
+			// The waits give net/http's reader the moment it takes to
+			// put a drained connection back in its pool.
+			cfg := retryConfig(3, 503)
+			withWaits(cfg, 100*time.Millisecond, 100*time.Millisecond)
+			tr := &retryhttp.Transport{Base: freshBase(t), Policy: cfg}
+			req, err := http.NewRequestWithContext(t.Context(), "GET", ts.URL, nil)
+			require.NoError(t, err)
+			resp, err := tr.RoundTrip(req)
+			require.NoError(t, err)
+			assert.Equal(t, "ok", readAll(t, resp))
+			assert.Equal(t, int64(3), n.Load())
+			assert.Equal(t, tc.conns, conns.Load(), "connections the server accepted")
 		})
 	}
 }
