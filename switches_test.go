@@ -101,3 +101,46 @@ func TestFirstConfigKeepsTheProtection(t *testing.T) {
 		})
 	}
 }
+
+// A first config that says nothing of the pace has policy.Default's, in
+// JSON as in Go: a host's throttle paces its next requests. Turning it
+// off is explicit.
+func TestFirstConfigKeepsThePace(t *testing.T) {
+	cases := []struct {
+		name  string
+		cfg   func(t *testing.T) *policy.Config
+		paced bool
+	}{
+		{"JSON, silent", func(t *testing.T) *policy.Config { return parsed(t, `{"methodConfig": [`+firstRule+`]}`) }, true},
+		{"Go, silent", func(*testing.T) *policy.Config { return &policy.Config{Rules: goFirstRule()} }, true},
+		{"JSON, off", func(t *testing.T) *policy.Config {
+			return parsed(t, `{"methodConfig": [`+firstRule+`], "pace": {"off": true}}`)
+		}, false},
+		{"Go, off", func(*testing.T) *policy.Config {
+			return &policy.Config{Rules: goFirstRule(), Pace: &policy.Pace{Off: true}}
+		}, false},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				srv := &rt.Server{Choose: func(n int, _ *http.Request) rt.Step {
+					if n == 1 {
+						return rt.Step{Status: 429} // bare: a throttle, no hold
+					}
+					return rt.Step{}
+				}}
+				tr := &retryhttp.Transport{Base: srv, Policy: tc.cfg(t)}
+				burst(t, tr, "/limit", 1, 0)
+				start := time.Now()
+				burst(t, tr, "/x", 10, 0)
+				if tc.paced {
+					assert.Positive(t, tr.Stats().Hosts["api.test"].PaceRate)
+					assert.Greater(t, time.Since(start), time.Duration(0), "the requests after the throttle were paced")
+				} else {
+					assert.Zero(t, tr.Stats().Hosts["api.test"].PaceRate)
+					assert.Zero(t, time.Since(start))
+				}
+			})
+		})
+	}
+}
