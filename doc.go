@@ -22,7 +22,8 @@
 // 100 ms then 200 ms (±20%), or what the server's Retry-After says, up to a
 // minute. Only requests that are safe to send twice are retried after
 // they may have reached the server: GET, HEAD, OPTIONS, TRACE, PUT,
-// DELETE, and any request carrying an Idempotency-Key header. A plain POST
+// DELETE, and any request carrying an Idempotency-Key or X-Idempotency-Key
+// header (as net/http reads them: present, even with no value). A plain POST
 // or PATCH is sent once, unless the server says it did not act on it (a
 // 429, X-Retry-Pushback-Ms, X-Should-Retry: true or Stripe-Should-Retry:
 // true) or the attempt provably

@@ -62,12 +62,17 @@ func newPlan(rule *policy.Rule, req *http.Request) plan {
 }
 
 // idempotent reports whether req may be sent more than once by the rules
-// of RFC 9110 section 9.2.2, or because it carries an idempotency key.
+// of RFC 9110 section 9.2.2, or because it carries an idempotency key. A
+// key is read as net/http reads it: present in the header, whatever its
+// value, since a nil one is net/http's way to mark a request idempotent
+// without sending the header.
 func idempotent(req *http.Request) bool {
 	switch req.Method {
 	case "", http.MethodGet, http.MethodHead, http.MethodOptions, http.MethodTrace,
 		http.MethodPut, http.MethodDelete:
 		return true
 	}
-	return req.Header.Get("Idempotency-Key") != "" || req.Header.Get("X-Idempotency-Key") != ""
+	_, key := req.Header["Idempotency-Key"]
+	_, xKey := req.Header["X-Idempotency-Key"]
+	return key || xKey
 }

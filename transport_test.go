@@ -282,3 +282,31 @@ func TestRedirectsAreNeverRetried(t *testing.T) {
 		})
 	}
 }
+
+// An idempotency key marks a request safe to send twice as net/http reads
+// it: the header present, whatever its value, even none (net/http's way
+// to mark a request idempotent without sending the header).
+func TestIdempotencyKeyAsNetHTTPReadsIt(t *testing.T) {
+	for _, tc := range []struct {
+		name   string
+		header http.Header
+		want   int // attempts
+	}{
+		{"no value", http.Header{"Idempotency-Key": nil}, 3},
+		{"an empty value", http.Header{"X-Idempotency-Key": {""}}, 3},
+		{"another header", http.Header{"Idempotency": {"k-1"}}, 1},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				tr, s := newScripted(retryConfig(3, 503), rt.Step{Status: 503})
+				req := newRequest(t, t.Context(), "POST", "payload")
+				req.Header = tc.header
+				resp, err := tr.RoundTrip(req)
+				require.NoError(t, err)
+				readAll(t, resp)
+				s.WantAttempts(t, tc.want)
+				s.WantBody(t, "payload")
+			})
+		})
+	}
+}
