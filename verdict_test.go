@@ -276,3 +276,27 @@ func TestPeekBodyAfterARead(t *testing.T) {
 	require.NoError(t, err)
 	assert.Equal(t, "cdefgh", string(rest))
 }
+
+// Under a hedging rule too, the classifier is not asked about the
+// attempts the caller's going away cut off, nor about the attempts that
+// never reached the server.
+func TestClassifyIsNotAskedAboutTheCutOffHedges(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		srv := script(rt.Step{Fault: rt.Hang})
+		tr, base := newCalls(hedgeConfig(3, 10*time.Millisecond, 503), srv.RoundTrip, refuse, srv.RoundTrip)
+		var asked atomic.Int64
+		tr.Classify = func(int, *http.Response, error) retryhttp.Verdict {
+			asked.Add(1)
+			return retryhttp.UsePolicy
+		}
+		ctx, cancel := context.WithTimeout(t.Context(), time.Second)
+		defer cancel()
+		resp, err := tr.RoundTrip(newRequest(t, ctx, "GET", ""))
+		assert.Nil(t, resp)
+		require.ErrorIs(t, err, context.DeadlineExceeded)
+		synctest.Wait()
+		assert.Equal(t, 4, base.count(), "three hedges, the second resent once")
+		assert.Equal(t, []bool{true, true, true}, cancelled(srv))
+		assert.Zero(t, asked.Load())
+	})
+}
