@@ -1,6 +1,7 @@
 package retryhttp_test
 
 import (
+	"context"
 	"crypto/x509"
 	"errors"
 	"io"
@@ -12,6 +13,7 @@ import (
 	"sync/atomic"
 	"syscall"
 	"testing"
+	"testing/synctest"
 	"time"
 
 	"github.com/stretchr/testify/assert"
@@ -181,6 +183,45 @@ func TestBodyCopyErrorIsTheCallers(t *testing.T) {
 			require.ErrorAs(t, err, &rerr)
 			assert.Equal(t, tc.want, rerr.Attempts)
 			assert.Equal(t, tc.want, base.count())
+		})
+	}
+}
+
+// A transparent resend goes at once, whatever the rule's waits, and
+// under WithoutRetries too: the attempt never reached the server, so
+// there is nothing to wait for.
+func TestTransparentRetryGoesAtOnce(t *testing.T) {
+	slow := retryConfig(3, 503)
+	withWaits(slow, time.Second, time.Second)
+	same := func(ctx context.Context) context.Context { return ctx }
+	cases := []struct {
+		name   string
+		cfg    *policy.Config
+		ctx    func(context.Context) context.Context
+		method string
+	}{
+		{"a retry rule", slow, same, "POST"},
+		{"a hedging rule", hedgeConfig(3, time.Second, 503), same, "GET"},
+		{"WithoutRetries", slow, retryhttp.WithoutRetries, "PUT"},
+		{"policy.None", policy.None(), same, "POST"},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				srv := script(rt.Step{Status: 201, Body: "made"})
+				tr, base := newCalls(tc.cfg, refuse, srv.RoundTrip)
+				start := time.Now()
+				resp, err := tr.RoundTrip(newRequest(t, tc.ctx(t.Context()), tc.method, "payload"))
+				require.NoError(t, err)
+				assert.Equal(t, "made", readAll(t, resp))
+				assert.Zero(t, time.Since(start))
+				assert.Equal(t, 2, base.count())
+				assert.NotContains(t, resp.Header, retryhttp.AttemptsHeader, "the resend keeps the first attempt's number")
+				srv.WantHeader(t, retryhttp.AttemptsHeader, "")
+				st := tr.Stats().Total
+				assert.Equal(t, uint64(1), st.TransparentRetries)
+				assert.Zero(t, st.ExtraAttempts)
+			})
 		})
 	}
 }
