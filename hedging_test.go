@@ -390,3 +390,17 @@ func TestHedgingAnIdempotencyKey(t *testing.T) {
 		})
 	}
 }
+
+// OmitAttemptsHeader holds for hedges too: none carries the header, and
+// the winning hedge's answer is not marked.
+func TestHedgesOmitTheAttemptsHeaderWhenAsked(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		srv := numbered(rt.Step{Delay: time.Hour}, rt.Step{Delay: time.Hour}, rt.Step{Delay: time.Millisecond})
+		tr := &retryhttp.Transport{Base: srv, Policy: hedgeConfig(3, 10*time.Millisecond, 503), OmitAttemptsHeader: true}
+		resp, err := tr.RoundTrip(newRequest(t, t.Context(), "GET", ""))
+		require.NoError(t, err)
+		assert.Equal(t, "attempt 3", readAll(t, resp))
+		assert.NotContains(t, resp.Header, retryhttp.AttemptsHeader)
+		srv.WantHeader(t, retryhttp.AttemptsHeader, "", "", "")
+	})
+}
