@@ -128,3 +128,41 @@ func TestRetryAttemptsAreBounded(t *testing.T) {
 		})
 	}
 }
+
+// A retry policy read from JSON waits as the design's formula says:
+// before retry n, min(initialBackoff * multiplier^n, maxBackoff) times
+// 1 ± jitter, jitter 0.2 when left out, the cap taken before the jitter.
+func TestJSONRetryWaitsFollowTheFormula(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		cfg := parsed(t, `{"methodConfig": [{"name": [{}], "retryPolicy": {"maxAttempts": 5,
+		  "initialBackoff": "1s", "maxBackoff": "3s", "backoffMultiplier": 2,
+		  "retryableStatusCodes": [503]}}], "retryThrottling": {"off": true}}`)
+		tr, s := newScripted(cfg, rt.Step{Status: 503})
+		var log hookLog
+		tr.Hooks = log.hooks("")
+		for range 30 {
+			resp, err := tr.RoundTrip(newRequest(t, t.Context(), "GET", ""))
+			require.NoError(t, err)
+			readAll(t, resp)
+		}
+		assert.Equal(t, 30*5, s.Count())
+		waits := log.waits()
+		require.Len(t, waits, 30*4)
+		spread := map[int][2]time.Duration{}
+		for i, w := range waits {
+			n := i % 4
+			base := min(time.Second<<n, 3*time.Second)
+			assert.GreaterOrEqual(t, w.Delay, base*8/10, "wait %d", n)
+			assert.LessOrEqual(t, w.Delay, base*12/10, "wait %d", n)
+			r, ok := spread[n]
+			if !ok {
+				r = [2]time.Duration{w.Delay, w.Delay}
+			}
+			spread[n] = [2]time.Duration{min(r[0], w.Delay), max(r[1], w.Delay)}
+		}
+		for n, r := range spread {
+			base := min(time.Second<<n, 3*time.Second)
+			assert.Greater(t, r[1]-r[0], base/5, "wait %d: jittered over more than a tenth each way", n)
+		}
+	})
+}
