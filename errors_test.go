@@ -225,3 +225,21 @@ func TestTransparentRetryGoesAtOnce(t *testing.T) {
 		})
 	}
 }
+
+// A later attempt resent transparently keeps its number, on the wire and
+// on the answer: the server sees X-Retry-Attempts 1 on the resend of
+// attempt 2, and the caller's answer says one attempt came before it.
+func TestTransparentResendKeepsTheAttemptsHeader(t *testing.T) {
+	for _, cfg := range []*policy.Config{retryConfig(3, 503), hedgeConfig(3, time.Second, 503)} {
+		synctest.Test(t, func(t *testing.T) {
+			srv := script(rt.Step{Status: 503}, rt.Step{Body: "ok"})
+			tr, base := newCalls(cfg, srv.RoundTrip, refuse, srv.RoundTrip)
+			resp, err := tr.RoundTrip(newRequest(t, t.Context(), "GET", ""))
+			require.NoError(t, err)
+			assert.Equal(t, "ok", readAll(t, resp))
+			assert.Equal(t, 3, base.count())
+			srv.WantHeader(t, retryhttp.AttemptsHeader, "", "1")
+			assert.Equal(t, []string{"1"}, resp.Header.Values(retryhttp.AttemptsHeader))
+		})
+	}
+}
