@@ -74,8 +74,10 @@ type Transport struct {
 	// transparent resend keeps its number), nor once the caller's
 	// context has ended. Its [Verdict] overrides the rule: its error
 	// codes ([policy.ErrorCodes]), the server's own verdict and its
-	// status lists; [UsePolicy], the zero Verdict, leaves them to decide. It may read
-	// the response's body with [PeekBody], and must not close it or keep
+	// status lists; [UsePolicy], the zero Verdict, leaves them to decide.
+	// No verdict retries what the Transport never retries: a redirect or
+	// an informational answer, or a certificate error. It may read the
+	// response's body with [PeekBody], and must not close it or keep
 	// resp. It is called on the goroutine running the request (its hedge
 	// loop's, for hedges), one attempt at a time per request, and may be
 	// called concurrently for different requests.

@@ -28,7 +28,8 @@ const (
 	// hedging rule, one that sends the next hedge at once. The
 	// idempotency rules still apply: a request that is not idempotent is
 	// not sent again after a response or an error that may show the
-	// server acted on it.
+	// server acted on it. It does not retry a redirect, an informational
+	// answer or a certificate error, which the Transport never retries.
 	Retryable
 	// RetryableUnprocessed is Retryable for an outcome the server did
 	// not act on, such as a rate-limit refusal: it is retried whatever
@@ -180,12 +181,18 @@ const (
 )
 
 // judged applies v, the caller's verdict (or the server's), to r, whose
-// outcome by the rule's lists is out: the outcome it becomes.
+// outcome by the rule's lists is out: the outcome it becomes. No verdict
+// retries what the Transport never retries (see neverRetried): there, a
+// verdict that asks for another attempt is moot.
 func judged(v Verdict, r *result, out outcome) outcome {
 	r.verdict = v
 	switch v.kind() {
 	case Retryable, RetryableUnprocessed, Throttled:
-		if r.err != nil {
+		switch {
+		case neverRetried(r):
+			r.verdict = UsePolicy
+			return out
+		case r.err != nil:
 			return outNetwork
 		}
 		return outRetryStatus
@@ -196,6 +203,19 @@ func judged(v Verdict, r *result, out outcome) outcome {
 		return outDone
 	}
 	return out
+}
+
+// neverRetried reports whether r is an outcome that no verdict makes worth
+// another attempt: a redirect or an informational answer, which is the
+// server's answer, not its failure (a 2xx may still be one the caller
+// knows to be a failure), or a certificate that could not be verified,
+// which the next attempt would meet again.
+func neverRetried(r *result) bool {
+	if r.err != nil {
+		return certificateError(r.err)
+	}
+	status := r.resp.StatusCode
+	return status < 200 || status >= 300 && status < 400
 }
 
 // unprocessed reports whether the verdict on r says the server did not act

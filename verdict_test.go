@@ -2,9 +2,12 @@ package retryhttp_test
 
 import (
 	"context"
+	"crypto/x509"
 	"errors"
 	"io"
+	"net"
 	"net/http"
+	"net/http/httptest"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -298,5 +301,68 @@ func TestClassifyIsNotAskedAboutTheCutOffHedges(t *testing.T) {
 		assert.Equal(t, 4, base.count(), "three hedges, the second resent once")
 		assert.Equal(t, []bool{true, true, true}, cancelled(srv))
 		assert.Zero(t, asked.Load())
+	})
+}
+
+// What the Transport never retries, no verdict retries either: a
+// redirect or an informational answer is the server's answer, and a
+// certificate that cannot be verified would fail again. A verdict still
+// retries a success, which the caller may know to be a failure.
+func TestVerdictsRetryNothingNeverRetried(t *testing.T) {
+	verdicts := []retryhttp.Verdict{retryhttp.Retryable, retryhttp.RetryableUnprocessed, retryhttp.Throttled}
+	for _, tc := range []struct {
+		status int
+		want   int // attempts
+	}{
+		{http.StatusFound, 1},
+		{http.StatusNotModified, 1},
+		{http.StatusPermanentRedirect, 1},
+		{http.StatusOK, 3},
+	} {
+		for _, v := range verdicts {
+			t.Run(http.StatusText(tc.status)+"/"+v.String(), func(t *testing.T) {
+				synctest.Test(t, func(t *testing.T) {
+					for _, cfg := range []*policy.Config{retryConfig(3, 503), hedgeConfig(3, time.Second, 503)} {
+						tr, s := newScripted(cfg, rt.Step{Status: tc.status, Header: hdr("Location", "/elsewhere")})
+						var asked int
+						tr.Classify = func(int, *http.Response, error) retryhttp.Verdict { asked++; return v }
+						resp, err := tr.RoundTrip(newRequest(t, t.Context(), "GET", ""))
+						require.NoError(t, err)
+						readAll(t, resp)
+						assert.Equal(t, tc.status, resp.StatusCode)
+						s.WantAttempts(t, tc.want)
+						assert.Equal(t, tc.want, asked, "the classifier is asked about every answer")
+					}
+				})
+			})
+		}
+	}
+	t.Run("a certificate error", func(t *testing.T) {
+		var conns atomic.Int64
+		srv := httptest.NewUnstartedServer(http.HandlerFunc(func(http.ResponseWriter, *http.Request) {}))
+		srv.Config.ConnState = func(_ net.Conn, s http.ConnState) {
+			if s == http.StateNew {
+				conns.Add(1)
+			}
+		}
+		srv.Config.ErrorLog = quietLog()
+		srv.StartTLS()
+		t.Cleanup(srv.Close)
+		for _, v := range verdicts {
+			conns.Store(0)
+			cfg := retryConfig(3, 503)
+			withWaits(cfg, time.Millisecond, time.Millisecond)
+			tr := &retryhttp.Transport{Base: freshBase(t), Policy: cfg}
+			tr.Classify = func(int, *http.Response, error) retryhttp.Verdict { return v }
+			req, err := http.NewRequestWithContext(t.Context(), "GET", srv.URL, nil)
+			require.NoError(t, err)
+			_, err = tr.RoundTrip(req)
+			var uae x509.UnknownAuthorityError
+			require.ErrorAs(t, err, &uae, v.String())
+			var rerr *retryhttp.Error
+			require.ErrorAs(t, err, &rerr)
+			assert.Equal(t, 1, rerr.Attempts, v.String())
+			assert.Equal(t, int64(1), conns.Load(), v.String())
+		}
 	})
 }
