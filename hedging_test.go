@@ -295,7 +295,7 @@ func assertHedges(t *testing.T, c retryhttp.Counters, sent, won, cancelled uint6
 func TestHedgedAnswerCountsTheAttemptsBeforeIt(t *testing.T) {
 	cases := []struct {
 		name   string
-		steps  []rt.Step
+		steps  []rt.Step // by the attempt's number, not its arrival
 		delay  time.Duration
 		body   string
 		header []string
@@ -312,7 +312,18 @@ func TestHedgedAnswerCountsTheAttemptsBeforeIt(t *testing.T) {
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			synctest.Test(t, func(t *testing.T) {
-				srv := numbered(tc.steps...)
+				// Hedges sent at once reach the server in any order: each
+				// step goes by the attempt's own number.
+				srv := &rt.Server{Choose: func(_ int, req *http.Request) rt.Step {
+					n := 1
+					if v := req.Header.Get(retryhttp.AttemptsHeader); v != "" {
+						fmt.Sscan(v, &n)
+						n++
+					}
+					st := tc.steps[n-1]
+					st.Body = fmt.Sprint("attempt ", n)
+					return st
+				}}
 				_, resp, err := runHedged(t, srv, hedgeConfig(3, tc.delay, 503), "GET")
 				require.NoError(t, err)
 				assert.Equal(t, tc.body, readAll(t, resp))
