@@ -1,9 +1,16 @@
 package redisfleet_test
 
 import (
+	"context"
+	"net/http"
 	"net/http/httptest"
+	"strings"
 	"testing"
+	"time"
 
+	"github.com/retryhttp/retryhttp"
+	"github.com/retryhttp/retryhttp/policy"
+	"github.com/retryhttp/retryhttp/redisfleet"
 	"github.com/retryhttp/retryhttp/retryhttptest"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -51,4 +58,56 @@ func TestTransportsShareAFleet(t *testing.T) {
 			assert.LessOrEqual(t, perRequest, limit, "got %.3f server requests a request, want at most %v", perRequest, limit)
 		})
 	}
+}
+
+// TestAFleetHoldIsCappedByEachMembersPolicy has member a, whose policy
+// waits up to ten minutes for a server, meet a 429 asking for five; the
+// hold reaches member b, whose policy waits a minute at most, through a
+// real redis-server. b holds its requests no longer than its own
+// minute: the refusal and its Stats say so.
+func TestAFleetHoldIsCappedByEachMembersPolicy(t *testing.T) {
+	s := startRedis(t)
+	srv := &retryhttptest.Server{Script: []retryhttptest.Step{{Status: 200}, {Status: 429, Header: http.Header{"Retry-After": {"300"}}}, {Status: 200}}}
+	ts := httptest.NewServer(srv)
+	defer ts.Close()
+	patient := policy.Default()
+	patient.MaxServerDelay = 10 * time.Minute
+	a := newFleetMember(fleet, storeAt(s.addr), patient, redisfleet.Options{})
+	b := newFleetMember(fleet, storeAt(s.addr), policy.Default(), redisfleet.Options{})
+	defer a.close()
+	defer b.close()
+	subscribed(t, b.fleet)
+
+	ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+	defer cancel()
+	// b has met the host: holds on it reach b.
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, ts.URL, nil)
+	require.NoError(t, err)
+	resp, err := b.tr.RoundTrip(req)
+	require.NoError(t, err)
+	resp.Body.Close()
+	req, err = http.NewRequestWithContext(ctx, http.MethodGet, ts.URL, nil)
+	require.NoError(t, err)
+	resp, err = a.tr.RoundTrip(req)
+	require.NoError(t, err, "a's request hands back its 429: it cannot wait 300 s")
+	resp.Body.Close()
+	require.Equal(t, 429, resp.StatusCode)
+	host := strings.TrimPrefix(ts.URL, "http://")
+	waitFor(t, "a's hold to reach b", func() bool { return b.fleet.Stats().HoldsLearned > 0 })
+
+	// b's next request meets the hold, and cannot wait a minute.
+	met := time.Now()
+	req, err = http.NewRequestWithContext(ctx, http.MethodGet, ts.URL, nil)
+	require.NoError(t, err)
+	_, err = b.tr.RoundTrip(req)
+	var held *retryhttp.HoldError
+	require.ErrorAs(t, err, &held, "b's request meets a's hold")
+	assert.LessOrEqual(t, held.Remaining, time.Minute, "b is held no longer than its own maxServerDelay")
+	assert.Greater(t, held.Remaining, 50*time.Second)
+	holds := b.tr.Stats().Hosts[host].Holds
+	require.Len(t, holds, 1)
+	hold := holds[0]
+	require.True(t, hold.Fleet, "b lists the fleet's hold")
+	assert.False(t, hold.Until.After(time.Now().Add(time.Minute)), "b's hold ends %v after it met it", hold.Until.Sub(met))
+	assert.Equal(t, 2, srv.Count(), "b sent nothing more")
 }
