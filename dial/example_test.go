@@ -50,7 +50,7 @@ func ExampleDialer_ResetBackoff() {
 	// connected
 }
 
-// With StubbyBackoff, a Dialer waits 1 s, 2 s, 4 s and so on up to 120 s
+// With Stubby, a Dialer waits 1 s, 2 s, 4 s and so on up to 120 s
 // after each failed attempt, counted from the moment the attempt failed,
 // however long it took.
 func ExampleAlgorithm() {
