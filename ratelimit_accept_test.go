@@ -279,3 +279,47 @@ func TestWhichResponsesHoldTheHost(t *testing.T) {
 		})
 	}
 }
+
+// A retry that cannot wait out a hold another request set hands back its
+// own last response, with no error, once its backoff ends and it meets
+// the hold; ErrHeld comes only to a request with nothing to return, which
+// sent nothing.
+func TestARetryUnderAHoldItCannotWaitOutHandsBackItsResponse(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		srv := &rt.Server{Choose: func(_ int, req *http.Request) rt.Step {
+			switch req.URL.Path {
+			case "/slow":
+				return rt.Step{Status: 500, Body: "slow failure", Delay: time.Second}
+			case "/limited":
+				return rt.Step{Status: 429, Header: http.Header{"Retry-After": {"30"}}}
+			}
+			return rt.Step{Body: "ok"}
+		}}
+		cfg := retryConfig(3, 429, 500)
+		cfg.Pace = &policy.Pace{Off: true}
+		tr := &retryhttp.Transport{Base: srv, Policy: cfg}
+		start := time.Now()
+		slow := make(chan struct{})
+		go func() {
+			defer close(slow)
+			status, err := getWithin(t, tr, t.Context(), "/slow", 10*time.Second)
+			assert.NoError(t, err, "a retry held past its deadline hands back the last response")
+			assert.Equal(t, 500, status)
+		}()
+		synctest.Wait() // /slow is sent, and is being answered
+		// The host is held for 30 s while /slow is still being answered.
+		status, err := getWithin(t, tr, t.Context(), "/limited", 5*time.Second)
+		require.NoError(t, err)
+		assert.Equal(t, 429, status)
+		<-slow
+		// The gate is asked when the retry's backoff (100 ms) ends.
+		assert.Equal(t, 1100*time.Millisecond, time.Since(start), "/slow comes back after its backoff, not at its deadline")
+
+		_, err = getWithin(t, tr, t.Context(), "/new", 5*time.Second)
+		require.ErrorIs(t, err, retryhttp.ErrHeld, "nothing to return")
+		var rerr *retryhttp.Error
+		require.ErrorAs(t, err, &rerr)
+		assert.Zero(t, rerr.Attempts)
+		assert.Len(t, arrivals(srv), 2, "only /slow and /limited were sent")
+	})
+}
