@@ -247,20 +247,24 @@ func (h *host) account(r *result, out outcome, throttle *policy.Throttle) FleetB
 // RetryableUnprocessed or Throttled verdict with a wait (its own, or
 // else the server's delay: GitHub's secondary limit is a 403 with a
 // Retry-After), or a quota the answer says is spent, on any status; the
-// longest of them.
+// longest of them. A verdict's own wait stands in place of the server's
+// delay headers, here as for the attempt's next wait: the caller who
+// reads the answer knows better than its headers.
 func holdAsked(r *result, holds bool) (time.Duration, bool) {
 	if !holds || r.resp == nil {
 		return 0, false
 	}
-	var wait time.Duration
-	switch status := r.resp.StatusCode; {
-	case status != http.StatusTooManyRequests && status != http.StatusServiceUnavailable &&
-		(!r.unprocessed() || r.verdict.timed()):
-	case r.serverDelay.Kind == delayPushback, r.serverDelay.Kind == delayRetryAfter, r.serverDelay.Kind == delayHeader:
-		wait = r.serverDelay.Wait
+	var delay time.Duration
+	switch r.serverDelay.Kind {
+	case delayPushback, delayRetryAfter, delayHeader:
+		delay = r.serverDelay.Wait
 	}
-	if d, ok := r.verdict.wait(); ok && r.unprocessed() {
-		wait = max(wait, d)
+	if d, ok := r.verdict.wait(); ok {
+		delay = d
+	}
+	var wait time.Duration
+	if status := r.resp.StatusCode; status == http.StatusTooManyRequests || status == http.StatusServiceUnavailable || r.unprocessed() {
+		wait = delay
 	}
 	if r.quotaSpent {
 		wait = max(wait, r.quota)

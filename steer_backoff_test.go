@@ -15,6 +15,7 @@ import (
 	"github.com/retryhttp/retryhttp"
 	"github.com/retryhttp/retryhttp/policy"
 	rt "github.com/retryhttp/retryhttp/retryhttptest"
+	"github.com/retryhttp/retryhttp/retrytrace"
 )
 
 // recordedBackoff is a caller's own Backoff that waits what wait says and
@@ -169,8 +170,7 @@ func TestVerdictAfterValues(t *testing.T) {
 // response going back at once, when it is over maxServerDelay or would
 // end past the deadline. A wait of 0 or less is at once. Final, and an
 // outcome that is not retried, ignore it. Holds are off here, so that
-// only the wait is seen: with them on, a 503 with a Retry-After also holds
-// the host, this request's retry included.
+// only the wait is seen (TestVerdictWaitSetsTheHold has them on).
 func TestVerdictWaitSetsTheNextAttempt(t *testing.T) {
 	const s = time.Second
 	retryAfter := func(v string) http.Header { return http.Header{"Retry-After": {v}} }
@@ -267,6 +267,58 @@ func TestVerdictWaitHoldsTheNextHedgeBack(t *testing.T) {
 				at := arrivals(srv)
 				require.Len(t, at, 2)
 				within(t, at[1], tc.at, tc.at/10, "the second hedge")
+			})
+		})
+	}
+}
+
+// With holds on, a verdict's wait stands in place of the server's delay
+// for the hold the answer sets as well: a 429 or 503 whose Retry-After
+// says 30 s, under a verdict asking for 2 s, holds the host 2 s, and the
+// retry (held by it) goes at 2 s, not 30 s. A wait of 0 holds nothing.
+// Without a wait of its own, a verdict leaves the server's delay to set
+// the hold.
+func TestVerdictWaitSetsTheHold(t *testing.T) {
+	const s = time.Second
+	tests := []struct {
+		name    string
+		status  int
+		verdict retryhttp.Verdict
+		retry   time.Duration // when the retry arrives, at least
+		hold    time.Duration // the hold set, 0: none
+	}{
+		{"a 429, shorter", 429, retryhttp.RetryableUnprocessed.After(2 * s), 2 * s, 2 * s},
+		{"a 503, shorter", 503, retryhttp.Retryable.After(2 * s), 2 * s, 2 * s},
+		{"a 429, longer", 429, retryhttp.RetryableUnprocessed.After(45 * s), 45 * s, 45 * s},
+		{"a 429, at once", 429, retryhttp.Throttled.After(0), 0, 0},
+		{"a 429, no wait of its own", 429, retryhttp.RetryableUnprocessed, 30 * s, 30 * s},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				tr, srv := newScripted(retryConfig(3, 429, 503),
+					rt.Step{Status: tt.status, Header: http.Header{"Retry-After": {"30"}}}, rt.Step{Body: "ok"})
+				tr.Classify = func(attempt int, _ *http.Response, _ error) retryhttp.Verdict {
+					if attempt == 1 {
+						return tt.verdict
+					}
+					return retryhttp.UsePolicy
+				}
+				var hold time.Duration
+				// Read when the retry's wait starts: the answer has been
+				// learnt by then.
+				tr.Hooks = &retrytrace.Hooks{Wait: func(retrytrace.WaitInfo) {
+					for _, h := range tr.Stats().Hosts["api.test"].Holds {
+						hold = h.Until.Sub(h.Since)
+					}
+				}}
+				resp, err := tr.RoundTrip(newRequest(t, t.Context(), "GET", ""))
+				require.NoError(t, err)
+				assert.Equal(t, "ok", readAll(t, resp))
+				at := arrivals(srv)
+				require.Len(t, at, 2)
+				within(t, at[1], tt.retry, tt.retry/10+time.Millisecond, "the retry")
+				assert.Equal(t, tt.hold, hold, "the hold the first answer set")
 			})
 		})
 	}

@@ -69,8 +69,12 @@ const (
 // hedge back as a pushback does. RetryableUnprocessed or Throttled with a
 // wait (this one, or else the server's delay) also holds the host's other
 // requests of the same rule, when the policy has holds (see
-// [policy.Config.Hold]). Final and an outcome that is not retried ignore
-// it. The wait is kept to the microsecond, rounded up.
+// [policy.Config.Hold]); so does a 429 or 503 under any verdict. The wait
+// stands in place of the server's delay for that hold too: a 429 whose
+// Retry-After says 30 s, under RetryableUnprocessed.After(2 * time.Second),
+// holds the host, and this request's retry, 2 s; After(0) holds nothing.
+// Final and an outcome that is not retried ignore it for the next
+// attempt. The wait is kept to the microsecond, rounded up.
 func (v Verdict) After(d time.Duration) Verdict {
 	var us int64
 	if d > 0 {
