@@ -36,7 +36,8 @@ func (c *call) after(r *result) step {
 		c.learn(r, out, now)
 		c.readmit(r, out, now)
 		if more { // the host's budgets, now that they count this attempt
-			f.host = c.host.factsFor(c.rule, now, c.st.fleet, asks{budgets: true, capped: c.capped()})
+			f.host = c.host.factsFor(c.rule, now, c.st.fleet, asks{budgets: true, capped: c.capped(),
+				holds: c.pol.cfg.Hold != nil, maxServerDelay: f.maxServerDelay})
 			if c.plan.retry != nil {
 				f.schedule = c.plan.retry.Schedule().Duration(c.backoff)
 			}

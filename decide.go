@@ -283,8 +283,32 @@ func decide(f *facts, rnd float64) step {
 	case !f.fits(s.wait):
 		return noMore(next, retrytrace.RefusedDeadline)
 	}
+	if r, ok := f.outheld(next); !ok {
+		return r
+	}
 	s.kind, s.attempt = stepNext, next
 	return s
+}
+
+// outheld reports whether attempt n may outlast the hold on its host
+// that is in force now, if any: a hold whose end is past the deadline or
+// maxServerDelay would refuse it when its wait ends, so the wait is not
+// started, and the last outcome goes back at once, as for a wait past
+// the deadline. A hold's end only moves later, though its owner may end
+// it; the turn of a request going first after a capped hold is left to
+// the gate, since its answer may come at any time.
+func (f *facts) outheld(n int) (step, bool) {
+	h := &f.host
+	if h.holding != holdHeld {
+		return step{}, true
+	}
+	left := h.hold.Until.Sub(f.now)
+	if left <= f.maxServerDelay && f.fits(left) {
+		return step{}, true
+	}
+	s := noMore(n, retrytrace.RefusedHeld)
+	s.hold, s.wait = h.hold, left
+	return s, false
 }
 
 // allowed reports whether a further attempt may start: the body must be

@@ -23,10 +23,11 @@ type decision struct {
 	method   string // "" is GET
 	sent     int    // attempts sent, r.n among them; 0 means r.n
 	deadline time.Duration
-	spent    bool // the host's budget is spent
-	ready    bool // the request waits for ready
-	used     bool // the transparent resend is used already
-	backoff  int  // the retry policy's counter
+	spent    bool          // the host's budget is spent
+	ready    bool          // the request waits for ready
+	used     bool          // the transparent resend is used already
+	backoff  int           // the retry policy's counter
+	held     time.Duration // a hold on the host in force, ending this long after now; 0: none
 	r        result
 	out      outcome
 	want     step
@@ -58,6 +59,10 @@ func decisionFacts(t *testing.T, now time.Time, d decision) facts {
 	if d.deadline > 0 {
 		f.deadline = now.Add(d.deadline)
 	}
+	if d.held > 0 {
+		f.host.hold = hold{Hold: holdlist.Hold{Rule: "r", Until: now.Add(d.held), Status: 429}, since: now}
+		f.host.holding = holdHeld
+	}
 	if f.sent == 0 {
 		f.sent = d.r.n
 	}
@@ -79,6 +84,7 @@ func answer(status int, header ...string) *http.Response {
 // TestDecide reads what follows an attempt from its result, its outcome
 // and the time, with no HTTP: every row is a pure step.
 func TestDecide(t *testing.T) {
+	now := time.Now()
 	dialWindow := &dial.BackoffError{Addr: "10.0.0.1:443", Remaining: 3 * time.Second, Err: syscall.ECONNREFUSED}
 	tests := []decision{
 		{name: "a success is delivered", plan: "retry", r: result{n: 1, resp: answer(200)}, out: outDone,
@@ -142,6 +148,17 @@ func TestDecide(t *testing.T) {
 		{name: "a verdict's wait over maxServerDelay is not waited", plan: "retry",
 			r: result{n: 1, resp: answer(403), verdict: Retryable.After(time.Hour)}, out: outRetryStatus,
 			want: step{kind: stepNoMore, attempt: 2, refusal: retrytrace.RefusedDelayTooLong}},
+		{name: "a hold within the deadline: the backoff, then the gate", plan: "retry", held: 5 * time.Second, deadline: 10 * time.Second,
+			r: result{n: 1, resp: answer(503)}, out: outRetryStatus,
+			want: step{kind: stepNext, attempt: 2, wait: 100 * time.Millisecond, reason: retrytrace.WaitBackoff, backoff: 1}},
+		{name: "a hold past the deadline refuses before the wait", plan: "retry", held: 30 * time.Second, deadline: 10 * time.Second,
+			r: result{n: 1, resp: answer(503)}, out: outRetryStatus,
+			want: step{kind: stepNoMore, attempt: 2, refusal: retrytrace.RefusedHeld, wait: 30 * time.Second,
+				hold: hold{Hold: holdlist.Hold{Rule: "r", Until: now.Add(30 * time.Second), Status: 429}, since: now}}},
+		{name: "a hold past maxServerDelay refuses before the wait", plan: "hedge", held: 2 * time.Minute,
+			r: result{n: 1, resp: answer(503)}, out: outRetryStatus,
+			want: step{kind: stepNoMore, attempt: 2, refusal: retrytrace.RefusedHeld, wait: 2 * time.Minute,
+				hold: hold{Hold: holdlist.Hold{Rule: "r", Until: now.Add(2 * time.Minute), Status: 429}, since: now}}},
 		{name: "a spent budget refuses before the wait", plan: "retry", spent: true, r: result{n: 1, resp: answer(503)}, out: outRetryStatus,
 			want: step{kind: stepNoMore, attempt: 2, refusal: retrytrace.RefusedBudget}},
 		{name: "a dial window is waited out for ready", plan: "retry", ready: true, used: true,
@@ -165,7 +182,6 @@ func TestDecide(t *testing.T) {
 		{name: "every hedge sent: no more", plan: "hedge", sent: 3, r: result{n: 2, resp: answer(503)}, out: outRetryStatus,
 			want: step{kind: stepNoMore, attempt: 4}},
 	}
-	now := time.Now()
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			f := decisionFacts(t, now, tt)

@@ -88,7 +88,9 @@ type Config struct {
 // shortens it. While it lasts no attempt under it is sent: a request's
 // first attempt, and any retry, waits until it ends if that is within the
 // request's deadline and MaxServerDelay, and otherwise fails at once,
-// nothing sent, with the Transport's held error. Requests that waited go
+// nothing sent, with the Transport's held error (a retry hands back its
+// last response instead, as soon as it meets the hold, without waiting
+// out its backoff first). Requests that waited go
 // out spread over up to a tenth of the hold, at most 1s, not in one
 // instant. When a hold cut to MaxServerDelay ends, one request goes
 // first and the others wait for its answer, which may set the hold again;
