@@ -27,6 +27,27 @@ import (
 
 func quietLog() *log.Logger { return log.New(io.Discard, "", 0) }
 
+// countingServer starts a server of h, over TLS when tls is set, closed
+// at the end of the test, that counts the connections it accepts in
+// conns, and logs nothing.
+func countingServer(t *testing.T, h http.Handler, tls bool) (srv *httptest.Server, conns *atomic.Int64) {
+	conns = new(atomic.Int64)
+	srv = httptest.NewUnstartedServer(h)
+	srv.Config.ConnState = func(_ net.Conn, s http.ConnState) {
+		if s == http.StateNew {
+			conns.Add(1)
+		}
+	}
+	srv.Config.ErrorLog = quietLog()
+	if tls {
+		srv.StartTLS()
+	} else {
+		srv.Start()
+	}
+	t.Cleanup(srv.Close)
+	return srv, conns
+}
+
 // trackedBody counts how often the caller's body is closed.
 type trackedBody struct {
 	io.Reader
@@ -260,8 +281,8 @@ func TestDiscardedAnswerIsDrainedWithinItsBound(t *testing.T) {
 		{"long: closed", 200 << 10, false, 3},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			var conns, n atomic.Int64
-			ts := httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			var n atomic.Int64
+			ts, conns := countingServer(t, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 				if n.Add(1) < 3 {
 					w.Header().Set("Content-Length", strconv.Itoa(tc.size))
 					w.WriteHeader(503)
@@ -269,15 +290,7 @@ func TestDiscardedAnswerIsDrainedWithinItsBound(t *testing.T) {
 					return
 				}
 				io.WriteString(w, "ok")
-			}))
-			ts.Config.ConnState = func(_ net.Conn, s http.ConnState) {
-				if s == http.StateNew {
-					conns.Add(1)
-				}
-			}
-			ts.Config.ErrorLog = quietLog()
-			ts.Start()
-			t.Cleanup(ts.Close)
+			}), false)
 			var mu sync.Mutex
 			var bodies []*countedBody
 			base := freshBase(t)

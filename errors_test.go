@@ -7,10 +7,8 @@ import (
 	"io"
 	"net"
 	"net/http"
-	"net/http/httptest"
 	"os"
 	"strings"
-	"sync/atomic"
 	"syscall"
 	"testing"
 	"testing/synctest"
@@ -114,16 +112,7 @@ func TestRefusedConnectionOverASocket(t *testing.T) {
 }
 
 func TestCertificateErrorIsNotRetried(t *testing.T) {
-	var conns atomic.Int64
-	srv := httptest.NewUnstartedServer(http.HandlerFunc(func(http.ResponseWriter, *http.Request) {}))
-	srv.Config.ConnState = func(_ net.Conn, s http.ConnState) {
-		if s == http.StateNew {
-			conns.Add(1)
-		}
-	}
-	srv.Config.ErrorLog = quietLog()
-	srv.StartTLS()
-	t.Cleanup(srv.Close)
+	srv, conns := countingServer(t, http.HandlerFunc(func(http.ResponseWriter, *http.Request) {}), true)
 	tr := &retryhttp.Transport{}
 	t.Cleanup(tr.CloseIdleConnections)
 	_, err := (&http.Client{Transport: tr}).Get(srv.URL)

@@ -5,9 +5,7 @@ import (
 	"crypto/x509"
 	"errors"
 	"io"
-	"net"
 	"net/http"
-	"net/http/httptest"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -338,16 +336,7 @@ func TestVerdictsRetryNothingNeverRetried(t *testing.T) {
 		}
 	}
 	t.Run("a certificate error", func(t *testing.T) {
-		var conns atomic.Int64
-		srv := httptest.NewUnstartedServer(http.HandlerFunc(func(http.ResponseWriter, *http.Request) {}))
-		srv.Config.ConnState = func(_ net.Conn, s http.ConnState) {
-			if s == http.StateNew {
-				conns.Add(1)
-			}
-		}
-		srv.Config.ErrorLog = quietLog()
-		srv.StartTLS()
-		t.Cleanup(srv.Close)
+		srv, conns := countingServer(t, http.HandlerFunc(func(http.ResponseWriter, *http.Request) {}), true)
 		for _, v := range verdicts {
 			conns.Store(0)
 			cfg := retryConfig(3, 503)
