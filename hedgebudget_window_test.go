@@ -1,7 +1,9 @@
 package retryhttp_test
 
 import (
+	"math/rand/v2"
 	"net/http"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"testing/synctest"
@@ -12,6 +14,7 @@ import (
 	"github.com/retryhttp/retryhttp"
 	"github.com/retryhttp/retryhttp/policy"
 	rt "github.com/retryhttp/retryhttp/retryhttptest"
+	"github.com/retryhttp/retryhttp/retrytrace"
 )
 
 // The hedge budget's burst is small whatever came before: a host fast
@@ -59,4 +62,52 @@ func TestHedgeBudgetOverAnyRunOfRequests(t *testing.T) {
 			})
 		})
 	}
+}
+
+// With no fixed delay and more slow requests than the budget pays for
+// (10% slow, a budget of 2%), the delay still sits at the start of the
+// host's tail, never inside its slow mode: each hedge goes a few
+// milliseconds after its request, not near the 200 ms of the slow ones,
+// and the budget, not the delay, decides how many go.
+func TestHedgeBudgetDelayStaysOutOfTheSlowMode(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		const n, budget = 2000, 0.02
+		var mu sync.Mutex
+		rng := rand.New(rand.NewPCG(5, 1))
+		srv := &rt.Server{Choose: func(int, *http.Request) rt.Step {
+			mu.Lock()
+			defer mu.Unlock()
+			if rng.Float64() < 0.10 {
+				return rt.Step{Delay: 200 * time.Millisecond}
+			}
+			return rt.Step{Delay: 1500*time.Microsecond + time.Duration(rng.Int64N(int64(time.Millisecond)))}
+		}}
+		var start time.Time
+		var after []time.Duration
+		tr := &retryhttp.Transport{Base: srv, Policy: budgetHedge(0, 0, budget),
+			Hooks: &retrytrace.Hooks{AttemptStart: func(i retrytrace.AttemptStartInfo) {
+				if i.Hedge {
+					mu.Lock()
+					after = append(after, time.Since(start))
+					mu.Unlock()
+				}
+			}}}
+		for range n {
+			start = time.Now()
+			sendAll(t, tr, 1)
+		}
+		synctest.Wait()
+		mu.Lock()
+		defer mu.Unlock()
+		assert.LessOrEqual(t, float64(len(after)), budget*n+10, "the budget caps the hedges")
+		assert.GreaterOrEqual(t, float64(len(after)), budget*n/2, "and they are spent")
+		late := 0
+		for _, d := range after {
+			if d >= 20*time.Millisecond {
+				late++
+			}
+		}
+		t.Logf("%d hedges, %d late, first delays %v", len(after), late, after[:min(5, len(after))])
+		assert.LessOrEqual(t, late, len(after)/20, "hedges sent 20 ms or more after their request, of %d", len(after))
+	})
 }
