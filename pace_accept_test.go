@@ -283,3 +283,75 @@ func TestOneThrottleLiftsWithinSecondsUnderLoad(t *testing.T) {
 		t.Logf("paced at %v, lifted at %v", paced, lifted)
 	})
 }
+
+// The pace is per member: a fleet shares holds and budget, not the
+// rate, so a throttle one member met paces it and not another member of
+// the same fleet.
+func TestThePaceIsPerMemberOfAFleet(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		srv := &rt.Server{Choose: func(_ int, req *http.Request) rt.Step {
+			if req.URL.Path == "/limit" {
+				return rt.Step{Status: 429} // bare: a throttle, no hold
+			}
+			return rt.Step{}
+		}}
+		fleet := newMemFleet()
+		a := &retryhttp.Transport{Base: srv, Fleet: fleet}
+		b := &retryhttp.Transport{Base: srv, Fleet: fleet}
+		warm(t, a, "/x")
+		burst(t, a, "/limit", 1, 0)
+		require.Positive(t, a.Stats().Hosts["api.test"].PaceRate, "the member throttled is paced")
+
+		start := time.Now()
+		for _, err := range burst(t, b, "/x", 10, 0) {
+			require.NoError(t, err)
+		}
+		assert.Equal(t, start, time.Now(), "the other member's requests go at once")
+		hs := b.Stats().Hosts["api.test"]
+		assert.Zero(t, hs.PaceRate)
+		assert.Zero(t, hs.PaceWaits)
+	})
+}
+
+// Hedges take send slots as every attempt of a paced rule does: a
+// request hedged each 10 ms to a host paced at 0.7 a second sends its
+// hedges a slot apart, not 10 ms apart.
+func TestHedgesGoAtThePace(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		srv := &rt.Server{Choose: func(_ int, req *http.Request) rt.Step {
+			switch req.URL.Path {
+			case "/limit":
+				return rt.Step{Status: 429}
+			case "/slow":
+				return rt.Step{Delay: 5 * time.Second}
+			}
+			return rt.Step{}
+		}}
+		cfg := policy.Default()
+		cfg.Rules = []policy.Rule{{Name: []policy.Name{{}},
+			Hedge: &policy.Hedge{MaxAttempts: 3, HedgingDelay: 10 * time.Millisecond}}}
+		tr := &retryhttp.Transport{Base: srv, Policy: cfg}
+		for range 5 { // a request a second
+			burst(t, tr, "/x", 1, 0)
+			time.Sleep(time.Second)
+		}
+		burst(t, tr, "/limit", 1, 0)
+		rate := tr.Stats().Hosts["api.test"].PaceRate
+		require.Positive(t, rate)
+		time.Sleep(1500 * time.Millisecond) // the next slot is free, the pace not yet quiet
+		require.Positive(t, tr.Stats().Hosts["api.test"].PaceRate, "still paced")
+		before := len(arrivals(srv))
+		ctx, cancel := context.WithTimeout(t.Context(), 10*time.Second)
+		defer cancel()
+		req, err := http.NewRequestWithContext(ctx, "GET", "https://api.test/slow", nil)
+		require.NoError(t, err)
+		resp, err := tr.RoundTrip(req)
+		require.NoError(t, err)
+		readAll(t, resp)
+		at := arrivals(srv)[before:]
+		require.GreaterOrEqual(t, len(at), 2, "hedged")
+		for i := 1; i < len(at); i++ {
+			assert.GreaterOrEqual(t, at[i]-at[i-1], time.Second, "hedge %d waited for its slot (rate %.2f/s)", i, rate)
+		}
+	})
+}
