@@ -51,21 +51,18 @@ func TestShowsPaceAndAdmission(t *testing.T) {
 			time.Sleep(time.Second)
 		}
 		require.NoError(t, get("https://paced.test/limit", time.Second))
-		var wg sync.WaitGroup
-		var errs [3]error
-		for i := range errs {
-			wg.Go(func() { errs[i] = get("https://paced.test/x", time.Second) })
-		}
-		wg.Wait()
+		// One after another: sent together, one would take the host's
+		// one concurrency slot and another be shed rather than paced.
 		paced := 0
-		for _, err := range errs {
-			if err != nil {
+		for range 3 {
+			if err := get("https://paced.test/x", time.Second); err != nil {
 				require.ErrorIs(t, err, retryhttp.ErrPaced)
 				paced++
 			}
 		}
 		require.Equal(t, 2, paced, "a slot each 1.4 s: two of three refused")
 
+		var wg sync.WaitGroup
 		wg.Go(func() { _ = get("https://admit.test/x", 2*time.Minute) })
 		synctest.Wait() // its one slot taken
 		require.ErrorIs(t, get("https://admit.test/x", time.Second), retryhttp.ErrShed)
