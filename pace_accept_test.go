@@ -162,17 +162,7 @@ func TestPaceWaitsAtMostMaxServerDelay(t *testing.T) {
 // together.
 func TestAHoldEndsAtThePace(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		var mu sync.Mutex
-		throttled := false
-		srv := &rt.Server{Choose: func(_ int, req *http.Request) rt.Step {
-			mu.Lock()
-			defer mu.Unlock()
-			if req.URL.Path == "/limit" && !throttled {
-				throttled = true
-				return rt.Step{Status: 429, Header: http.Header{"Retry-After": {"1"}}}
-			}
-			return rt.Step{}
-		}}
+		srv := throttlesOnce(rt.Step{Status: 429, Header: http.Header{"Retry-After": {"1"}}})
 		tr := &retryhttp.Transport{Base: srv}
 		warm(t, tr, "/x")
 		first := arrivals(srv)[0]

@@ -48,22 +48,26 @@ func burst(t *testing.T, tr *retryhttp.Transport, path string, n int, d time.Dur
 	return errs
 }
 
+// throttlesOnce is a server that answers the first request to /limit
+// with st, and every other request 200.
+func throttlesOnce(st rt.Step) *rt.Server {
+	var once sync.Once
+	return &rt.Server{Choose: func(_ int, req *http.Request) rt.Step {
+		answer := rt.Step{}
+		if req.URL.Path == "/limit" {
+			once.Do(func() { answer = st })
+		}
+		return answer
+	}}
+}
+
 // After a throttle, the host's requests of the rule, first attempts
 // included, go out one send slot apart, at a rate cut from the rate sent;
 // waits are reported and counted, and the rate is in Stats.
 func TestAThrottlePacesTheHost(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
+		srv := throttlesOnce(rt.Step{Status: 429}) // bare: no hold, a throttle all the same
 		var mu sync.Mutex
-		throttled := false
-		srv := &rt.Server{Choose: func(_ int, req *http.Request) rt.Step {
-			mu.Lock()
-			defer mu.Unlock()
-			if req.URL.Path == "/limit" && !throttled {
-				throttled = true
-				return rt.Step{Status: 429} // bare: no hold, a throttle all the same
-			}
-			return rt.Step{}
-		}}
 		var waits []retrytrace.WaitInfo
 		tr := &retryhttp.Transport{Base: srv, Hooks: &retrytrace.Hooks{Wait: func(w retrytrace.WaitInfo) {
 			mu.Lock()
