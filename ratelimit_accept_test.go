@@ -29,13 +29,6 @@ func TestA429WithoutADelayWaitsASecondOrTheBackoff(t *testing.T) {
 	parsed, err := policy.ParseConfig([]byte(`{"methodConfig": [{"name": [{}], "retryPolicy": {"maxAttempts": 3,
 		"backoff": {"table": {"steps": ["10ms"]}}, "retryableStatusCodes": [429]}}], "pace": {"off": true}}`))
 	require.NoError(t, err)
-	header := func(kv ...string) http.Header {
-		h := http.Header{}
-		for i := 0; i < len(kv); i += 2 {
-			h.Set(kv[i], kv[i+1])
-		}
-		return h
-	}
 	tests := []struct {
 		name   string
 		cfg    *policy.Config
@@ -49,13 +42,13 @@ func TestA429WithoutADelayWaitsASecondOrTheBackoff(t *testing.T) {
 		{"a caller's own backoff of less than 0", own, "GET", nil, s, 1100 * ms},
 		{"a JSON rule", parsed, "GET", nil, s, 1100 * ms},
 		{"a POST", short, "POST", nil, s, 1100 * ms},
-		{"Retry-After: 0", short, "GET", header("Retry-After", "0"), 0, 0},
-		{"X-Retry-Pushback-Ms: 0", short, "GET", header("X-Retry-Pushback-Ms", "0"), 0, 0},
-		{"Retry-After-Ms shorter than a second", short, "GET", header("Retry-After-Ms", "200"), 200 * ms, 220 * ms},
-		{"a Retry-After that does not parse", short, "GET", header("Retry-After", "soon"), s, 1100 * ms},
-		{"a Retry-After with a fraction", short, "GET", header("Retry-After", "0.5"), s, 1100 * ms},
-		{"a RateLimit with quota left", short, "GET", header("RateLimit", `"default";r=5;t=30`), s, 1100 * ms},
-		{"a malformed RateLimit", short, "GET", header("RateLimit", `"default";r=0;t=30;`), s, 1100 * ms},
+		{"Retry-After: 0", short, "GET", hdr("Retry-After", "0"), 0, 0},
+		{"X-Retry-Pushback-Ms: 0", short, "GET", hdr("X-Retry-Pushback-Ms", "0"), 0, 0},
+		{"Retry-After-Ms shorter than a second", short, "GET", hdr("Retry-After-Ms", "200"), 200 * ms, 220 * ms},
+		{"a Retry-After that does not parse", short, "GET", hdr("Retry-After", "soon"), s, 1100 * ms},
+		{"a Retry-After with a fraction", short, "GET", hdr("Retry-After", "0.5"), s, 1100 * ms},
+		{"a RateLimit with quota left", short, "GET", hdr("RateLimit", `"default";r=5;t=30`), s, 1100 * ms},
+		{"a malformed RateLimit", short, "GET", hdr("RateLimit", `"default";r=0;t=30;`), s, 1100 * ms},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
