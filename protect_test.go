@@ -240,15 +240,7 @@ func TestBudgetGatesAtHalf(t *testing.T) {
 		cfg.Throttle = &policy.Throttle{MaxTokens: 10, TokenRatio: 0.5}
 		srv := script(rt.Step{Status: 503})
 		tr := &retryhttp.Transport{Base: srv, Policy: cfg}
-		get := func(host string) int {
-			before := srv.Count()
-			req, err := http.NewRequestWithContext(t.Context(), "GET", "https://"+host+"/", nil)
-			require.NoError(t, err)
-			resp, err := tr.RoundTrip(req)
-			require.NoError(t, err)
-			readAll(t, resp)
-			return srv.Count() - before
-		}
+		get := func(host string) int { return outage(t, tr, srv, host, 1) }
 		assert.Equal(t, 5, get("api.test"), "attempts while tokens > 5")
 		assert.Equal(t, 5.0, tr.Stats().Hosts["api.test"].Tokens)
 		assert.Equal(t, 1, get("API.Test"), "the same host in another case")
