@@ -298,17 +298,11 @@ func decide(f *facts, rnd float64) step {
 // it; the turn of a request going first after a capped hold is left to
 // the gate, since its answer may come at any time.
 func (f *facts) outheld(n int) (step, bool) {
-	h := &f.host
-	if h.holding != holdHeld {
+	if f.host.holding != holdHeld {
 		return step{}, true
 	}
-	left := h.hold.Until.Sub(f.now)
-	if left <= f.maxServerDelay && f.fits(left) {
-		return step{}, true
-	}
-	s := noMore(n, retrytrace.RefusedHeld)
-	s.hold, s.wait = h.hold, left
-	return s, false
+	s, _ := gateHold(f, n, 0) // the gate's own judgement: a wait, or a refusal
+	return s, s.kind != stepNoMore
 }
 
 // allowed reports whether a further attempt may start: the body must be
