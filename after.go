@@ -27,20 +27,13 @@ func (c *call) after(r *result) step {
 		}
 	}()
 	out := c.readAhead(r, c.judge(r))
-	c.attemptDone(r, out)
-	now := time.Now()
-	f := c.facts(now)
-	f.attempt = attemptFactsOf(r, out)
+	f, now, again := c.absorb(r, out)
 	more := out == outRetryStatus || out == outNetwork || out == outNeverSent // a further attempt may follow
-	if !f.sendsAgain() {
-		c.learn(r, out, now)
-		c.readmit(r, out, now)
-		if more { // the host's budgets, now that they count this attempt
-			f.host = c.host.factsFor(c.rule, now, c.st.fleet, asks{budgets: true, capped: c.capped(),
-				holds: c.pol.cfg.Hold != nil, maxServerDelay: f.maxServerDelay})
-			if c.plan.retry != nil {
-				f.schedule = c.plan.retry.Schedule().Duration(c.backoff)
-			}
+	if !again && more {                                                       // the host's budgets, now that they count this attempt
+		f.host = c.host.factsFor(c.rule, now, c.st.fleet, asks{budgets: true, capped: c.capped(),
+			holds: c.pol.cfg.Hold != nil, maxServerDelay: f.maxServerDelay})
+		if c.plan.retry != nil {
+			f.schedule = c.plan.retry.Schedule().Duration(c.backoff)
 		}
 	}
 	s := decide(&f, rand.Float64())
@@ -48,6 +41,22 @@ func (c *call) after(r *result) step {
 	c.take(r, out, s)
 	taken = true
 	return s
+}
+
+// absorb reports attempt r, whose outcome is out, to the hooks, and reads
+// the request's facts at now with it; unless the attempt is sent again
+// under its number (again), its host learns what it showed and gets its
+// concurrency slot back.
+func (c *call) absorb(r *result, out outcome) (f facts, now time.Time, again bool) {
+	c.attemptDone(r, out)
+	now = time.Now()
+	f = c.facts(now)
+	f.attempt = attemptFactsOf(r, out)
+	if again = f.sendsAgain(); !again {
+		c.learn(r, out, now)
+		c.readmit(r, out, now)
+	}
+	return f, now, again
 }
 
 // readmit gives back the concurrency slot of attempt r, whose outcome is

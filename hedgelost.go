@@ -84,17 +84,9 @@ func (h *hedger) beaten(c *call, r *result) {
 	h.flights[r.n] = flight{}
 	h.flying--
 	defer r.discard()
-	out := c.judge(r)
-	c.attemptDone(r, out)
-	now := time.Now()
-	f := c.facts(now)
-	f.attempt = attemptFactsOf(r, out)
-	if f.sendsAgain() {
-		c.unadmit(r.n)
-		return
+	if _, _, again := c.absorb(r, c.judge(r)); again {
+		c.unadmit(r.n) // it will not be sent again: the request is over
 	}
-	c.learn(r, out, now)
-	c.readmit(r, out, now)
 }
 
 // loser reports r, an attempt cut off, to the hooks and discards its
