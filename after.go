@@ -29,7 +29,8 @@ func (c *call) after(r *result) step {
 	out := c.readAhead(r, c.judge(r))
 	f, now, again := c.absorb(r, out)
 	more := out == outRetryStatus || out == outNetwork || out == outNeverSent // a further attempt may follow
-	if !again && more {                                                       // the host's budgets, now that they count this attempt
+	if !again && more {
+		// The host's budgets, now that they count this attempt.
 		f.host = c.host.factsFor(c.rule, now, c.st.fleet, asks{budgets: true, capped: c.capped(),
 			holds: c.pol.cfg.Hold != nil, maxServerDelay: f.maxServerDelay})
 		if c.plan.retry != nil {
