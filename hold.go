@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -152,6 +153,9 @@ type holds struct {
 	// met: a hold the fleet shows again is not met again, and its owner's
 	// reset ends it (see forget).
 	fleet holdlist.List[hold]
+	// meeting makes meeting a fleet's hold one step: a request that finds
+	// the hold met finds it in force too (see meet).
+	meeting sync.Mutex
 }
 
 // any reports whether a hold on the host may matter at now: its own, a
@@ -208,12 +212,11 @@ func (hs *holds) inForce(now time.Time) []Hold {
 // one that ends first, v's among them, is not met.
 func (hs *holds) meet(rule string, v FleetView, now time.Time, limit time.Duration) {
 	m := hold{Hold: holdlist.Hold{Rule: rule, Until: v.HoldUntil, Status: v.HoldStatus}, since: now}
+	hs.meeting.Lock()
+	defer hs.meeting.Unlock()
 	if _, _, ok := hs.fleet.Set(m, now, maxHoldsPerHost); !ok {
-		return // met already: the common case while a fleet's hold lasts
+		return // met already, and in force: the common case while a fleet's hold lasts
 	}
-	// (A request that meets it at this very instant may find it met and
-	// not yet in force, and go: no more than the fleet's own delay in
-	// carrying a hold to its members.)
 	h := holdFor(rule, now, v.HoldUntil.Sub(now), limit, v.HoldStatus)
 	h.fleet = true
 	hs.put(h, now)

@@ -2,6 +2,8 @@ package retryhttp
 
 import (
 	"fmt"
+	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -177,4 +179,28 @@ func TestHostWithAFleetHoldIsNotIdle(t *testing.T) {
 	h.holds.clear()
 	assert.False(t, h.idle(tokens.Max, now), "a fleet's hold its owner ended")
 	assert.True(t, h.idle(tokens.Max, now.Add(31*time.Second)), "once that hold would be over")
+}
+
+// TestAFleetHoldMetAtOnceHoldsEveryone has requests meet a fleet's hold
+// at the same instant: each that returns from meeting it is held, not
+// only the one that first recorded it (the others found it recorded,
+// and must not go before it is in force).
+func TestAFleetHoldMetAtOnceHoldsEveryone(t *testing.T) {
+	now := time.Now()
+	v := FleetView{HoldUntil: now.Add(time.Hour), HoldStatus: 429}
+	for round := range 2000 {
+		var hs holds
+		var wg sync.WaitGroup
+		var free atomic.Int64
+		for range 4 {
+			wg.Go(func() {
+				hs.meet("r", v, now, time.Minute)
+				if _, state := hs.get("r", now); state != holdHeld {
+					free.Add(1)
+				}
+			})
+		}
+		wg.Wait()
+		require.Zero(t, free.Load(), "round %d: requests that met the hold went free", round)
+	}
 }
