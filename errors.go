@@ -30,7 +30,8 @@ type Error struct {
 // Error implements error: "retryhttp: no response after 3 attempt(s): "
 // and the cause, or, for a request not sent at all (a hold, the pace or
 // the concurrency limit refused it, or Prepare failed on its first
-// attempt), "retryhttp: not sent: " and the cause.
+// attempt, or the caller's context had ended before the first was sent),
+// "retryhttp: not sent: " and the cause.
 func (e *Error) Error() string {
 	if e.Attempts == 0 {
 		return fmt.Sprintf("retryhttp: not sent: %v", e.Err)

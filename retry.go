@@ -24,6 +24,9 @@ func (c *call) retry() (*http.Response, error) {
 			c.refused(s.attempt, s.refusal)
 			return c.answer(c.refusal(s)) // when there is nothing else to hand back
 		}
+		if c.ctx.Err() != nil { // the caller has gone: nothing more is sent, nor counted as sent
+			return nil, c.fail(nil)
+		}
 		c.last.discard() // the next attempt goes: the last outcome is no longer needed
 		r, err := c.send(n, &ready)
 		if err != nil {

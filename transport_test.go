@@ -3,8 +3,10 @@ package retryhttp_test
 import (
 	"context"
 	"errors"
+	"io"
 	"net/http"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"testing/synctest"
 	"time"
@@ -306,6 +308,35 @@ func TestIdempotencyKeyAsNetHTTPReadsIt(t *testing.T) {
 				readAll(t, resp)
 				s.WantAttempts(t, tc.want)
 				s.WantBody(t, "payload")
+			})
+		})
+	}
+}
+
+// TestNothingSentForACallerGoneBeforeRoundTrip sends a POST whose
+// context ended before RoundTrip, under a retry and a hedging rule: no
+// attempt is sent or counted (Error.Attempts 0, "not sent"), the cause is
+// the context's, and the caller's body is closed once.
+func TestNothingSentForACallerGoneBeforeRoundTrip(t *testing.T) {
+	for name, cfg := range map[string]*policy.Config{"retry": retryConfig(3, 503), "hedging": hedgeConfig(3, time.Second, 503)} {
+		t.Run(name, func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				tr, s := newScripted(cfg, rt.Step{Status: 503})
+				ctx, cancel := context.WithCancelCause(t.Context())
+				why := errors.New("user gave up")
+				cancel(why)
+				var closes atomic.Int64
+				req := newRequest(t, ctx, "POST", "")
+				req.Body = &closeCounter{ReadCloser: io.NopCloser(strings.NewReader("payload")), n: &closes}
+				resp, err := tr.RoundTrip(req)
+				assert.Nil(t, resp)
+				assert.ErrorIs(t, err, why)
+				var rerr *retryhttp.Error
+				require.ErrorAs(t, err, &rerr)
+				assert.Zero(t, rerr.Attempts, "got attempts counted for a request never sent")
+				assert.Contains(t, err.Error(), "not sent")
+				s.WantAttempts(t, 0)
+				assert.Equal(t, int64(1), closes.Load(), "caller's body closes")
 			})
 		})
 	}
