@@ -75,7 +75,8 @@ func classifyError(callerDone bool, r *result) outcome {
 	err := r.err
 	var cbe *callerBodyError
 	switch {
-	case callerDone, errors.As(err, &cbe), bodyCopyError(err), errors.Is(err, errBodyCommitted), certificateError(err):
+	case callerDone, errors.As(err, &cbe), bodyCopyError(err), errors.Is(err, errBodyCommitted), certificateError(err),
+		malformed(err):
 		return outFatal
 	case errors.Is(err, dial.ErrBackoff):
 		return outNeverSent
@@ -125,6 +126,14 @@ func certificateError(err error) bool {
 		errors.As(err, &he) || errors.As(err, &cie) || errors.As(err, &sre) || errors.As(err, &alrt)
 }
 
+// malformed reports whether err says the request's URL could never be
+// sent: an address that does not parse (a port out of range, say), a
+// scheme the base does not speak, no host. Every attempt would meet it.
+func malformed(err error) bool {
+	var ae *net.AddrError
+	return errors.As(err, &ae) || stdlibText(err) == textMalformed
+}
+
 // transientError reports whether err is a network failure that a new
 // attempt may not meet (a reset, an EOF, a timeout, a refused
 // connection), and whether it proves the request never reached the
@@ -169,6 +178,7 @@ const (
 	textUnprocessed          // a stream the server did not process: REFUSED_STREAM, or above a GOAWAY's last stream ID
 	textLost                 // a connection or stream lost under the request
 	textCancelled            // net/http's "request canceled"
+	textMalformed            // a URL net/http cannot send: no host, an unsupported scheme
 )
 
 // The texts of net/http's errors that stdlibText reads (see h2_bundle.go
@@ -190,6 +200,10 @@ const (
 	// A response header line cut short by the connection's end, which
 	// net/textproto reads as a line with no colon, quoting it.
 	markHeaderCut = "malformed MIME header: missing colon: "
+	// A URL net/http refuses before it dials: `unsupported protocol
+	// scheme "ftp"`, and one with no host.
+	markBadScheme = "unsupported protocol scheme"
+	markNoHost    = "http: no Host in request URL"
 )
 
 // stdlibText is the one place that reads the text of standard-library
@@ -197,9 +211,9 @@ const (
 // HTTP/2's REFUSED_STREAM and streams above a GOAWAY's last stream ID
 // (the server promises it did not process them), other stream resets
 // the server sent, connections the server closed or lost under a
-// request, a response header line the connection's end cut in two, and
+// request, a response header line the connection's end cut in two,
 // net/http's own cancellation error, which it gives a request cancelled
-// through Request.Cancel.
+// through Request.Cancel, and the URLs it refuses to send.
 //
 // The text that comes first in err's wins: the server's own words (a
 // GOAWAY's debug data, a header line) come after the text that quotes
@@ -209,7 +223,7 @@ func stdlibText(err error) textKind {
 	marks := [...]string{
 		markStreamError, markGoAwayUnprocessed, markGoAwayFirst, markGoAwayClosed, markHeaderCut,
 		"server closed idle connection", "http2: client connection lost",
-		"http2: client connection force closed", "net/http: request canceled",
+		"http2: client connection force closed", "net/http: request canceled", markBadScheme, markNoHost,
 	}
 	at, mark := len(msg), ""
 	for _, m := range marks {
@@ -236,6 +250,8 @@ func stdlibText(err error) textKind {
 		return goAwayText(code)
 	case "net/http: request canceled":
 		return textCancelled
+	case markBadScheme, markNoHost:
+		return textMalformed
 	}
 	return textLost
 }

@@ -76,7 +76,9 @@ type Transport struct {
 	// codes ([policy.ErrorCodes]), the server's own verdict and its
 	// status lists; [UsePolicy], the zero Verdict, leaves them to decide.
 	// No verdict retries what the Transport never retries: a redirect or
-	// an informational answer, or a certificate error. It may read the
+	// an informational answer, a certificate error, or a malformed URL
+	// (one no attempt could send: a port out of range, no host, a scheme
+	// the base does not speak). It may read the
 	// response's body with [PeekBody], and must not close it or keep
 	// resp. It is called on the goroutine running the request (its hedge
 	// loop's, for hedges), one attempt at a time per request, and may be

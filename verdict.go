@@ -29,7 +29,8 @@ const (
 	// idempotency rules still apply: a request that is not idempotent is
 	// not sent again after a response or an error that may show the
 	// server acted on it. It does not retry a redirect, an informational
-	// answer or a certificate error, which the Transport never retries.
+	// answer, a certificate error or a malformed URL, which the Transport
+	// never retries.
 	Retryable
 	// RetryableUnprocessed is Retryable for an outcome the server did
 	// not act on, such as a rate-limit refusal: it is retried whatever
@@ -212,11 +213,11 @@ func judged(v Verdict, r *result, out outcome) outcome {
 // neverRetried reports whether r is an outcome that no verdict makes worth
 // another attempt: a redirect or an informational answer, which is the
 // server's answer, not its failure (a 2xx may still be one the caller
-// knows to be a failure), or a certificate that could not be verified,
-// which the next attempt would meet again.
+// knows to be a failure), a certificate that could not be verified, or a
+// URL that could never be sent, which the next attempt would meet again.
 func neverRetried(r *result) bool {
 	if r.err != nil {
-		return certificateError(r.err)
+		return certificateError(r.err) || malformed(r.err)
 	}
 	status := r.resp.StatusCode
 	return status < 200 || status >= 300 && status < 400

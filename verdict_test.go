@@ -6,6 +6,7 @@ import (
 	"errors"
 	"io"
 	"net/http"
+	"net/url"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -16,6 +17,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/retryhttp/retryhttp"
+	"github.com/retryhttp/retryhttp/dial"
 	"github.com/retryhttp/retryhttp/policy"
 	rt "github.com/retryhttp/retryhttp/retryhttptest"
 )
@@ -354,4 +356,38 @@ func TestVerdictsRetryNothingNeverRetried(t *testing.T) {
 			assert.Equal(t, int64(1), conns.Load(), v.String())
 		}
 	})
+}
+
+// TestMalformedURLsAreNeverRetried sends, through the Transport's own
+// base, URLs that no attempt could send: a port out of range, an
+// address that does not parse, no host, a scheme net/http does not
+// speak. Each is tried once, whatever the classifier says, with no
+// transparent resend and nothing spent of the host's budget.
+func TestMalformedURLsAreNeverRetried(t *testing.T) {
+	verdicts := []retryhttp.Verdict{retryhttp.UsePolicy, retryhttp.Retryable, retryhttp.RetryableUnprocessed, retryhttp.Throttled}
+	for _, raw := range []string{"http://127.0.0.1:99999/", "http://[::1:80/", "http:///path", "ftp://example.com/"} {
+		for _, v := range verdicts {
+			t.Run(raw+"/"+v.String(), func(t *testing.T) {
+				u := &url.URL{Scheme: "http", Host: "[::1:80", Path: "/"} // url.Parse refuses it
+				if parsed, err := url.Parse(raw); err == nil {
+					u = parsed
+				}
+				cfg := retryConfig(3, 503)
+				withWaits(cfg, time.Millisecond, time.Millisecond)
+				tr := &retryhttp.Transport{Policy: cfg}
+				var asked int
+				tr.Classify = func(int, *http.Response, error) retryhttp.Verdict { asked++; return v }
+				req := (&http.Request{Method: "GET", URL: u, Header: http.Header{}}).WithContext(t.Context())
+				resp, err := tr.RoundTrip(req)
+				require.Nil(t, resp)
+				var rerr *retryhttp.Error
+				require.ErrorAs(t, err, &rerr)
+				assert.Equal(t, 1, rerr.Attempts, "got a malformed URL tried again: %v", err)
+				assert.NotErrorIs(t, err, dial.ErrBackoff)
+				st := tr.Stats()
+				assert.Zero(t, st.Total.ExtraAttempts)
+				assert.Zero(t, st.Total.TransparentRetries)
+			})
+		}
+	}
 }
