@@ -81,7 +81,7 @@ func (c *call) admit(n int, again bool) step {
 		c.host.sendingAt(now)
 	}
 	if s.hedges == hedgeEarn {
-		c.host.hedges.earn(c.plan.hedge.MaxExtraLoad)
+		c.earned = c.host.hedges.earn(c.plan.hedge.MaxExtraLoad)
 	}
 	return s
 }
@@ -121,11 +121,17 @@ func (c *call) claim(n int, s step, now time.Time, f *facts) bool {
 }
 
 // unspend gives back the hedge that attempt n, going as w says, took of
-// its host's hedge budget (see gate), when it is not sent after all: its
-// Prepare failed, or it could not get its body. The budget caps the
-// hedges the host is sent.
+// its host's hedge budget (see gate), or the share of one that the first
+// attempt earned, when it is not sent after all: its Prepare failed, or
+// it could not get its body. The budget caps the hedges the host is sent
+// at a share of the requests it is sent.
 func (c *call) unspend(n int, w how) {
-	if n > 1 && !w.resend && c.capped() {
+	switch {
+	case w.resend || !c.capped():
+	case n == 1:
+		c.host.hedges.forgo(c.earned)
+		c.earned = 0
+	default:
 		c.host.hedges.earn(1)
 	}
 }

@@ -130,15 +130,29 @@ type hedgeBudget struct {
 	micro atomic.Int64 // in [0, hedgeBurst]
 }
 
-// earn adds fraction of a hedge for a request's first attempt.
-func (b *hedgeBudget) earn(fraction float64) {
+// earn adds fraction of a hedge for a request's first attempt, and
+// returns what it added, in millionths of a hedge: less than fraction, or
+// nothing, when that would pass the burst.
+func (b *hedgeBudget) earn(fraction float64) int64 {
 	add := int64(math.Round(fraction * microPerHedge))
 	for {
 		old := b.micro.Load()
 		if old >= hedgeBurst || add <= 0 {
-			return // full, as usual: skip the write
+			return 0 // full, as usual: skip the write
 		}
-		if b.micro.CompareAndSwap(old, min(old+add, hedgeBurst)) {
+		n := min(old+add, hedgeBurst)
+		if b.micro.CompareAndSwap(old, n) {
+			return n - old
+		}
+	}
+}
+
+// forgo takes back micro millionths of a hedge that earn added for a
+// first attempt not sent after all, or what is left of them.
+func (b *hedgeBudget) forgo(micro int64) {
+	for micro > 0 {
+		old := b.micro.Load()
+		if b.micro.CompareAndSwap(old, max(old-micro, 0)) {
 			return
 		}
 	}

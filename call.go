@@ -78,6 +78,10 @@ type call struct {
 	// probe is the turn to go first after a capped hold that an attempt
 	// of the request took, until its outcome is learnt; zero: none.
 	probe probeTurn
+	// earned is the share of a hedge that the first attempt earned of
+	// its host's hedge budget, in millionths, given back if it is not
+	// sent.
+	earned int64
 }
 
 // newCall readies req's call: its plan, its body, its host and its

@@ -171,3 +171,33 @@ func TestHedgeBudgetTakesNothingForAHedgeNotSent(t *testing.T) {
 		})
 	}
 }
+
+// TestHedgeBudgetEarnsNothingForAFirstAttemptNotSent has a request's
+// first attempt fail its Prepare, under a hedging rule whose budget
+// earns half a hedge a request: nothing was sent, so nothing is earned,
+// and the next request, sent, earns its half.
+func TestHedgeBudgetEarnsNothingForAFirstAttemptNotSent(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		srv := script(rt.Step{Body: "ok"})
+		cfg := &policy.Config{Rules: []policy.Rule{{Name: []policy.Name{{}},
+			Hedge: &policy.Hedge{MaxAttempts: 2, HedgingDelay: 10 * time.Millisecond, MaxExtraLoad: 0.5}}}}
+		tr := &retryhttp.Transport{Base: srv, Policy: cfg}
+		fail := true
+		tr.Prepare = func(int, *http.Request) error {
+			if fail {
+				return errors.New("no token")
+			}
+			return nil
+		}
+		_, err := tr.RoundTrip(newRequest(t, t.Context(), "GET", ""))
+		require.Error(t, err)
+		srv.WantAttempts(t, 0)
+		assert.Zero(t, tr.Stats().Hosts["api.test"].HedgeTokens, "got a share earned by a request not sent")
+
+		fail = false
+		resp, err := tr.RoundTrip(newRequest(t, t.Context(), "GET", ""))
+		require.NoError(t, err)
+		readAll(t, resp)
+		assert.Equal(t, 0.5, tr.Stats().Hosts["api.test"].HedgeTokens)
+	})
+}

@@ -252,13 +252,13 @@ type Hedge struct {
 	// MaxExtraLoad caps the hedges a host is sent at this fraction of the
 	// requests sent to it, such as 0.02 for 2% more load, so that a delay
 	// set too short (under the host's median, or a quantile the load has
-	// shifted) cannot double its load. Each first attempt earns
+	// shifted) cannot double its load. Each first attempt sent earns
 	// MaxExtraLoad of a hedge and a hedge earns nothing: over any n
 	// consecutive requests the host is sent at most MaxExtraLoad*n + 10
 	// hedges, whatever sets the delay and with or without a [Throttle]. A
-	// hedge the cap withholds is not sent, and is reported as refused; one
-	// that is not sent after all (its Prepare fails, or it cannot get its
-	// body) gives back the hedge it took.
+	// hedge the cap withholds is not sent, and is reported as refused; an
+	// attempt that is not sent after all (its Prepare fails, or it cannot
+	// get its body) gives back the hedge it took, or the share it earned.
 	//
 	// With a cap, a zero HedgingDelay and a zero HedgingDelayQuantile,
 	// the delay follows the host's latency at the quantile that spends
