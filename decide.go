@@ -325,11 +325,14 @@ func (f *facts) allowed() (why retrytrace.RefusalReason, ok bool) {
 // server or lost its connection to another request's cancellation; or,
 // under any plan but hedging, for a request that waits for ready, the
 // attempt a dial backoff window refused (under hedging that hedge is
-// spent, and the next one waits).
+// spent, and the next one waits). A resend the window refused waits too
+// when no further attempt may follow, as with no retry rule: the next
+// attempt would have waited the window for it, and without one the
+// request would fail at once on a window within its deadline.
 func (f *facts) sendsAgain() bool {
 	a := &f.attempt
 	return f.spare && f.resendable() ||
-		f.plan.kind != planHedge && !a.resend && a.window > 0 && f.ready && !f.callerDone
+		f.plan.kind != planHedge && (!a.resend || f.sent >= f.plan.attempts) && a.window > 0 && f.ready && !f.callerDone
 }
 
 // again is the step of an attempt sent again under its number: at once,
