@@ -257,3 +257,32 @@ func TestWaitForReadyWithoutRetries(t *testing.T) {
 		})
 	}
 }
+
+// A request that waits for ready fails at once, its one dial made, when
+// the window its refusal opened ends past its deadline, whatever its rule.
+func TestWaitForReadyPastTheDeadlineFailsAtOnce(t *testing.T) {
+	hedged := &policy.Config{Rules: []policy.Rule{{Name: []policy.Name{{}},
+		Hedge: &policy.Hedge{MaxAttempts: 3, HedgingDelay: 100 * time.Millisecond}}}}
+	for _, tc := range []struct {
+		name string
+		cfg  *policy.Config
+	}{
+		{"retried", policy.Default()},
+		{"hedged", hedged},
+		{"no policy", policy.None()},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				h := newHost(script(rt.Step{}), false)
+				tr := &retryhttp.Transport{Base: h, Policy: tc.cfg}
+				ctx, cancel := context.WithTimeout(retryhttp.WithWaitForReady(t.Context()), 700*time.Millisecond)
+				defer cancel()
+				start := time.Now()
+				_, err := tr.RoundTrip(newRequest(t, ctx, "GET", ""))
+				require.ErrorIs(t, err, syscall.ECONNREFUSED)
+				assert.Less(t, time.Since(start), 700*time.Millisecond, "no wait up to the deadline")
+				assert.Len(t, h.dialed(), 1)
+			})
+		})
+	}
+}
