@@ -245,5 +245,9 @@ func TestLogHooksHolds(t *testing.T) {
 		require.NotEmpty(t, lines(&buf))
 		assert.Contains(t, lines(&buf)[0], `msg="retryhttp: waiting" `+logPrefix+`attempt=1 delay=2.`)
 		assert.Contains(t, lines(&buf)[0], `reason=hold`)
+		// Its end is logged with the time it was held, as it lasted.
+		require.Len(t, lines(&buf), 2)
+		assert.Contains(t, lines(&buf)[1], `level=INFO msg="retryhttp: answered" `+logPrefix+`attempts=1 retry_delay=2.`)
+		assert.Contains(t, lines(&buf)[1], `status_code=200`)
 	})
 }

@@ -21,14 +21,17 @@ import (
 //   - Info: a wait before an attempt (a backoff, a server delay, a
 //     hold, the pace, a place in line, a dial backoff window), with its
 //     announced length and reason; a hedge sent; a request answered
-//     after more than one attempt or a transparent resend.
+//     after more than one attempt, a transparent resend or a wait, with
+//     the time its waits lasted (retry_delay).
 //   - Warn: an attempt the policy would make that is refused (see
-//     [RefusalReason]); a request that ends, after more than one attempt
-//     or a resend, in an error or in a 429 or 5xx.
+//     [RefusalReason]); a request that ends, after more than one attempt,
+//     a resend or a wait, in an error or in a 429 or 5xx.
 //
 // A request whose first attempt is sent at once and succeeds logs
 // nothing above Debug (a hedged one logs its hedging delay there), and
-// costs nothing but the hook calls.
+// costs nothing but the hook calls. One that waited first, for a hold,
+// the pace or a place in line, logs its end, so that the time it was
+// held shows as it lasted, not only as announced.
 //
 // Each record carries the request's method, host and path, then those of
 // attempt, delay, reason, outcome, status_code, error, error_code,
@@ -113,7 +116,7 @@ func (h logHooks) refused(r RefusedInfo) {
 }
 
 func (h logHooks) done(d DoneInfo) {
-	if d.Attempts <= 1 && d.TransparentRetries == 0 {
+	if d.Attempts <= 1 && d.TransparentRetries == 0 && d.RetryDelay == 0 {
 		return // answered, or failed, as a plain client would have
 	}
 	attrs := []slog.Attr{slog.Int("attempts", d.Attempts)}
