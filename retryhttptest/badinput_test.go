@@ -32,6 +32,12 @@ func TestBadScriptsFailWithAClearError(t *testing.T) {
 			`Script[0]: Content-Length "4" does not match a body of 5 bytes (to cut a body short, use CloseMidBody)`},
 		{"Transfer-Encoding", script(rt.Step{Header: http.Header{"Transfer-Encoding": {"chunked"}}}),
 			"Script[0]: Transfer-Encoding is set: the server frames the body itself"},
+		// A Header written as a literal keeps its keys as written; the
+		// reply sends them canonical, so the checks read them so too.
+		{"transfer-encoding", script(rt.Step{Header: http.Header{"transfer-encoding": {"chunked"}}}),
+			"Script[0]: Transfer-Encoding is set: the server frames the body itself"},
+		{"content-length", script(rt.Step{Body: "hello", Header: http.Header{"content-length": {"10"}}}),
+			`Script[0]: Content-Length "10" does not match a body of 5 bytes (to cut a body short, use CloseMidBody)`},
 		{"body of a 204", script(rt.Step{Status: 204, Body: "x"}), "Script[0]: status 204 allows no body, got 1 bytes"},
 		{"cut past the body", script(rt.Step{Body: "abc", Fault: rt.CloseMidBody, After: 3}),
 			"Script[0]: CloseMidBody after 3 bytes of a body of 3: After must be in 0..len(Body)-1"},
@@ -78,6 +84,29 @@ func TestBadScriptsFailWithAClearError(t *testing.T) {
 }
 
 func script(steps ...rt.Step) *rt.Server { return &rt.Server{Script: steps} }
+
+// A request with no URL fails as net/http's transport fails it, rather
+// than panicking, and reaches no record.
+func TestRequestWithoutURL(t *testing.T) {
+	srv := script(rt.Step{})
+	body := &closeCount{Reader: strings.NewReader("x")}
+	_, err := srv.RoundTrip(&http.Request{Method: "POST", Header: http.Header{}, Body: body})
+	if err == nil || err.Error() != "retryhttptest: nil Request.URL" {
+		t.Errorf("got error %v, want %q", err, "retryhttptest: nil Request.URL")
+	}
+	if body.closed != 1 {
+		t.Errorf("body closed %d times, want once", body.closed)
+	}
+	srv.WantAttempts(t, 0)
+}
+
+// closeCount is a request body that counts its closes.
+type closeCount struct {
+	io.Reader
+	closed int
+}
+
+func (c *closeCount) Close() error { c.closed++; return nil }
 
 func newRequest(t *testing.T, ctx context.Context, method, body string) *http.Request {
 	t.Helper()

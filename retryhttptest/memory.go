@@ -2,6 +2,7 @@ package retryhttptest
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"net"
@@ -30,6 +31,10 @@ import (
 // body as the script gives it: no decompression.
 func (s *Server) RoundTrip(req *http.Request) (*http.Response, error) {
 	ctx := req.Context()
+	if req.URL == nil {
+		closeBody(req) // as net/http's transport refuses it
+		return nil, errors.New("retryhttptest: nil Request.URL")
+	}
 	if err := s.checkScript(); err != nil {
 		closeBody(req)
 		return nil, err

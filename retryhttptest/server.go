@@ -220,15 +220,29 @@ func (st *Step) check() error {
 		return fmt.Errorf("negative Trickle %+v", st.Trickle)
 	case st.Body != "" && !bodyAllowed(code):
 		return fmt.Errorf("status %d allows no body, got %d bytes", code, len(st.Body))
-	case len(st.Header.Values("Transfer-Encoding")) > 0:
+	case len(headerValues(st.Header, "Transfer-Encoding")) > 0:
 		return errors.New("Transfer-Encoding is set: the server frames the body itself")
 	}
-	for _, v := range st.Header.Values("Content-Length") {
+	for _, v := range headerValues(st.Header, "Content-Length") {
 		if v != fmt.Sprint(len(st.Body)) {
 			return fmt.Errorf("Content-Length %q does not match a body of %d bytes (to cut a body short, use CloseMidBody)", v, len(st.Body))
 		}
 	}
 	return st.checkFault()
+}
+
+// headerValues returns the values of h under key, a canonical key, and
+// under each spelling of it: a Header written as a literal may hold
+// "content-length", which Header.Values does not find, yet the reply
+// sends it under its canonical key (see replyHeader).
+func headerValues(h http.Header, key string) []string {
+	var vs []string
+	for k, v := range h {
+		if http.CanonicalHeaderKey(k) == key {
+			vs = append(vs, v...)
+		}
+	}
+	return vs
 }
 
 func (st *Step) checkFault() error {
