@@ -194,6 +194,28 @@ var hostCases = []hostCase{
 		counts: func(c retryhttp.Counters) []uint64 { return []uint64{c.Hedges, c.HedgeBudgetRefusals} },
 	},
 	{
+		name: "hedged in line",
+		cfg: func() *policy.Config {
+			return &policy.Config{Rules: []policy.Rule{{Name: []policy.Name{{}},
+				Hedge: &policy.Hedge{MaxAttempts: 4, HedgingDelay: 10 * time.Millisecond}}},
+				Admission: &policy.Admission{MaxConcurrency: 3, MaxWait: 30 * time.Millisecond}}
+		},
+		base: &rt.Server{Choose: func(n int, _ *http.Request) rt.Step {
+			return rt.Step{Delay: time.Duration(20+n%7*15) * time.Millisecond}
+		}},
+		drive: func(t *testing.T, send func(string, time.Duration)) {
+			var wg sync.WaitGroup
+			for range 30 {
+				wg.Go(func() { send("https://line.test/v1", 30*time.Second) })
+				time.Sleep(7 * time.Millisecond)
+			}
+			wg.Wait()
+		},
+		host:   "line.test",
+		counts: func(c retryhttp.Counters) []uint64 { return []uint64{c.Hedges, c.AdmissionWaits, c.Shed} },
+		during: func(h retryhttp.HostStats) bool { return h.InFlight > 0 },
+	},
+	{
 		name: "a fleet's budget spent",
 		cfg: func() *policy.Config {
 			cfg := policy.Default()
@@ -266,7 +288,9 @@ func (tc *hostCase) run(t *testing.T) {
 				return
 			case <-time.After(50 * time.Millisecond):
 			}
-			// Time stands still in the bubble while the three are read.
+			// Nothing else runs, and time stands still in the bubble,
+			// while the three are read.
+			synctest.Wait()
 			st := tr.Stats().Hosts[tc.host]
 			if tc.during == nil || !tc.during(st) {
 				continue
