@@ -32,9 +32,12 @@ const (
 // Gauges observes, at each collection, the pace and the concurrency
 // limit of each host tr keeps, from [retryhttp.Transport.Stats]:
 // [PaceRateMetric], [ConcurrencyLimitMetric] and [InFlightMetric], with
-// server.address and server.port. Only cfg.MeterProvider is used (nil:
-// the global provider). Unregister the returned registration to stop; the
-// error is that of creating an instrument or registering the callback.
+// server.address and, when the host's URL names a port, server.port: a
+// key of Stats.Hosts does not say its scheme, so the port that the
+// request histograms infer from it (443 for https) is not given. Only
+// cfg.MeterProvider is used (nil: the global provider). Unregister the
+// returned registration to stop; the error is that of creating an
+// instrument or registering the callback.
 //
 // Each collection costs a Stats, whose cost grows with the hosts tr
 // keeps: collect at a scrape's pace, not per request.
