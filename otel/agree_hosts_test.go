@@ -43,8 +43,8 @@ type recorder struct {
 func newRecorder() recorder { return recorder{mu: new(sync.Mutex), records: new([]record)} }
 
 func (recorder) Enabled(context.Context, slog.Level) bool { return true }
-func (r recorder) WithAttrs([]slog.Attr) slog.Handler    { return r }
-func (r recorder) WithGroup(string) slog.Handler         { return r }
+func (r recorder) WithAttrs([]slog.Attr) slog.Handler     { return r }
+func (r recorder) WithGroup(string) slog.Handler          { return r }
 
 func (r recorder) Handle(_ context.Context, rec slog.Record) error {
 	attrs := map[string]slog.Value{}
