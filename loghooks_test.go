@@ -251,3 +251,26 @@ func TestLogHooksHolds(t *testing.T) {
 		assert.Contains(t, lines(&buf)[1], `status_code=200`)
 	})
 }
+
+// TestLogHooksNameTheHostAsStatsDo sends to a host written in capitals:
+// its records name it lowercased, as Stats, the status page and the otel
+// module do, so that one host is one name everywhere.
+func TestLogHooksNameTheHostAsStatsDo(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		var buf bytes.Buffer
+		tr, _ := newCalls(retryConfig(3, 503), script(rt.Step{Status: 503}, rt.Step{}).RoundTrip)
+		tr.Hooks = logTo(&buf, slog.LevelInfo)
+		req := newRequest(t, t.Context(), "GET", "")
+		req.URL.Host = "API.Test"
+		resp, err := tr.RoundTrip(req)
+		require.NoError(t, err)
+		readAll(t, resp)
+		got := lines(&buf)
+		require.NotEmpty(t, got)
+		for _, l := range got {
+			assert.Contains(t, l, " "+logPrefix, "got a record naming the host otherwise")
+		}
+		_, ok := tr.Stats().Hosts["api.test"]
+		assert.True(t, ok, "Stats names the host api.test")
+	})
+}

@@ -3,6 +3,7 @@ package retrytrace
 import (
 	"log/slog"
 	"net/http"
+	"strings"
 
 	"github.com/retryhttp/retryhttp/internal/redact"
 )
@@ -33,11 +34,11 @@ import (
 // the pace or a place in line, logs its end, so that the time it was
 // held shows as it lasted, not only as announced.
 //
-// Each record carries the request's method, host and path, then those of
-// attempt, delay, reason, outcome, status_code, error, error_code,
-// latency, attempts, hedges, transparent_retries and retry_delay that
-// apply: the names of the fields of the hooks' payloads, in snake case
-// (error for Err). No record holds
+// Each record carries the request's method, host (lowercased, as Stats
+// names it) and path, then those of attempt, delay, reason, outcome,
+// status_code, error, error_code, latency, attempts, hedges,
+// transparent_retries and retry_delay that apply: the names of the fields
+// of the hooks' payloads, in snake case (error for Err). No record holds
 // a query string, a fragment, userinfo or a header value: every URL in an
 // error's text is cut down to its scheme, host and path. An error's text
 // is at most 8 KiB, a longer one shortened and ending in " …", so that
@@ -76,7 +77,7 @@ func (h logHooks) log(req *http.Request, level slog.Level, msg string, attrs ...
 		path = "/" // as net/http sends it
 	}
 	all := make([]slog.Attr, 0, 3+len(attrs))
-	all = append(all, slog.String("method", method), slog.String("host", req.URL.Host), slog.String("path", path))
+	all = append(all, slog.String("method", method), slog.String("host", strings.ToLower(req.URL.Host)), slog.String("path", path))
 	l.LogAttrs(ctx, level, msg, append(all, attrs...)...)
 }
 
