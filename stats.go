@@ -28,7 +28,9 @@ type Counters struct {
 	// provably never reached the server; they are not ExtraAttempts.
 	TransparentRetries uint64
 	// Hedges counts the hedges among ExtraAttempts; HedgesWon those
-	// whose response was handed to the caller. HedgesCancelled counts the
+	// that won: whose success or fatal status was handed to the caller
+	// and cut the other attempts off. A hedge's non-fatal answer handed
+	// back because every attempt failed did not win. HedgesCancelled counts the
 	// attempts of hedged requests, the first included, cut off before
 	// they ended: because another attempt won, the caller's context ended,
 	// or the body outgrew its buffer. It measures work thrown away, so it
