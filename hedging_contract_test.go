@@ -148,22 +148,53 @@ func TestHedgeWinsWhileTheFirstStillUploads(t *testing.T) {
 	})
 }
 
-// A request that may not be sent twice is not hedged, whatever its
+// Only a request that may be sent twice is hedged: an idempotent method,
+// or one with an idempotency key. Any other is sent once, whatever its
 // first attempt gets: a non-fatal status comes back as it is.
-func TestHedgingSendsANonIdempotentRequestOnce(t *testing.T) {
-	for _, method := range []string{"POST", "PATCH"} {
-		t.Run(method, func(t *testing.T) {
+func TestHedgingFollowsIdempotency(t *testing.T) {
+	for _, tc := range []struct {
+		method string
+		sent   int
+	}{
+		{"GET", 2}, {"HEAD", 2}, {"OPTIONS", 2}, {"TRACE", 2}, {"PUT", 2}, {"DELETE", 2},
+		{"POST", 1}, {"PATCH", 1}, {"CONNECT", 1},
+	} {
+		t.Run(tc.method, func(t *testing.T) {
 			synctest.Test(t, func(t *testing.T) {
 				srv := numbered(rt.Step{Delay: 10 * time.Millisecond, Status: 503}, rt.Step{})
-				tr, resp, err := runHedged(t, srv, hedgeConfig(3, time.Millisecond, 503), method)
+				tr, resp, err := runHedged(t, srv, hedgeConfig(2, time.Second, 503), tc.method)
 				require.NoError(t, err)
-				assert.Equal(t, 503, resp.StatusCode)
 				readAll(t, resp)
-				srv.WantAttempts(t, 1)
-				assert.Zero(t, tr.Stats().Total.Hedges)
+				srv.WantAttempts(t, tc.sent)
+				assert.Equal(t, uint64(tc.sent-1), tr.Stats().Total.Hedges)
 			})
 		})
 	}
+}
+
+// A hedging config in JSON that says nothing of retryThrottling keeps the
+// default budget of 100 tokens: against a host that answers every
+// attempt 503, hedges stop once it is down to half.
+func TestHedgingJSONKeepsTheBudget(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		cfg, err := policy.ParseConfig([]byte(`{"methodConfig": [{"name": [{"method": "GET"}],
+			"hedgingPolicy": {"maxAttempts": 3, "hedgingDelay": "0.05s", "nonFatalStatusCodes": [502, 503, 504]}}]}`))
+		require.NoError(t, err)
+		srv := script(rt.Step{Delay: 10 * time.Millisecond, Status: 503})
+		tr := &retryhttp.Transport{Base: srv, Policy: cfg}
+		for range 40 {
+			resp, err := tr.RoundTrip(newRequest(t, t.Context(), "GET", ""))
+			require.NoError(t, err)
+			assert.Equal(t, 503, resp.StatusCode)
+			readAll(t, resp)
+		}
+		// Sixteen requests of three 503s take it to 52, the 17th's two
+		// to 50; each later request is sent once.
+		srv.WantAttempts(t, 16*3+2+23)
+		st := tr.Stats().Total
+		assert.Equal(t, uint64(16*2+1), st.Hedges)
+		assert.Equal(t, uint64(24), st.BudgetRefusals)
+	})
 }
 
 // With no hedging delay every attempt goes at once, as many as the
@@ -474,5 +505,29 @@ func TestBudgetCountsEachHedgeOnce(t *testing.T) {
 		assert.InDelta(t, 7.1, tr.Stats().Hosts["api.test"].Tokens, 1e-9, "one win; the others were cut off")
 		st := tr.Stats().Total
 		assertHedges(t, st, 4, 1, 2)
+	})
+}
+
+// Attempt 1 refused at the dial after hedge 2 has gone is resent under
+// its own number: with no attempts header, spending no budget, and
+// counted as no further hedge.
+func TestLateDialRefusalIsResentUnderItsNumber(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		srv := script(rt.Step{Delay: time.Hour}, rt.Step{Delay: 100 * time.Millisecond, Body: "resent"})
+		late := func(req *http.Request) (*http.Response, error) {
+			time.Sleep(60 * time.Millisecond)
+			return refuse(req)
+		}
+		tr, _ := newCalls(hedgeConfig(2, 50*time.Millisecond, 503), late, srv.RoundTrip)
+		resp, err := tr.RoundTrip(newRequest(t, t.Context(), "GET", ""))
+		require.NoError(t, err)
+		assert.Equal(t, "resent", readAll(t, resp))
+		assert.Empty(t, resp.Header.Values(retryhttp.AttemptsHeader), "the first attempt's answer")
+		srv.WantHeader(t, retryhttp.AttemptsHeader, "1", "")
+		assert.Equal(t, []time.Duration{0, 10 * time.Millisecond}, arrivals(srv))
+		hs := tr.Stats().Hosts["api.test"]
+		assert.Equal(t, uint64(1), hs.TransparentRetries)
+		assertHedges(t, hs.Counters, 1, 0, 1)
+		assert.InDelta(t, 100, hs.Tokens, 1e-9, "nothing spent")
 	})
 }
