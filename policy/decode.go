@@ -188,3 +188,88 @@ func scalarAt(raw json.RawMessage, rel string) (json.RawMessage, bool) {
 	}
 	return v, true
 }
+
+// syntaxPlace returns, for a syntax error found after reading offset
+// bytes of data, the path of the value it lies in as a FieldError's Field
+// spells it, and the text there, each cut as clipped cuts them and
+// followed by ": " when not empty. It reads data token by token up to
+// the error, so a document nested too deep for encoding/json's decoder
+// costs no more than its length.
+func syntaxPlace(data []byte, offset int64) (field, value string) {
+	type level struct {
+		object, wantKey bool
+		key             string
+		index           int
+	}
+	var stack []level
+	dec := json.NewDecoder(bytes.NewReader(data))
+	for dec.InputOffset() < offset {
+		tok, err := dec.Token()
+		if err != nil {
+			break
+		}
+		top := len(stack) - 1
+		d, delim := tok.(json.Delim)
+		switch {
+		case delim && (d == '}' || d == ']'):
+			stack = stack[:top]
+			continue
+		case top >= 0 && stack[top].wantKey:
+			stack[top].key, _ = tok.(string)
+			stack[top].wantKey = false
+			continue
+		case top >= 0 && stack[top].object:
+			stack[top].wantKey = true
+		case top >= 0:
+			stack[top].index++
+		}
+		if delim {
+			stack = append(stack, level{object: d == '{', wantKey: d == '{', index: -1})
+		}
+	}
+	var b strings.Builder
+	for i, l := range stack {
+		last := i == len(stack)-1
+		switch {
+		case l.object && !(last && l.wantKey):
+			if b.Len() > 0 {
+				b.WriteByte('.')
+			}
+			b.WriteString(l.key)
+		case !l.object && last:
+			fmt.Fprintf(&b, "[%d]", l.index+1) // the element being read
+		case !l.object:
+			fmt.Fprintf(&b, "[%d]", l.index)
+		}
+		if b.Len() > maxFieldLen {
+			break
+		}
+	}
+	if b.Len() > 0 {
+		field = cut(b.String(), maxFieldLen) + ": "
+	}
+	if v := tokenAt(data, offset-1); v != "" {
+		value = cut(v, maxValueLen) + ": "
+	}
+	return field, value
+}
+
+// tokenAt returns the text of data around index i, from the delimiter
+// before it to the one after: the value a syntax error met there, such as
+// NaN or -Infinity.
+func tokenAt(data []byte, i int64) string {
+	if i < 0 || i >= int64(len(data)) {
+		return ""
+	}
+	start, end := i, i
+	for start > 0 && strings.IndexByte(" \t\r\n,:[{", data[start-1]) < 0 {
+		start--
+	}
+	for end < int64(len(data)) && end-start <= maxValueLen && strings.IndexByte(" \t\r\n,:]}", data[end]) < 0 {
+		end++
+	}
+	if end == start {
+		end = i + 1 // the delimiter that was not expected, alone
+	}
+	return string(data[start:end])
+}

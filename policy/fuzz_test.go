@@ -47,6 +47,8 @@ func FuzzParseConfig(f *testing.F) {
 		`null`,
 		``,
 		`{"methodConfig": [`,
+		`{"methodConfig": [{"name": [{}], "retryPolicy": {"maxAttempts": 3, "jitter": -Infinity}}]}`,
+		`{"retryThrottling": {"maxTokens": [[[[NaN]]]]}}`,
 	} {
 		f.Add([]byte(seed))
 	}
@@ -152,6 +154,9 @@ func checkParse(t *testing.T, data []byte) *Config {
 		}
 		if !errors.Is(err, ErrInvalid) {
 			t.Errorf("got %v, want an error matching ErrInvalid", err)
+		}
+		if len(err.Error()) > 512 {
+			t.Errorf("got a message of %d bytes, want the input cut short in it", len(err.Error()))
 		}
 		var fe *FieldError
 		if errors.As(err, &fe) && len(fe.Value) > maxValueLen+len("...") {

@@ -72,7 +72,10 @@ import (
 //
 // Every error matches [ErrInvalid] through [errors.Is]; an error about one
 // field is a *[FieldError] naming it by its JSON path, and a syntax error
-// wraps the *[json.SyntaxError]. On error the returned Config is nil. A
+// (NaN, Infinity and other values JSON cannot hold, or a document nested
+// deeper than encoding/json reads) wraps the *[json.SyntaxError], after
+// the path of the value it lies in and the text there, as in
+// "policy: invalid config: methodConfig[0].retryPolicy.jitter: NaN: ...". On error the returned Config is nil. A
 // Config that ParseConfig returns passes [Config.Validate] too, so it is
 // reported in Go's words only if its caller edits it.
 func ParseConfig(data []byte) (*Config, error) {
@@ -95,7 +98,15 @@ func parseConfig(data []byte) (*Config, error) {
 		if errors.Is(err, io.EOF) {
 			return nil, &FieldError{Reason: "no JSON object in input"}
 		}
-		return nil, fmt.Errorf("%w: %w", ErrInvalid, err)
+		var se *json.SyntaxError
+		if !errors.As(err, &se) {
+			return nil, fmt.Errorf("%w: %w", ErrInvalid, err)
+		}
+		// A value JSON cannot hold (NaN, Infinity) or a document nested
+		// too deep is a syntax error to encoding/json, which names only
+		// an offset: say where it is as every other error does.
+		field, value := syntaxPlace(data, se.Offset)
+		return nil, fmt.Errorf("%w: %s%s%w", ErrInvalid, field, value, err)
 	}
 	end := dec.InputOffset()
 	if _, err := dec.Token(); !errors.Is(err, io.EOF) {
