@@ -30,11 +30,11 @@ type Counters struct {
 	// Hedges counts the hedges among ExtraAttempts; HedgesWon those
 	// that won: whose success or fatal status was handed to the caller
 	// and cut the other attempts off. A hedge's non-fatal answer handed
-	// back because every attempt failed did not win. HedgesCancelled counts the
-	// attempts of hedged requests, the first included, cut off before
-	// they ended: because another attempt won, the caller's context ended,
-	// or the body outgrew its buffer. It measures work thrown away, so it
-	// may exceed Hedges.
+	// back because every attempt failed did not win. HedgesCancelled
+	// counts the attempts of hedged requests, the first included, cut
+	// off before they ended: because another attempt won, the caller's
+	// context ended, or the body outgrew its buffer. It measures work
+	// thrown away, so it may exceed Hedges.
 	Hedges          uint64
 	HedgesWon       uint64
 	HedgesCancelled uint64

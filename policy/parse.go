@@ -75,9 +75,10 @@ import (
 // (NaN, Infinity and other values JSON cannot hold, or a document nested
 // deeper than encoding/json reads) wraps the *[json.SyntaxError], after
 // the path of the value it lies in and the text there, as in
-// "policy: invalid config: methodConfig[0].retryPolicy.jitter: NaN: ...". On error the returned Config is nil. A
-// Config that ParseConfig returns passes [Config.Validate] too, so it is
-// reported in Go's words only if its caller edits it.
+// "policy: invalid config: methodConfig[0].retryPolicy.jitter: NaN: ...".
+// On error the returned Config is nil. A Config that ParseConfig returns
+// passes [Config.Validate] too, so it is reported in Go's words only if
+// its caller edits it.
 func ParseConfig(data []byte) (*Config, error) {
 	c, err := parseConfig(data)
 	if err != nil {
