@@ -29,6 +29,9 @@ type halfDown struct {
 	mu    sync.Mutex
 	dials map[string]int // by ip:port
 	hits  int            // requests the second address served
+	// backsOff reports whether the Transport's dialer backs the first
+	// address off; set by transport, under mu.
+	backsOff func() bool
 }
 
 func newHalfDown(t *testing.T) *halfDown {
@@ -46,6 +49,17 @@ func newHalfDown(t *testing.T) *halfDown {
 		}
 		h.port = port
 		srv := httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			// No answer before the first address's refusal is recorded:
+			// a hedge sent beside the attempt that dials it would
+			// otherwise win, on a busy machine, before that dial ends,
+			// and cut it off unrecorded, leaving the address to be
+			// dialed again by the next request.
+			h.mu.Lock()
+			backsOff := h.backsOff
+			h.mu.Unlock()
+			for backsOff != nil && !backsOff() && r.Context().Err() == nil {
+				time.Sleep(time.Millisecond)
+			}
 			io.Copy(io.Discard, r.Body)
 			h.mu.Lock()
 			h.hits++
@@ -87,6 +101,20 @@ func (h *halfDown) transport(t *testing.T, cfg *policy.Config) *Transport {
 		}
 		return c, err
 	}
+	// A window that outlasts the test: on a slow machine, five calls
+	// could outlast the default first window of a second, and the
+	// address would be tried again, rightly.
+	st.dialer.Backoff = policy.Table{Steps: []time.Duration{time.Hour}}
+	h.mu.Lock()
+	h.backsOff = func() bool {
+		for _, w := range st.dialer.Windows() {
+			if w.Addr == "127.0.0.1:"+strconv.Itoa(h.port) {
+				return true
+			}
+		}
+		return false
+	}
+	h.mu.Unlock()
 	t.Cleanup(tr.CloseIdleConnections)
 	return tr
 }
