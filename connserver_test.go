@@ -104,6 +104,20 @@ func (s *connServer) close() {
 	s.wg.Wait()
 }
 
+// startRawServer starts a connServer whose n-th connection (from 0)
+// reads one request, gets replies[min(n, len(replies)-1)] written by
+// hand, and is closed: for answers no server library writes, such as a
+// header section cut mid-line.
+func startRawServer(t testing.TB, replies ...string) *connServer {
+	t.Helper()
+	return startConnServer(t, func(n int, c net.Conn, rd *bufio.Reader) {
+		if readRequest(rd) {
+			io.WriteString(c, replies[min(n, len(replies)-1)])
+		}
+		c.Close()
+	})
+}
+
 // readRequest reads one request and its body from rd; it reports whether
 // there was one.
 func readRequest(rd *bufio.Reader) bool {
