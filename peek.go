@@ -6,6 +6,7 @@ import (
 	"errors"
 	"io"
 	"net/http"
+	"sync"
 )
 
 // maxPeek is the most bytes [PeekBody] reads: a larger n counts as this
@@ -60,7 +61,7 @@ func peekBody(ctx context.Context, resp *http.Response, n int) ([]byte, error) {
 	if len(pb.buf) >= n || pb.err != nil {
 		return pb.peeked(n)
 	}
-	stop := context.AfterFunc(ctx, func() { pb.rc.Close() })
+	stop := context.AfterFunc(ctx, func() { pb.Close() })
 	pb.fill(n)
 	if !stop() && pb.err != nil && pb.err != io.EOF {
 		// The read ended because the body was closed: say why.
@@ -77,6 +78,13 @@ type peekedBody struct {
 	buf []byte
 	off int   // bytes of buf already read
 	err error // what ended the peek short of its bytes: io.EOF or a failure
+
+	// closeOnce closes rc once: a peek whose context ended closes it
+	// from the context's goroutine, and its reader closes it again;
+	// io.Closer leaves a second Close undefined, and a base's body may
+	// mind it.
+	closeOnce sync.Once
+	closeErr  error
 }
 
 // peeked returns up to n bytes read ahead, and what ended the reading
@@ -120,8 +128,12 @@ func (b *peekedBody) Read(p []byte) (int, error) {
 	return b.rc.Read(p)
 }
 
-// Close implements io.Closer.
-func (b *peekedBody) Close() error { return b.rc.Close() }
+// Close implements io.Closer. It closes rc once, however many times it
+// is called and from whichever goroutines; each call returns rc's error.
+func (b *peekedBody) Close() error {
+	b.closeOnce.Do(func() { b.closeErr = b.rc.Close() })
+	return b.closeErr
+}
 
 // WriteTo lets io.Copy take the peeked bytes and the rest without a
 // buffer of its own.

@@ -261,6 +261,25 @@ func TestPeekBodyThatHangs(t *testing.T) {
 	})
 }
 
+// A body the peek closed when the request's context ended is not closed
+// again by its reader's Close: the base's body sees one Close, as
+// io.Closer leaves a second one undefined.
+func TestPeekBodyClosedByItsContextIsClosedOnce(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		ctx, cancel := context.WithTimeout(t.Context(), time.Second)
+		defer cancel()
+		req, err := http.NewRequestWithContext(ctx, "GET", "https://api.test/", nil)
+		require.NoError(t, err)
+		var closes atomic.Int64
+		resp := &http.Response{Body: &closeCounter{ReadCloser: &stuckBody{closed: make(chan struct{})}, n: &closes}, Request: req}
+		_, err = retryhttp.PeekBody(resp, 10)
+		require.ErrorIs(t, err, context.DeadlineExceeded)
+		require.NoError(t, resp.Body.Close())
+		synctest.Wait()
+		assert.Equal(t, int64(1), closes.Load(), "closes of the base's body")
+	})
+}
+
 // A peek after part of the body was read starts where the next reader
 // would read, with no gap.
 func TestPeekBodyAfterARead(t *testing.T) {
