@@ -105,6 +105,46 @@ func TestDrainOfABodyThatIgnoresItsContextIsBounded(t *testing.T) {
 	})
 }
 
+// endedBody is a response body that ends when it is closed: its Read
+// waits for Close, then reports the end of the body, as a base's body
+// may once its connection is gone. It counts its Close calls.
+type endedBody struct {
+	closed chan struct{}
+	closes atomic.Int32
+}
+
+func (b *endedBody) Read([]byte) (int, error) {
+	<-b.closed
+	return 0, io.EOF
+}
+
+func (b *endedBody) Close() error {
+	if b.closes.Add(1) == 1 {
+		close(b.closed)
+	}
+	return nil
+}
+
+// A kept response discarded while its read-ahead waits, whose body then
+// ends, is closed once: by the discard, not again by the read-ahead that
+// saw the end.
+func TestKeptBodyEndedByItsCloseIsClosedOnce(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		ended := &endedBody{closed: make(chan struct{})}
+		busy := func(req *http.Request) (*http.Response, error) {
+			return &http.Response{StatusCode: 503, Header: http.Header{}, Body: ended, ContentLength: -1, Request: req}, nil
+		}
+		cfg := retryConfig(2, 503)
+		withWaits(cfg, time.Millisecond, time.Millisecond)
+		tr, _ := newCalls(cfg, busy, script(rt.Step{Body: "ok"}).RoundTrip)
+		resp, err := tr.RoundTrip(newRequest(t, t.Context(), "GET", ""))
+		require.NoError(t, err)
+		assert.Equal(t, "ok", readAll(t, resp))
+		synctest.Wait()
+		assert.Equal(t, int32(1), ended.closes.Load(), "closes of the discarded body")
+	})
+}
+
 // A server delay too large to represent, or absurd, is never waited for,
 // even with no limit on server delays: the response comes back at once.
 func TestSaturatedServerDelaysAreNeverWaited(t *testing.T) {

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"io"
+	"sync"
 	"time"
 )
 
@@ -175,9 +176,14 @@ type keptBody struct {
 	ahead bytes.Buffer
 	whole bool  // the body ended within the read-ahead, and rest is closed
 	err   error // what ended the read-ahead short, the end of the body aside
-	// closed says Close has closed rest; only the owner of the response
+	// closed says Close has been called; only the owner of the response
 	// reads and writes it.
 	closed bool
+	// restOnce closes rest once: the read-ahead closes it when the body
+	// ends, and the owner's Close may come first, or meanwhile; a body
+	// that ends as it is closed would otherwise be closed twice, which
+	// io.Closer leaves undefined.
+	restOnce sync.Once
 }
 
 // readAhead reads the body ahead; sending, the attempt's request body
@@ -188,7 +194,7 @@ func (k *keptBody) readAhead(sending *bodyReader) {
 	switch {
 	case err == io.EOF:
 		k.whole = true
-		k.rest.Close()
+		k.closeRest()
 		if sending != nil {
 			sending.Close()
 		}
@@ -228,12 +234,13 @@ func (k *keptBody) Close() error {
 		return nil
 	}
 	k.closed = true
-	select {
-	case <-k.done:
-		if k.whole {
-			return nil // closed by the read-ahead
-		}
-	default:
-	}
-	return k.rest.Close()
+	return k.closeRest()
+}
+
+// closeRest closes rest unless it was closed already, by the read-ahead
+// or by Close, and returns its error to the one that closed it.
+func (k *keptBody) closeRest() error {
+	var err error
+	k.restOnce.Do(func() { err = k.rest.Close() })
+	return err
 }
