@@ -16,7 +16,11 @@ var histogramBuckets = [8]int{1, 2, 3, 4, 5, 10, 100, 1000}
 // Counters are what a [Transport] has done for one rule or one host. An
 // extra attempt is one after a request's first: a retry or a hedge.
 type Counters struct {
-	// Requests counts RoundTrip calls: first attempts.
+	// Requests counts RoundTrip calls, whether or not an attempt was
+	// sent: each request's first attempt, not sent when a hold, the
+	// pace, the concurrency limit or the caller's end refused it. A call
+	// refused before it is a request (a nil request, URL or header, an
+	// invalid policy or per-call rule) counts nothing.
 	Requests uint64
 	// ExtraAttempts counts attempts after the first, retries and hedges
 	// alike; it is the sum of Histogram.
