@@ -33,7 +33,7 @@ const chaosCapacity = 1_000_000
 
 const (
 	countedHost = "counted.example.com" // failures on it from the counters alone, each counted
-	heldHost    = "held.example.com"    // the counters hold its rule "held"; everyone looks it up
+	heldHost    = "held.example.com"    // the first counter holds its rule "held"; everyone looks it up
 	chaosHosts  = 200                   // the churners' hosts, many more than their MaxHosts
 	perCounter  = 50                    // failures on countedHost per counting goroutine, at most
 	closeMargin = 2 * time.Second       // beyond Timeout, for a Close on two busy cores
@@ -52,10 +52,10 @@ type chaosMember struct {
 	counts bool // reports failures on countedHost; never closed during the run
 
 	closed   atomic.Bool
-	hosts    int            // Stats().Hosts once closed
-	met      atomic.Bool    // looked up heldHost
-	reported atomic.Int64   // failures reported on countedHost
-	epochs   []atomic.Int64 // of reported, those reported after the i-th restart had ended
+	atClose  redisfleet.Stats // Stats() once closed
+	met      atomic.Bool      // looked up heldHost
+	reported atomic.Int64     // failures reported on countedHost
+	epochs   []atomic.Int64   // of reported, those reported after the i-th restart had ended
 }
 
 // chaosRun is one run: its members, the fault that strikes the store, and
@@ -113,7 +113,7 @@ func (r *chaosRun) work(m *chaosMember, seed uint64, stop <-chan struct{}) {
 			counted++
 			m.reported.Add(1)
 			m.epochs[e].Add(1)
-		case m.counts && n < 12:
+		case m == r.members[0] && n < 12: // one member holds, the others learn it
 			m.f.Report(heldHost, retryhttp.FleetReport{Rule: "held", HoldUntil: r.heldEnd, HoldStatus: 429})
 		case n < 20:
 			m.met.Store(true)
@@ -147,7 +147,7 @@ func (r *chaosRun) work(m *chaosMember, seed uint64, stop <-chan struct{}) {
 				s.Subscriptions >= last.Subscriptions, "got %+v after %+v", s, last)
 			last = s
 			if closed {
-				assert.Equal(r.t, m.hosts, s.Hosts, "got the hosts tracked changed after Close")
+				assert.Equal(r.t, m.atClose, s, "got the figures changed after Close")
 			}
 		}
 	}
@@ -165,7 +165,7 @@ func (r *chaosRun) close(m *chaosMember) {
 	took := time.Since(start)
 	assert.Less(r.t, took, m.opts.Timeout+closeMargin, "got Close taking %v, Timeout %v", took, m.opts.Timeout)
 	r.longest.Store(max(r.longest.Load(), int64(took))) // a figure for the log; a race between two closes costs nothing
-	m.hosts = m.f.Stats().Hosts
+	m.atClose = m.f.Stats()
 	m.closed.Store(true)
 }
 
@@ -218,18 +218,28 @@ func (r *chaosRun) run(d time.Duration, seed uint64, fault func(rnd *rand.Rand))
 func pause(d time.Duration) { <-time.After(d) }
 
 // storeFaults returns a fault that strikes one of servers at random: a
-// freeze of 20 to 300 ms (SIGSTOP, SIGCONT), its scripts flushed
-// through its admin client, or, while r has restarted fewer than
+// freeze of 20 to 700 ms (SIGSTOP, SIGCONT: past Timeout, so that
+// answers are lost and batches sent again), a refusal of every script
+// for 20 to 300 ms (maxmemory 1: OOM), its scripts flushed through its
+// admin client, or, while r has restarted fewer than
 // restarts, a stop and a start again with no data kept.
 func storeFaults(t *testing.T, r *chaosRun, servers []*redisServer, admins []*redis.Client, restarts int) func(*rand.Rand) {
 	return func(rnd *rand.Rand) {
 		i := rnd.IntN(len(servers))
 		switch n := rnd.IntN(10); {
-		case n < 4:
+		case n < 3:
 			servers[i].Pause()
-			pause(time.Duration(20+rnd.IntN(280)) * time.Millisecond)
+			pause(time.Duration(20+rnd.IntN(680)) * time.Millisecond)
 			servers[i].Resume()
-		case n < 6 || r.restarts.Load() >= int64(restarts):
+		case n < 5:
+			// Out of memory: the store refuses the scripts, which apply
+			// nothing, and the work waits.
+			ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+			defer cancel()
+			assert.NoError(t, admins[i].ConfigSet(ctx, "maxmemory", "1").Err())
+			pause(time.Duration(20+rnd.IntN(280)) * time.Millisecond)
+			assert.NoError(t, admins[i].ConfigSet(ctx, "maxmemory", "0").Err())
+		case n < 7 || r.restarts.Load() >= int64(restarts):
 			ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 			defer cancel()
 			assert.NoError(t, admins[i].ScriptFlush(ctx).Err())
