@@ -216,7 +216,20 @@ func (f *Fleet) Report(hostname string, r retryhttp.FleetReport) {
 	if f.closed.Load() {
 		return
 	}
-	h := f.host(hostname)
+	f.reportOn(hostname, f.host(hostname), r)
+}
+
+// reportOn is Report on h, the record of hostname a lookup returned. An
+// eviction may have taken h from the map since: what the report wrote
+// then goes to the host's record of now.
+func (f *Fleet) reportOn(hostname string, h *host, r retryhttp.FleetReport) {
+	if f.report(h, r) && f.tracked(hostname) != h {
+		f.rehome(h, hostname)
+	}
+}
+
+// report records r on h, and reports whether it left anything to send.
+func (f *Fleet) report(h *host, r retryhttp.FleetReport) (wrote bool) {
 	if !r.HoldUntil.IsZero() {
 		now := time.Now()
 		until := r.HoldUntil
@@ -225,10 +238,11 @@ func (f *Fleet) Report(hostname string, r retryhttp.FleetReport) {
 		}
 		if h.setHold(r.Rule, ceilMilli(until), r.HoldStatus, false, now.UnixMilli()) {
 			signal(f.urgent)
+			wrote = true
 		}
 	}
 	if r.Throttle == nil {
-		return
+		return wrote
 	}
 	l := tokens.LimitsOf(r.Throttle)
 	h.setLimits(l)
@@ -237,6 +251,7 @@ func (f *Fleet) Report(hostname string, r retryhttp.FleetReport) {
 	case retryhttp.FleetFailure:
 		f.count(h.add(-tokens.PerToken, capacity))
 		signal(f.urgent)
+		return true
 	case retryhttp.FleetSuccess:
 		// Sampled successes are sent even while the bucket is believed
 		// full, or the other members' failures would go unbalanced;
@@ -245,8 +260,33 @@ func (f *Fleet) Report(hostname string, r retryhttp.FleetReport) {
 		if w := h.success(); w != 0 {
 			f.count(h.add(w*refill, capacity))
 			signal(f.urgent)
+			return true
 		}
 	}
+	return wrote
+}
+
+// rehome moves to hostname's record what a report left on h, a record
+// of hostname evicted between the report's lookup and its writes, which
+// no round trip lists any more: its deltas and the holds it was to send.
+// Deltas an eviction after the writes found on h, forget took and
+// counted in Stats.Dropped; a hold it counted there too still goes.
+func (f *Fleet) rehome(h *host, hostname string) {
+	d := h.pending.Swap(0)
+	var holds []hold
+	holds = h.unsent(holds, time.Now().UnixMilli())
+	if d == 0 && len(holds) == 0 {
+		return
+	}
+	to := f.host(hostname)
+	if d != 0 {
+		f.count(to.add(d, tokens.Limits(h.limits.Load()).Capacity()))
+	}
+	now := time.Now().UnixMilli()
+	for _, k := range holds {
+		to.setHold(k.Rule, k.Until.UnixMilli(), k.Status, false, now)
+	}
+	signal(f.urgent)
 }
 
 // Look returns what the fleet knows of hostname for the requests of rule:
