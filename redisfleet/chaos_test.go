@@ -136,11 +136,13 @@ func (r *chaosRun) work(m *chaosMember, seed uint64, stop <-chan struct{}) {
 			v := m.f.Look(name, fmt.Sprint("r", rnd.IntN(3)))
 			assert.False(r.t, closed && v != (retryhttp.FleetView{}), "got %+v from a closed member", v)
 		default:
-			// Each field is read on its own, so only each field's own
+			// Each field is read on its own, so mostly each field's own
 			// course is checked here: the counts and the longest round
-			// trip never go back.
+			// trip never go back. The longest is written before the
+			// last, and read after it: never shorter than it.
 			s := m.f.Stats()
 			assert.LessOrEqual(r.t, s.Hosts, m.opts.MaxHosts, "got more hosts than MaxHosts")
+			assert.LessOrEqual(r.t, s.RoundTrip, s.MaxRoundTrip, "got a last round trip longer than the longest")
 			assert.True(r.t, s.Flushes >= last.Flushes && s.FlushErrors >= last.FlushErrors &&
 				s.StoreRefusals >= last.StoreRefusals && s.MaxRoundTrip >= last.MaxRoundTrip &&
 				s.Dropped >= last.Dropped && s.HoldsLearned >= last.HoldsLearned &&

@@ -451,10 +451,12 @@ func (c *counters) roundTrip(d time.Duration) {
 	c.rttMu.Lock()
 	defer c.rttMu.Unlock()
 	c.flushes.Add(1)
-	c.rtt.Store(int64(d))
+	// The longest first: Stats, which reads the last after it, then
+	// never shows a last round trip longer than the longest.
 	if int64(d) > c.maxRTT.Load() {
 		c.maxRTT.Store(int64(d))
 	}
+	c.rtt.Store(int64(d))
 	avg := c.avgRTT.Load()
 	if avg == 0 {
 		avg = int64(d)
