@@ -169,7 +169,7 @@ func (c *call) takeSlot(n int, now, deadline time.Time) (step, bool) {
 	}
 	c.slot, c.slotAt = n, now
 	if wait := at.Sub(now); wait > 0 {
-		return step{kind: stepWait, attempt: n, wait: wait, reason: retrytrace.WaitPace, at: at}, true
+		return step{kind: stepWait, attempt: n, wait: wait, reason: retrytrace.WaitPace, at: at, rate: rate}, true
 	}
 	return step{}, false
 }
@@ -234,6 +234,19 @@ func (c *call) facts(now time.Time) facts {
 
 // capped reports whether the request's plan caps its hedges.
 func (c *call) capped() bool { return c.plan.hedge != nil && c.plan.hedge.MaxExtraLoad > 0 }
+
+// gauges returns the host's limits that step s, a wait or a refusal,
+// met, for the hooks: the pace's rate, which the step carries, or the
+// concurrency limit and the attempts in flight now.
+func (c *call) gauges(s step) retrytrace.Gauges {
+	g := retrytrace.Gauges{PaceRate: s.rate}
+	if s.reason == retrytrace.WaitAdmission || s.refusal == retrytrace.RefusedShed {
+		if a, admit := c.host.admit.Load(), c.pol.cfg.Admission; a != nil && admit != nil {
+			g.ConcurrencyLimit, g.InFlight = a.shown(admit.Concurrency())
+		}
+	}
+	return g
+}
 
 // refusal is why step s refused its attempt, when a limit of its host did
 // (a hold, the pace), for a request that has nothing else to hand back;

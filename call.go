@@ -277,7 +277,7 @@ func (c *call) avoid() []string { return c.failedAddrs[:c.failedAt] }
 // host's owner resets its hold or pace: s.reset). It returns the caller's
 // context's cause if that ends first.
 func (c *call) pause(s step) error {
-	c.waiting(s.attempt, s.wait, s.reason)
+	c.waiting(s.attempt, s.wait, s.reason, c.gauges(s))
 	err := c.sleep(s)
 	c.waited(s.reason, time.Since(s.decided()), true)
 	return err

@@ -97,7 +97,8 @@ type step struct {
 	// or pace waited for is gone.
 	wake, reset <-chan struct{}
 	// pace says a stepSend takes a send slot of its host's pace; rate is
-	// the pace's rate, for RefusedPaced, whose wait is the slot's.
+	// the pace's rate, for RefusedPaced, whose wait is the slot's, and
+	// for a WaitPace.
 	pace bool
 	rate float64
 	// acquire says a stepSend takes a slot under its host's concurrency

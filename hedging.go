@@ -155,9 +155,9 @@ func (h *hedger) resetC() <-chan struct{} {
 // begin reports a wait of d before attempt n, for why, decided at
 // since, and times it from then until it ends (see ended); the wait timed
 // before ends now, replaced.
-func (h *hedger) begin(c *call, n int, d time.Duration, why retrytrace.WaitReason, since time.Time) {
+func (h *hedger) begin(c *call, n int, d time.Duration, why retrytrace.WaitReason, since time.Time, g retrytrace.Gauges) {
 	h.ended(c)
-	c.waiting(n, d, why)
+	c.waiting(n, d, why, g)
 	h.waitWhy, h.waitSince, h.waitIdle = why, since, h.flying == 0
 }
 
@@ -229,7 +229,7 @@ func (h *hedger) due(c *call) {
 	if n := h.resend; n > 0 {
 		switch s := c.admit(n, true); s.kind { // a resend waits out a hold too
 		case stepWait:
-			h.begin(c, n, s.wait, s.reason, s.decided())
+			h.begin(c, n, s.wait, s.reason, s.decided(), c.gauges(s))
 			h.arm(time.Until(s.at), s.wake, s.reset)
 		case stepNoMore:
 			h.resend = 0
@@ -248,14 +248,14 @@ func (h *hedger) due(c *call) {
 	s := c.admit(n, false)
 	switch s.kind {
 	case stepWait:
-		h.begin(c, n, s.wait, s.reason, s.decided())
+		h.begin(c, n, s.wait, s.reason, s.decided(), c.gauges(s))
 		h.arm(time.Until(s.at), s.wake, s.reset)
 	case stepNoMore:
 		h.close(c, s)
 	default:
 		h.launch(c, n, how{hedged: true})
 		if d := c.hedgeDelay(); h.mayLaunch(c) && d < tooLong {
-			h.begin(c, n+1, d, retrytrace.WaitHedgeDelay, time.Now())
+			h.begin(c, n+1, d, retrytrace.WaitHedgeDelay, time.Now(), retrytrace.Gauges{})
 			h.arm(d, nil, nil)
 		}
 	}
@@ -338,7 +338,7 @@ func (h *hedger) landed(c *call, r result) (*http.Response, error, bool) {
 		h.close(c, s)
 	default: // stepNext
 		if s.wait > 0 {
-			h.begin(c, s.attempt, s.wait, s.reason, s.decided())
+			h.begin(c, s.attempt, s.wait, s.reason, s.decided(), c.gauges(s))
 			h.notBefore = later(h.notBefore, s.at)
 		}
 		h.arm(0, nil, nil)
@@ -350,7 +350,7 @@ func (h *hedger) landed(c *call, r result) (*http.Response, error, bool) {
 // a hold that refused it is what the caller learns if nothing else comes.
 func (h *hedger) close(c *call, s step) {
 	if h.mayLaunch(c) {
-		c.refused(c.sent+1, s.refusal)
+		c.refused(c.sent+1, s.refusal, c.gauges(s))
 	}
 	if err := c.refusal(s); err != nil && c.whyUnsent == nil {
 		c.whyUnsent = err

@@ -131,7 +131,7 @@ func (o *observer) transparentRetry() {
 // and it counts as a wait of its kind; how long it lasted is counted when
 // it ends (waited), as a probe's answer, a slot in line, a reset or the
 // caller may end it sooner.
-func (o *observer) waiting(n int, d time.Duration, why retrytrace.WaitReason) {
+func (o *observer) waiting(n int, d time.Duration, why retrytrace.WaitReason, g retrytrace.Gauges) {
 	switch why {
 	case retrytrace.WaitHold:
 		o.counters.each(func(x *counters) { x.holdWaits.Add(1) })
@@ -142,7 +142,7 @@ func (o *observer) waiting(n int, d time.Duration, why retrytrace.WaitReason) {
 	}
 	for _, h := range o.hooks {
 		if h != nil && h.Wait != nil {
-			h.Wait(retrytrace.WaitInfo{Request: o.req, Rule: o.rule, Attempt: n, Delay: d, Reason: why})
+			h.Wait(retrytrace.WaitInfo{Request: o.req, Rule: o.rule, Attempt: n, Delay: d, Reason: why, Gauges: g})
 		}
 	}
 }
@@ -167,7 +167,7 @@ func (o *observer) waited(why retrytrace.WaitReason, d time.Duration, idle bool)
 
 // refused reports that attempt n, which the policy would make, is not,
 // for why; an empty why (no attempt was due) reports nothing.
-func (o *observer) refused(n int, why retrytrace.RefusalReason) {
+func (o *observer) refused(n int, why retrytrace.RefusalReason, g retrytrace.Gauges) {
 	switch why {
 	case "":
 		return
@@ -186,7 +186,7 @@ func (o *observer) refused(n int, why retrytrace.RefusalReason) {
 	}
 	for _, h := range o.hooks {
 		if h != nil && h.Refused != nil {
-			h.Refused(retrytrace.RefusedInfo{Request: o.req, Rule: o.rule, Attempt: n, Reason: why})
+			h.Refused(retrytrace.RefusedInfo{Request: o.req, Rule: o.rule, Attempt: n, Reason: why, Gauges: g})
 		}
 	}
 }

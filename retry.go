@@ -21,7 +21,7 @@ func (c *call) retry() (*http.Response, error) {
 			if c.ctx.Err() != nil { // the caller has gone during a wait
 				return nil, c.fail(nil)
 			}
-			c.refused(s.attempt, s.refusal)
+			c.refused(s.attempt, s.refusal, c.gauges(s))
 			return c.answer(c.refusal(s)) // when there is nothing else to hand back
 		}
 		if c.ctx.Err() != nil { // the caller has gone: nothing more is sent, nor counted as sent
@@ -40,7 +40,7 @@ func (c *call) retry() (*http.Response, error) {
 		case stepDeliver, stepFail:
 			return c.answer(nil)
 		case stepNoMore:
-			c.refused(s.attempt, s.refusal)
+			c.refused(s.attempt, s.refusal, c.gauges(s))
 			return c.answer(c.refusal(s))
 		}
 		c.backoff = s.backoff
@@ -126,7 +126,7 @@ func (c *call) sendAgain(s step) step {
 // failed) with the last outcome, kept for that: its response, or its
 // error together with the body's.
 func (c *call) noBody(n int, err error) (*http.Response, error) {
-	c.refused(n, retrytrace.RefusedBuffer)
+	c.refused(n, retrytrace.RefusedBuffer, retrytrace.Gauges{})
 	if c.last.resp == nil {
 		c.last.err = fmt.Errorf("%w; no body for attempt %d: %w", c.last.err, n, err)
 	}

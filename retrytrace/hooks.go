@@ -117,6 +117,7 @@ type WaitInfo struct {
 	// it lasted.
 	Delay  time.Duration
 	Reason WaitReason
+	Gauges
 }
 
 // RefusalReason says why an attempt was not made.
@@ -143,6 +144,19 @@ type RefusedInfo struct {
 	Rule    string // the rule governing the request, as in retryhttp.Stats.Rules
 	Attempt int    // the attempt that was not made
 	Reason  RefusalReason
+	Gauges
+}
+
+// Gauges are the host's limits that a wait or a refusal met, as its
+// Stats show them (retryhttp.HostStats): for a wait for the pace
+// (WaitPace) or a refusal by it (RefusedPaced), the pace's rate; for a
+// wait in line (WaitAdmission) or a shed (RefusedShed), the concurrency
+// limit and the attempts in flight under it. Each is 0 where it does not
+// apply.
+type Gauges struct {
+	PaceRate         float64 // requests per second
+	ConcurrencyLimit int
+	InFlight         int
 }
 
 // DoneInfo describes the end of a request, with the per-request figures

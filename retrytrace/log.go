@@ -37,8 +37,9 @@ import (
 // Each record carries the request's method, host (lowercased, as Stats
 // names it) and path, then those of attempt, delay, reason, outcome,
 // status_code, error, error_code, latency, attempts, hedges,
-// transparent_retries and retry_delay that apply: the names of the fields
-// of the hooks' payloads, in snake case (error for Err). No record holds
+// transparent_retries, retry_delay, pace_rate, concurrency_limit and
+// in_flight that apply: the names of the fields of the hooks' payloads,
+// in snake case (error for Err). No record holds
 // a query string, a fragment, userinfo or a header value: every URL in an
 // error's text is cut down to its scheme, host and path. An error's text
 // is at most 8 KiB, a longer one shortened and ending in " …", so that
@@ -107,13 +108,24 @@ func (h logHooks) wait(w WaitInfo) {
 	if w.Reason == WaitHedgeDelay {
 		level = slog.LevelDebug // every hedged request reports one, whether a hedge follows or not
 	}
-	h.log(w.Request, level, "retryhttp: waiting", slog.Int("attempt", w.Attempt),
-		slog.Duration("delay", w.Delay), slog.String("reason", string(w.Reason)))
+	h.log(w.Request, level, "retryhttp: waiting", w.Gauges.attrs(slog.Int("attempt", w.Attempt),
+		slog.Duration("delay", w.Delay), slog.String("reason", string(w.Reason)))...)
 }
 
 func (h logHooks) refused(r RefusedInfo) {
-	h.log(r.Request, slog.LevelWarn, "retryhttp: attempt refused", slog.Int("attempt", r.Attempt),
-		slog.String("reason", string(r.Reason)))
+	h.log(r.Request, slog.LevelWarn, "retryhttp: attempt refused", r.Gauges.attrs(slog.Int("attempt", r.Attempt),
+		slog.String("reason", string(r.Reason)))...)
+}
+
+// attrs returns attrs followed by those of g that apply.
+func (g Gauges) attrs(attrs ...slog.Attr) []slog.Attr {
+	if g.PaceRate > 0 {
+		attrs = append(attrs, slog.Float64("pace_rate", g.PaceRate))
+	}
+	if g.ConcurrencyLimit > 0 {
+		attrs = append(attrs, slog.Int("concurrency_limit", g.ConcurrencyLimit), slog.Int("in_flight", g.InFlight))
+	}
+	return attrs
 }
 
 func (h logHooks) done(d DoneInfo) {
