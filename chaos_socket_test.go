@@ -38,12 +38,7 @@ func TestChaosOverLoopback(t *testing.T) {
 	seed := rand.Uint64()
 	t.Logf("seed %d", seed)
 
-	done := make(chan struct{})
-	var others sync.WaitGroup
-	for g := range 3 {
-		rng := rand.New(rand.NewPCG(seed, uint64(1000+g)))
-		others.Go(func() { c.disturb(done, rng) })
-	}
+	stop := c.disturbing(seed)
 	var callers sync.WaitGroup
 	var next atomic.Int64
 	end := time.Now().Add(run)
@@ -56,8 +51,7 @@ func TestChaosOverLoopback(t *testing.T) {
 		})
 	}
 	callers.Wait()
-	close(done)
-	others.Wait()
+	stop()
 	t.Logf("%d calls: %d answered, %d failed, %d invalid; total %+v",
 		c.calls.Load(), c.ok.Load(), c.bad.Load(), c.invalid.Load(), tr.Stats().Total)
 }

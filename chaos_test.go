@@ -270,6 +270,22 @@ func (c *chaosRun) call(i int, rng *rand.Rand) {
 	assert.NoError(c.t, resp.Body.Close())
 }
 
+// disturbing starts three goroutines that disturb the Transport, their
+// randomness drawn from seed, and returns the function that stops them
+// and waits for them.
+func (c *chaosRun) disturbing(seed uint64) (stop func()) {
+	done := make(chan struct{})
+	var others sync.WaitGroup
+	for g := range 3 {
+		rng := rand.New(rand.NewPCG(seed, uint64(1000+g)))
+		others.Go(func() { c.disturb(done, rng) })
+	}
+	return func() {
+		close(done)
+		others.Wait()
+	}
+}
+
 // disturb does what a service's other goroutines do to the Transport
 // until done closes: swap its policy, reset hosts, read its statistics
 // and its status page, close idle connections.
@@ -338,12 +354,7 @@ func TestChaosOneTransportUnderLoad(t *testing.T) {
 		seed := rand.Uint64()
 		t.Logf("seed %d", seed)
 
-		done := make(chan struct{})
-		var others sync.WaitGroup
-		for g := range 3 {
-			rng := rand.New(rand.NewPCG(seed, uint64(1000+g)))
-			others.Go(func() { c.disturb(done, rng) })
-		}
+		stop := c.disturbing(seed)
 		var callers sync.WaitGroup
 		for i := range chaosRequests {
 			rng := rand.New(rand.NewPCG(seed, uint64(i)))
@@ -353,8 +364,7 @@ func TestChaosOneTransportUnderLoad(t *testing.T) {
 			})
 		}
 		callers.Wait()
-		close(done)
-		others.Wait()
+		stop()
 		// Discarded answers are drained within 100 ms; let them end.
 		time.Sleep(time.Second)
 		synctest.Wait()
