@@ -172,6 +172,63 @@ func TestHedgingFollowsIdempotency(t *testing.T) {
 	}
 }
 
+// A request a hedging rule may not hedge still gets the retries every
+// rule gives a request that is not idempotent: sent again, one attempt at
+// a time, when the server says it did not act on it (a 429 or a pushback
+// among the rule's non-fatal statuses, X-Should-Retry: true), waiting as
+// it asks, a second at least after a bare 429. Any other answer comes
+// back as it is.
+func TestNonIdempotentUnderAHedgingRuleGetsTheRetriesTheServerAsksFor(t *testing.T) {
+	h := func(kv ...string) http.Header {
+		hd := http.Header{}
+		for i := 0; i < len(kv); i += 2 {
+			hd.Set(kv[i], kv[i+1])
+		}
+		return hd
+	}
+	for _, tc := range []struct {
+		name     string
+		nonFatal []int
+		first    rt.Step
+		at       []time.Duration // arrivals; its length is the attempts sent
+	}{
+		{"429 with Retry-After", []int{429, 503}, rt.Step{Status: 429, Header: h("Retry-After", "2")}, []time.Duration{0, 2 * time.Second}},
+		{"bare 429", []int{429, 503}, rt.Step{Status: 429}, []time.Duration{0, time.Second}},
+		{"503 with pushback", []int{503}, rt.Step{Status: 503, Header: h("X-Retry-Pushback-Ms", "300")}, []time.Duration{0, 300 * time.Millisecond}},
+		{"503 saying it did not act", []int{503}, rt.Step{Status: 503, Header: h("X-Should-Retry", "true")}, []time.Duration{0, 0}},
+		{"bare 503", []int{503}, rt.Step{Status: 503}, []time.Duration{0}},
+		{"503 with Retry-After", []int{503}, rt.Step{Status: 503, Header: h("Retry-After", "1")}, []time.Duration{0}},
+		{"429 not listed", []int{503}, rt.Step{Status: 429, Header: h("Retry-After", "1")}, []time.Duration{0}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				srv := numbered(tc.first, rt.Step{})
+				cfg := hedgeConfig(3, 10*time.Millisecond, tc.nonFatal...)
+				tr := &retryhttp.Transport{Base: srv, Policy: cfg}
+				resp, err := tr.RoundTrip(newRequest(t, t.Context(), "POST", "payload"))
+				require.NoError(t, err)
+				readAll(t, resp)
+				got := arrivals(srv)
+				require.Len(t, got, len(tc.at), "attempts sent")
+				for i, want := range tc.at {
+					// Server delays are jittered up by at most 10%.
+					assert.GreaterOrEqual(t, got[i], want, "attempt %d", i+1)
+					assert.LessOrEqual(t, got[i], want+want/10, "attempt %d", i+1)
+				}
+				srv.WantBody(t, "payload")
+				wantStatus := tc.first.Status
+				if len(tc.at) > 1 {
+					wantStatus = 200
+				}
+				assert.Equal(t, wantStatus, resp.StatusCode)
+				st := tr.Stats().Total
+				assert.Equal(t, uint64(len(tc.at)-1), st.ExtraAttempts)
+				assertHedges(t, st, 0, 0, 0)
+			})
+		})
+	}
+}
+
 // A hedging config in JSON that says nothing of retryThrottling keeps the
 // default budget of 100 tokens: against a host that answers every
 // attempt 503, hedges stop once it is down to half.

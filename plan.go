@@ -22,7 +22,7 @@ const (
 type plan struct {
 	kind     planKind
 	attempts int           // the most attempts the plan makes
-	retry    *policy.Retry // set for planRetry
+	retry    *policy.Retry // set for planRetry under a retry rule; nil: no backoff
 	hedge    *policy.Hedge // set for planHedge
 	// listed are the statuses that are retried (or are non-fatal, under
 	// a hedging policy).
@@ -43,7 +43,13 @@ type plan struct {
 const maxHedgeAttempts = 5
 
 // newPlan reduces rule, matched for req, to a plan. A hedging rule hedges
-// only what may be sent more than once: any other request is sent once.
+// only what may be sent more than once. Any other request goes one
+// attempt at a time, up to the rule's attempts, and again only when the
+// server says it did not act on it (a 429 or a pushback among the rule's
+// non-fatal statuses, a verdict of RetryableUnprocessed) or the attempt
+// never reached it: the retries every rule gives a request that is not
+// idempotent. It waits as the server asks, at least a second after a 429
+// that names no delay, and otherwise goes at once, as a hedge would.
 func newPlan(rule *policy.Rule, req *http.Request) plan {
 	idem := idempotent(req)
 	p := plan{attempts: 1, idem: idem}
@@ -56,6 +62,9 @@ func newPlan(rule *policy.Rule, req *http.Request) plan {
 	case rule.Hedge != nil && idem:
 		p = plan{kind: planHedge, attempts: min(rule.Hedge.MaxAttempts, maxHedgeAttempts), hedge: rule.Hedge,
 			listed: rule.Hedge.NonFatalStatusCodes, idem: true}
+	case rule.Hedge != nil:
+		p = plan{kind: planRetry, attempts: min(rule.Hedge.MaxAttempts, maxHedgeAttempts),
+			listed: rule.Hedge.NonFatalStatusCodes}
 	}
 	p.codes = rule.ErrorCodes
 	return p
