@@ -232,7 +232,11 @@ type Retry struct {
 const MaxReadAhead = 8 << 20
 
 // Hedge is gRPC's hedging policy for HTTP: several copies of a request are
-// sent, staggered by HedgingDelay, and the first good answer wins.
+// sent, staggered by HedgingDelay, and the first good answer wins. Only a
+// request that may be sent twice is hedged; any other (a POST without an
+// idempotency key) goes one attempt at a time, up to MaxAttempts, sent
+// again only when the server says it did not act on it (a 429 or a
+// pushback among NonFatalStatusCodes, X-Should-Retry: true).
 type Hedge struct {
 	// MaxAttempts counts the original request; at least 2. As in gRPC,
 	// a value above 5 is taken as 5, since every attempt may be in
