@@ -316,8 +316,20 @@ func (r *result) settle() {
 // cancelled, together with the reason for the cancellation.
 type causeError struct{ err, cause error }
 
-func (e *causeError) Error() string   { return e.err.Error() + " (" + e.cause.Error() + ")" }
-func (e *causeError) Unwrap() []error { return []error{e.err, e.cause} }
+func (e *causeError) Error() string { return e.err.Error() + " (" + e.cause.Error() + ")" }
+
+// Unwrap returns the base's error and the cause. When the cause is a
+// timeout of this package's (the per-attempt timeout), the base's bare
+// context.Canceled (net/http's over HTTP/2) is only how the timeout was
+// carried out: it is left out, so that errors.Is(err, context.Canceled),
+// in a Classify or in the caller, never takes the timeout for a
+// cancellation by the caller.
+func (e *causeError) Unwrap() []error {
+	if own, ok := e.cause.(*ownCause); ok && own.timeout && errors.Is(e.err, context.Canceled) {
+		return []error{e.cause}
+	}
+	return []error{e.err, e.cause}
+}
 
 // othersCancellation reports whether err, reported for an attempt whose own
 // context is live, is the cancellation of another request: one of the

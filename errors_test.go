@@ -232,3 +232,65 @@ func TestTransparentResendKeepsTheAttemptsHeader(t *testing.T) {
 		})
 	}
 }
+
+// An attempt cut by its per-attempt timeout is a timeout, never the
+// caller's cancellation, whatever the base reports: net/http over
+// HTTP/1.1 returns the context's cause, over HTTP/2 its bare error
+// (context.Canceled), which a caller's errors.Is(err, context.Canceled)
+// would otherwise take for its own. A cancellation by the caller still
+// matches.
+func TestPerAttemptTimeoutIsNoCancellation(t *testing.T) {
+	t.Parallel()
+	hang := func(report func(ctx context.Context) error) roundTripFunc {
+		return func(req *http.Request) (*http.Response, error) {
+			<-req.Context().Done()
+			return nil, report(req.Context())
+		}
+	}
+	tests := []struct {
+		name         string
+		base         roundTripFunc
+		callerCancel bool
+	}{
+		{name: "base returns the cause, as HTTP/1.1", base: hang(context.Cause)},
+		{name: "base returns the bare error, as HTTP/2", base: hang(func(ctx context.Context) error { return ctx.Err() })},
+		{name: "caller cancels, HTTP/2", base: hang(func(ctx context.Context) error { return ctx.Err() }), callerCancel: true},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			synctest.Test(t, func(t *testing.T) {
+				cfg := retryConfig(2, 503)
+				cfg.Rules[0].Retry.PerAttemptTimeout = time.Second
+				var classified []error
+				tr := &retryhttp.Transport{Base: tt.base, Policy: cfg,
+					Classify: func(_ int, _ *http.Response, err error) retryhttp.Verdict {
+						classified = append(classified, err)
+						return retryhttp.UsePolicy
+					}}
+				ctx, cancel := context.WithCancel(t.Context())
+				defer cancel()
+				if tt.callerCancel {
+					time.AfterFunc(500*time.Millisecond, cancel)
+				}
+				req, err := http.NewRequestWithContext(ctx, http.MethodGet, "https://api.example.com/x", nil)
+				require.NoError(t, err)
+				resp, err := tr.RoundTrip(req)
+				require.Nil(t, resp)
+				var rerr *retryhttp.Error
+				require.ErrorAs(t, err, &rerr)
+				if tt.callerCancel {
+					assert.ErrorIs(t, err, context.Canceled, "the caller cancelled")
+					return
+				}
+				assert.Equal(t, 2, rerr.Attempts, "attempts")
+				assert.True(t, rerr.Timeout(), "got %v, want a timeout", err)
+				assert.NotErrorIs(t, err, context.Canceled, "got %v, a cancellation the caller never made", err)
+				require.Len(t, classified, 2, "outcomes classified")
+				for i, cerr := range classified {
+					assert.NotErrorIs(t, cerr, context.Canceled, "attempt %d: Classify got %v, a cancellation", i+1, cerr)
+				}
+			})
+		})
+	}
+}
