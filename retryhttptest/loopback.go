@@ -28,6 +28,7 @@ import (
 //
 // A loopback server uses real sockets and the wall clock: start it
 // outside any synctest bubble, and use the Server in memory inside one.
+// Started inside one, the bubble's test hangs until go test's -timeout.
 func (s *Server) Start(tb testing.TB) *httptest.Server {
 	tb.Helper()
 	return s.start(tb, false)
