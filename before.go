@@ -16,11 +16,13 @@ import (
 
 // admit asks the gate whether attempt n (its resend under its number,
 // when again is set) may go now, and carries out what it says of the
-// host's limits: an attempt takes a slot under the host's concurrency
-// limit, or waits in line for one; takes a send slot of the host's pace,
-// and waits for it, or is refused when the slot leaves no time for its
-// answer before its deadline; goes first after a capped hold, or looks
-// again at once if another request did; and, a first attempt, earns its
+// host's limits: an attempt takes a send slot of the host's pace, and
+// waits for it, or is refused when the slot leaves no time for its
+// answer before its deadline; once its send slot is due, takes a slot
+// under the host's concurrency limit, or waits in line for one (waiting
+// for a send slot, it is not in flight, and holds no concurrency slot);
+// goes first after a capped hold, or looks again at once if another
+// request did; and, a first attempt, earns its
 // share of a hedge, or, a hedge, spends one, refused if another request
 // took the last one since the facts were read. An attempt refused gives its
 // concurrency slot back. The turn to go first after a capped hold is
@@ -54,6 +56,14 @@ func (c *call) admit(n int, again bool) step {
 			return c.admit(n, again) // reset since the facts were read
 		}
 	}
+	if s.pace { // before the concurrency slot: an attempt waiting for its send slot is not in flight
+		if instead, later := c.takeSlot(n, now, f.deadline); later {
+			if instead.kind == stepWait && !c.onReset(&instead, resets) {
+				return c.admit(n, again) // reset since the facts were read: the pace is lifted
+			}
+			return instead
+		}
+	}
 	if s.acquire {
 		if w, ok := c.host.admit.Load().acquire(); !ok {
 			c.waiter, c.waitFor, c.waitUntil = w, n, now.Add(s.wait)
@@ -61,14 +71,6 @@ func (c *call) admit(n int, again bool) step {
 		}
 		c.admits |= 1 << n
 		s.wait, s.at = 0, now // a slot came free since the facts were read
-	}
-	if s.pace {
-		if instead, later := c.takeSlot(n, now, f.deadline); later {
-			if instead.kind == stepWait && !c.onReset(&instead, resets) {
-				return c.admit(n, again) // reset since the facts were read: the pace is lifted
-			}
-			return instead
-		}
 	}
 	if s.hedges == hedgeSpend && !c.host.hedges.spend() {
 		c.unadmit(n)
@@ -169,6 +171,7 @@ func (c *call) takeSlot(n int, now, deadline time.Time) (step, bool) {
 	}
 	c.slot, c.slotAt = n, now
 	if wait := at.Sub(now); wait > 0 {
+		c.unadmit(n) // a slot handed to it in line, before a cut took its send slot back: nothing in flight while it waits
 		return step{kind: stepWait, attempt: n, wait: wait, reason: retrytrace.WaitPace, at: at, rate: rate}, true
 	}
 	return step{}, false

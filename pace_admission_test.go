@@ -1,0 +1,75 @@
+package retryhttp_test
+
+import (
+	"errors"
+	"net/http"
+	"sync"
+	"testing"
+	"testing/synctest"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/retryhttp/retryhttp"
+	"github.com/retryhttp/retryhttp/policy"
+	rt "github.com/retryhttp/retryhttp/retryhttptest"
+)
+
+// twoRules is the default policy with a rule for /a/ and one for /b/
+// before its own, so that one host has two keys, each paced apart, and
+// admission with a limit of max, an attempt past it waiting up to wait.
+func twoRules(max int, wait time.Duration) *policy.Config {
+	cfg := policy.Default()
+	retry := cfg.Rules[0].Retry
+	cfg.Rules = append([]policy.Rule{
+		{Name: []policy.Name{{Path: "/a/"}}, Retry: retry},
+		{Name: []policy.Name{{Path: "/b/"}}, Retry: retry},
+	}, cfg.Rules...)
+	cfg.Admission = &policy.Admission{MaxConcurrency: max, MaxWait: wait}
+	return cfg
+}
+
+// An attempt waiting for its send slot is not in flight, and holds no
+// concurrency slot: the host's limit counts what it is sent. Requests of
+// a rule paced to a slot every 1.4 s, waiting seconds for theirs, leave
+// the limit whole to the host's other rule, whose requests go at once
+// and are not shed; Stats show nothing in flight while they wait.
+func TestAttemptsWaitingForTheirSlotHoldNoConcurrencySlot(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		srv := &rt.Server{Choose: func(_ int, req *http.Request) rt.Step {
+			if req.URL.Path == "/a/limit" {
+				return rt.Step{Status: 429}
+			}
+			return rt.Step{}
+		}}
+		tr := &retryhttp.Transport{Base: srv, Policy: twoRules(2, 0)}
+		for range 5 { // a request a second: rule a paced at 0.7/s by the 429
+			burst(t, tr, "/a/x", 1, 0)
+			time.Sleep(time.Second)
+		}
+		burst(t, tr, "/a/limit", 1, 0)
+		require.Positive(t, tr.Stats().Hosts["api.test"].PaceRate, "rule a paced")
+
+		var wg sync.WaitGroup
+		wg.Go(func() {
+			for _, err := range burst(t, tr, "/a/x", 3, 10*time.Second) {
+				assert.NoError(t, err)
+			}
+		})
+		synctest.Wait() // the first slot now, the others 1.4 s and 2.8 s away
+		hs := tr.Stats().Hosts["api.test"]
+		assert.Zero(t, hs.InFlight, "waiting for a send slot is not in flight")
+
+		start := time.Now()
+		for _, err := range burst(t, tr, "/b/x", 2, time.Second) {
+			assert.NoError(t, err, "rule b is not paced, and the host has room")
+			assert.False(t, errors.Is(err, retryhttp.ErrShed))
+		}
+		assert.Equal(t, start, time.Now(), "rule b's requests go at once")
+		wg.Wait()
+		hs = tr.Stats().Hosts["api.test"]
+		assert.Zero(t, hs.Shed)
+		assert.Zero(t, hs.InFlight)
+	})
+}
