@@ -5,6 +5,7 @@ import (
 	"math/rand/v2"
 	"time"
 
+	"github.com/retryhttp/retryhttp/policy"
 	"github.com/retryhttp/retryhttp/retrytrace"
 )
 
@@ -41,7 +42,7 @@ func (c *call) admit(n int, again bool) step {
 	f.slotTaken = c.slot == n && !c.slotAt.Before(f.host.pace.cut)
 	f.probing = again && c.probe.n == n && f.host.hold.wake == c.probe.wake
 	if a := c.pol.cfg.Admission; a != nil {
-		f.host.admit, f.admitted, f.admitWait = c.host.admission(a.Concurrency()).factsNow(), c.admits&(1<<n) != 0, a.Wait()
+		f.host.admit, f.admitted, f.admitWait = c.host.admission(c.concurrency(a)).factsNow(), c.admits&(1<<n) != 0, a.Wait()
 	}
 	s := gate(&f, n, again, rand.Float64())
 	s.at = now.Add(s.wait)
@@ -226,6 +227,20 @@ func (c *call) unadmitAll() {
 	}
 }
 
+// concurrency is the MaxConcurrency that the host's limit takes for the
+// request, whose policy has admission a: that of the policy in force,
+// when it has admission, as SetPolicy may have changed it since the
+// request started. The requests of both policies share the host's limit:
+// one of an older policy that fitted the limit to its own maximum would
+// raise a limit the policy in force lowered, and hand the slots so freed
+// to the requests in line.
+func (c *call) concurrency(a *policy.Admission) int {
+	if in := c.st.pol.Load().cfg; in != nil && in.Admission != nil {
+		return in.Admission.Concurrency()
+	}
+	return a.Concurrency()
+}
+
 // facts gathers what a decision at now reads of the caller and the
 // request.
 func (c *call) facts(now time.Time) facts {
@@ -245,7 +260,7 @@ func (c *call) gauges(s step) retrytrace.Gauges {
 	g := retrytrace.Gauges{PaceRate: s.rate}
 	if s.reason == retrytrace.WaitAdmission || s.refusal == retrytrace.RefusedShed {
 		if a, admit := c.host.admit.Load(), c.pol.cfg.Admission; a != nil && admit != nil {
-			g.ConcurrencyLimit, g.InFlight = a.shown(admit.Concurrency())
+			g.ConcurrencyLimit, g.InFlight = a.shown(c.concurrency(admit))
 		}
 	}
 	return g

@@ -73,3 +73,48 @@ func TestAttemptsWaitingForTheirSlotHoldNoConcurrencySlot(t *testing.T) {
 		assert.Zero(t, hs.InFlight)
 	})
 }
+
+// The concurrency limit follows the policy in force, whatever policy the
+// requests still under way started with: the retry of a request sent
+// before SetPolicy lowered MaxConcurrency from 10 to 2 does not raise the
+// host's limit back to 10, letting the requests waiting in line under
+// the new policy go all at once.
+func TestAnOlderRequestsRetryKeepsTheLimitInForce(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		srv := &rt.Server{Choose: func(n int, req *http.Request) rt.Step {
+			if req.URL.Path == "/old" && n == 1 {
+				return rt.Step{Status: 503} // retried after its backoff
+			}
+			return rt.Step{Delay: 5 * time.Second}
+		}}
+		with := func(max int) *policy.Config {
+			cfg := withWaits(retryConfig(3, 503), time.Second, time.Second)
+			cfg.Admission = &policy.Admission{MaxConcurrency: max, MaxWait: 20 * time.Second}
+			return cfg
+		}
+		tr := &retryhttp.Transport{Base: srv, Policy: with(10)}
+		var wg sync.WaitGroup
+		wg.Go(func() {
+			req, err := http.NewRequestWithContext(t.Context(), "GET", "https://api.test/old", nil)
+			require.NoError(t, err)
+			resp, err := tr.RoundTrip(req)
+			if assert.NoError(t, err) {
+				readAll(t, resp)
+			}
+		})
+		synctest.Wait() // its first attempt answered; its retry a second away
+		require.NoError(t, tr.SetPolicy(with(2)))
+		wg.Go(func() {
+			for _, err := range burst(t, tr, "/x", 6, 0) {
+				assert.NoError(t, err)
+			}
+		})
+		time.Sleep(2 * time.Second) // the old request's retry came and went into line
+		synctest.Wait()
+		hs := tr.Stats().Hosts["api.test"]
+		assert.Equal(t, 2, hs.ConcurrencyLimit)
+		assert.LessOrEqual(t, hs.InFlight, 2, "no more in flight than the policy in force allows")
+		assert.Equal(t, 3, srv.Count(), "the old request's first attempt and two of the new ones")
+		wg.Wait()
+	})
+}
