@@ -251,7 +251,7 @@ func TestGateAdmission(t *testing.T) {
 		{name: "room: the wait in line, should it lose the last slot", admit: room, maxWait: time.Second,
 			want: step{kind: stepSend, attempt: 1, acquire: true, wait: time.Second}},
 		{name: "room: within the deadline", admit: room, maxWait: time.Second, deadline: 200 * time.Millisecond,
-			want: step{kind: stepSend, attempt: 1, acquire: true, wait: 200 * time.Millisecond}},
+			want: step{kind: stepSend, attempt: 1, acquire: true, wait: 200*time.Millisecond - 1}},
 		{name: "room, no wait", admit: room,
 			want: step{kind: stepSend, attempt: 1, acquire: true}},
 		{name: "full: in line", admit: full, maxWait: time.Second,

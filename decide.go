@@ -202,7 +202,10 @@ func gate(f *facts, n int, again bool, rnd float64) step {
 	if a := h.admit; a.limit > 0 && !f.admitted {
 		wait := f.admitWait
 		if !f.deadline.IsZero() {
-			wait = min(wait, f.deadline.Sub(f.now))
+			// Before the deadline, as fits asks of every wait: no slot
+			// come, the attempt is shed while its caller still waits,
+			// not at the instant its context ends.
+			wait = min(wait, f.deadline.Sub(f.now)-1)
 		}
 		if wait <= 0 && (a.queued || a.inFlight >= a.limit) {
 			r := noMore(n, retrytrace.RefusedShed)

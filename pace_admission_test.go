@@ -1,9 +1,13 @@
 package retryhttp_test
 
 import (
+	"context"
 	"errors"
+	"io"
 	"net/http"
+	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"testing/synctest"
 	"time"
@@ -117,4 +121,45 @@ func TestAnOlderRequestsRetryKeepsTheLimitInForce(t *testing.T) {
 		assert.Equal(t, 3, srv.Count(), "the old request's first attempt and two of the new ones")
 		wg.Wait()
 	})
+}
+
+// An attempt past the limit whose deadline comes before maxWait waits
+// in line within its deadline, not up to it: no slot come, it is shed,
+// nothing sent, with ErrShed, before its context ends, every time, under
+// either loop. Its wait once ended at the deadline itself, and the
+// caller got ErrShed or its context's error as the two fell.
+func TestAShedWithinTheDeadlineIsErrShed(t *testing.T) {
+	for name, cfg := range map[string]*policy.Config{
+		"retry": retryConfig(3, 503),
+		"hedge": hedgeConfig(3, 10*time.Millisecond, 503),
+	} {
+		t.Run(name, func(t *testing.T) {
+			cfg.Admission = &policy.Admission{MaxConcurrency: 1, MaxWait: 500 * time.Millisecond}
+			for i := range 20 {
+				synctest.Test(t, func(t *testing.T) {
+					srv := &rt.Server{Choose: func(int, *http.Request) rt.Step { return rt.Step{Delay: time.Second} }}
+					tr := &retryhttp.Transport{Base: srv, Policy: cfg}
+					var wg sync.WaitGroup
+					wg.Go(func() { burst(t, tr, "/x", 1, 0) }) // the host full for a second
+					synctest.Wait()
+					ctx, cancel := context.WithTimeout(t.Context(), 100*time.Millisecond)
+					defer cancel()
+					var closes atomic.Int64
+					body := &closeCounter{ReadCloser: io.NopCloser(strings.NewReader("payload")), n: &closes}
+					req, err := http.NewRequestWithContext(ctx, "PUT", "https://api.test/x", body)
+					require.NoError(t, err)
+					start := time.Now()
+					_, err = tr.RoundTrip(req)
+					require.ErrorIs(t, err, retryhttp.ErrShed, "round %d", i)
+					var e *retryhttp.Error
+					require.ErrorAs(t, err, &e)
+					assert.Zero(t, e.Attempts, "nothing sent")
+					assert.Less(t, time.Since(start), 100*time.Millisecond, "within the deadline")
+					assert.Equal(t, int64(1), closes.Load(), "its body closed once")
+					wg.Wait()
+					assert.Equal(t, 1, srv.Count())
+				})
+			}
+		})
+	}
 }
