@@ -91,7 +91,8 @@ type paced struct {
 	rule string
 	next time.Time
 	// rate is the rate set by the last throttle, in requests per
-	// second; since when it was set.
+	// second; since when it grows back: when it was set, or later,
+	// for a throttle that set a long hold (see throttle).
 	rate  float64
 	since time.Time
 	// A throttle's cut: the plateau (wmax), reached again paceRegrow
@@ -144,7 +145,7 @@ func (p *paced) rateAt(now time.Time) float64 {
 	case p.wmax > 0:
 		t := now.Sub(p.since).Seconds() - paceRegrow.Seconds()
 		if t < 0 { // concave, from the cut to the plateau
-			d := -t / paceRegrow.Seconds() // 1 at the cut, 0 at the plateau
+			d := min(-t/paceRegrow.Seconds(), 1) // 1 at the cut (or until since), 0 at the plateau
 			rate = p.wmax - (p.wmax-p.rate)*d*d*d
 		} else { // convex, past it
 			g := p.probe * t * t * t
@@ -322,9 +323,13 @@ func (ps *paces) answered(rule string, now time.Time, latency time.Duration, ok 
 // it was sent at, the lower of its pace and rate, and grows back to a
 // plateau: paceMeasured of what the host served since the last cut, per
 // second it was not held, when that was measured, else paceTarget of the
-// rate throttled. A throttle of an attempt sent before the last cut is
-// already answered for by it: one cut per round of attempts, not one per
-// attempt in flight. The schedule of slots starts again from now, at the
+// rate throttled. It reaches the plateau no sooner than the hold the
+// throttle set ends, and probes past it only after: nothing is sent
+// while the hold lasts, and a rate grown past the plateau during a long
+// one would let every request it gathered go at once when it ends. A
+// throttle of an attempt sent before the last cut is already answered
+// for by it: one cut per round of attempts, not one per attempt in
+// flight. The schedule of slots starts again from now, at the
 // new rate: slots taken before the cut are taken anew (see restart).
 func (ps *paces) throttle(rule string, now, sent time.Time, rate, served float64, held time.Time) {
 	ps.mu.Lock()
@@ -365,7 +370,7 @@ func (ps *paces) throttle(rule string, now, sent time.Time, rate, served float64
 			p.probe = paceCHeld
 		}
 	}
-	p.rate, p.since = paceBeta*w, now
+	p.rate, p.since = paceBeta*w, later(now, held.Add(-paceRegrow))
 	p.restart(now, max(p.rate, paceFloor))
 	p.served, p.servedFrom = 0, later(now, held)
 }

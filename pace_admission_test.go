@@ -5,6 +5,7 @@ import (
 	"errors"
 	"io"
 	"net/http"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -160,6 +161,37 @@ func TestAShedWithinTheDeadlineIsErrShed(t *testing.T) {
 					assert.Equal(t, 1, srv.Count())
 				})
 			}
+		})
+	}
+}
+
+// However long the hold a throttle set, the requests that waited it out
+// go out at the pace when it ends, not at once: nothing was sent during
+// the hold, so the rate has not grown back past what the host takes.
+// Callers keep asking 20 a second, the rate the host was sent before
+// its 429; in the second after the hold's end it is sent about that
+// many, not every request the hold gathered.
+func TestALongHoldEndsAtThePace(t *testing.T) {
+	for _, hold := range []int{1, 5, 10, 30} {
+		t.Run(strconv.Itoa(hold)+"s", func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				srv := throttlesOnce(rt.Step{Status: 429, Header: http.Header{"Retry-After": {strconv.Itoa(hold)}}})
+				tr := &retryhttp.Transport{Base: srv}
+				start := time.Now() // the first arrival
+				warm(t, tr, "/x")
+				burst(t, tr, "/limit", 1, 0)
+				end := time.Now().Add(time.Duration(hold) * time.Second)
+				d := time.Duration(hold+5) * time.Second
+				ok, paced := offer(t, tr, 20, d, 0, time.Minute)
+				assert.Equal(t, int(20*d.Seconds()), ok+paced, "every request answered, or refused its slot past a minute")
+				var after int
+				for _, at := range arrivals(srv) {
+					if a := start.Add(at); !a.Before(end) && a.Before(end.Add(time.Second)) {
+						after++
+					}
+				}
+				assert.LessOrEqual(t, after, 22, "the second after a hold of %d s: at the pace, not the %d it gathered", hold, 20*hold)
+			})
 		})
 	}
 }
