@@ -56,8 +56,11 @@ func quotaLeft(h http.Header, now time.Time, extra []policy.DelayHeader) quota {
 		}
 	}
 	for _, d := range extra {
-		if q.left || d.Remaining == "" {
+		if q.left {
 			break
+		}
+		if d.Remaining == "" {
+			continue // a plain delay header: it says nothing of the quota left
 		}
 		if r, ok := remaining(h, d.Remaining); ok && r > 0 {
 			if v, ok := firstValue(h, d.Name); ok {
