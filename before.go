@@ -39,7 +39,7 @@ func (c *call) admit(n int, again bool) step {
 	f := c.facts(now)
 	f.host = c.host.factsFor(c.rule, now, c.st.fleet, asks{holds: c.pol.cfg.Hold != nil, pace: c.pol.pacing,
 		budgets: n > 1 && !again, capped: c.capped(), maxServerDelay: f.maxServerDelay})
-	f.slotTaken = c.slot == n && !c.slotAt.Before(f.host.pace.cut)
+	f.slotTaken, f.slotDue = c.slot == n && !c.slotAt.Before(f.host.pace.cut), c.slotDue
 	f.probing = again && c.probe.n == n && f.host.hold.wake == c.probe.wake
 	if a := c.pol.cfg.Admission; a != nil {
 		f.host.admit, f.admitted, f.admitWait = c.host.admission(c.concurrency(a)).factsNow(), c.admits&(1<<n) != 0, a.Wait()
@@ -50,6 +50,10 @@ func (c *call) admit(n int, again bool) step {
 	case s.kind == stepNoMore:
 		c.unadmit(n)
 		return s
+	case s.kind == stepWait && s.reason == retrytrace.WaitPace: // for the slot it holds
+		if !c.onReset(&s, resets) {
+			return c.admit(n, again) // reset since the facts were read: the pace is lifted
+		}
 	case s.kind == stepWait && s.reason == retrytrace.WaitHold:
 		c.slot = 0   // a slot taken before the hold has passed unused: the attempt takes a new one after it
 		c.unadmit(n) // nothing in flight while it waits: its concurrency slot goes back, and is taken anew after
@@ -170,7 +174,7 @@ func (c *call) takeSlot(n int, now, deadline time.Time) (step, bool) {
 		r.wait, r.rate, r.at = at.Sub(now), rate, now
 		return r, true
 	}
-	c.slot, c.slotAt = n, now
+	c.slot, c.slotAt, c.slotDue = n, now, at
 	if wait := at.Sub(now); wait > 0 {
 		c.unadmit(n) // a slot handed to it in line, before a cut took its send slot back: nothing in flight while it waits
 		return step{kind: stepWait, attempt: n, wait: wait, reason: retrytrace.WaitPace, at: at, rate: rate}, true

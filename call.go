@@ -64,9 +64,10 @@ type call struct {
 	failedAddrs [4]string
 	failedAt    int
 	// slot is the attempt that holds a send slot of its host's pace,
-	// taken at slotAt by the gate before a wait for it; 0: none.
-	slot   int
-	slotAt time.Time
+	// taken at slotAt by the gate before a wait for it, and due at
+	// slotDue; 0: none.
+	slot            int
+	slotAt, slotDue time.Time
 	// admits are the attempts that hold a slot under the host's
 	// concurrency limit, one bit each; waiter is attempt waitFor's place
 	// in line for one, until waitUntil.

@@ -32,9 +32,10 @@ type facts struct {
 	// counter; spare says the transparent resend is unused.
 	sent, backoff int
 	spare         bool
-	replayable    bool // its body can be sent again
-	slotTaken     bool // the attempt decided on holds a send slot of its host's pace
-	admitted      bool // it holds a slot under its host's concurrency limit
+	replayable    bool      // its body can be sent again
+	slotTaken     bool      // the attempt decided on holds a send slot of its host's pace
+	slotDue       time.Time // when that slot is due
+	admitted      bool      // it holds a slot under its host's concurrency limit
 	// admitWait is the longest an attempt waits in line for a concurrency
 	// slot: the policy's maxWait.
 	admitWait time.Duration
@@ -172,8 +173,9 @@ func noMore(n int, why retrytrace.RefusalReason) step {
 // concurrency limit, the attempt takes a slot, unless it holds one: when
 // none is free, it waits in line up to maxWait within its deadline, or is
 // refused when it cannot wait at all. On a paced host, the attempt takes
-// a send slot, unless it holds one already: the gate refuses it when the
-// next slot comes past the deadline or maxServerDelay.
+// a send slot, unless it holds one already, which it waits for until it
+// is due: the gate refuses it when the next slot comes past the deadline
+// or maxServerDelay.
 func gate(f *facts, n int, again bool, rnd float64) step {
 	h := &f.host
 	if s, held := gateHold(f, n, rnd); held {
@@ -198,6 +200,11 @@ func gate(f *facts, n int, again bool, rnd float64) step {
 		}
 	} else if h.capped {
 		s.hedges = hedgeEarn
+	}
+	if f.slotTaken && h.pace.rate > 0 && f.slotDue.After(f.now) {
+		// Its send slot is not due yet: a non-fatal answer that asks
+		// for the next hedge at once does not send it before its slot.
+		return step{kind: stepWait, attempt: n, wait: f.slotDue.Sub(f.now), reason: retrytrace.WaitPace, rate: h.pace.rate}
 	}
 	if a := h.admit; a.limit > 0 && !f.admitted {
 		wait := f.admitWait

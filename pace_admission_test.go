@@ -195,3 +195,43 @@ func TestALongHoldEndsAtThePace(t *testing.T) {
 		})
 	}
 }
+
+// A hedge waiting for its send slot goes at its slot, not sooner, when
+// a non-fatal answer comes meanwhile: the answer asks for the next hedge
+// at once, and the slot it holds is later. Attempts of a request hedged
+// on 503s, each answered 503 within 100 ms, reach a host paced at 0.7 a
+// second a slot apart.
+func TestANonFatalAnswerDoesNotSendAHedgeBeforeItsSlot(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		srv := &rt.Server{Choose: func(_ int, req *http.Request) rt.Step {
+			switch req.URL.Path {
+			case "/limit":
+				return rt.Step{Status: 429}
+			case "/flaky":
+				return rt.Step{Status: 503, Delay: 100 * time.Millisecond}
+			}
+			return rt.Step{}
+		}}
+		cfg := hedgeConfig(3, 10*time.Millisecond, 503)
+		tr := &retryhttp.Transport{Base: srv, Policy: cfg}
+		for range 5 { // a request a second
+			burst(t, tr, "/x", 1, 0)
+			time.Sleep(time.Second)
+		}
+		burst(t, tr, "/limit", 1, 0)
+		rate := tr.Stats().Hosts["api.test"].PaceRate
+		require.Positive(t, rate)
+		time.Sleep(1500 * time.Millisecond) // the next slot is free, the pace not yet quiet
+		before := len(arrivals(srv))
+		req, err := http.NewRequestWithContext(t.Context(), "GET", "https://api.test/flaky", nil)
+		require.NoError(t, err)
+		resp, err := tr.RoundTrip(req)
+		require.NoError(t, err)
+		readAll(t, resp)
+		at := arrivals(srv)[before:]
+		require.Len(t, at, 3, "hedged twice")
+		for i := 1; i < len(at); i++ {
+			assert.GreaterOrEqual(t, at[i]-at[i-1], time.Second, "hedge %d went at its slot (rate %.2f/s)", i, rate)
+		}
+	})
+}
