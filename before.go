@@ -195,7 +195,7 @@ func (c *call) inLine(n int, now time.Time) (step, bool) {
 	a := c.host.admit.Load()
 	if !a.granted(w) && now.Before(c.waitUntil) {
 		return step{kind: stepWait, attempt: n, wait: c.waitUntil.Sub(now), reason: retrytrace.WaitAdmission,
-			at: c.waitUntil, wake: w.ch}, true
+			at: c.waitUntil, wake: w.ch, resumed: true}, true
 	}
 	c.waiter = nil
 	if a.leave(w) {

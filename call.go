@@ -275,10 +275,13 @@ func (c *call) avoid() []string { return c.failedAddrs[:c.failedAt] }
 // s.at, so that the time spent since the decision (getting the next
 // attempt's body, the hooks) is not added to it; or sooner, when what it
 // waits for comes (a probe's answer, a slot in line: s.wake) or goes (the
-// host's owner resets its hold or pace: s.reset). It returns the caller's
-// context's cause if that ends first.
+// host's owner resets its hold or pace: s.reset). A wait that goes on
+// with one reported already (s.resumed) is not reported again. It returns
+// the caller's context's cause if that ends first.
 func (c *call) pause(s step) error {
-	c.waiting(s.attempt, s.wait, s.reason, c.gauges(s))
+	if !s.resumed {
+		c.waiting(s.attempt, s.wait, s.reason, c.gauges(s))
+	}
 	err := c.sleep(s)
 	c.waited(s.reason, time.Since(s.decided()), true)
 	return err

@@ -110,6 +110,11 @@ type step struct {
 	limit   int
 	// hedges is what a stepSend does to the host's hedge budget.
 	hedges hedgeUse
+	// resumed says a stepWait goes on with a wait reported already for
+	// the attempt, looked at again before it was over: for the send slot
+	// it holds, or in line. It is one wait: timed on, not reported or
+	// counted again.
+	resumed bool
 }
 
 // decided is when the step was decided: a wait lasts from then.
@@ -204,7 +209,8 @@ func gate(f *facts, n int, again bool, rnd float64) step {
 	if f.slotTaken && h.pace.rate > 0 && f.slotDue.After(f.now) {
 		// Its send slot is not due yet: a non-fatal answer that asks
 		// for the next hedge at once does not send it before its slot.
-		return step{kind: stepWait, attempt: n, wait: f.slotDue.Sub(f.now), reason: retrytrace.WaitPace, rate: h.pace.rate}
+		return step{kind: stepWait, attempt: n, wait: f.slotDue.Sub(f.now), reason: retrytrace.WaitPace, rate: h.pace.rate,
+			resumed: true}
 	}
 	if a := h.admit; a.limit > 0 && !f.admitted {
 		wait := f.admitWait

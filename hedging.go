@@ -161,6 +161,19 @@ func (h *hedger) begin(c *call, n int, d time.Duration, why retrytrace.WaitReaso
 	h.waitWhy, h.waitSince, h.waitIdle = why, since, h.flying == 0
 }
 
+// gated waits out s, the gate's wait before attempt s.attempt: it reports
+// and times it (see begin), or only times it, from its decision, when it
+// goes on with one reported already (s.resumed), and arms the timer.
+func (h *hedger) gated(c *call, s step) {
+	if s.resumed {
+		h.ended(c)
+		h.waitWhy, h.waitSince, h.waitIdle = s.reason, s.decided(), h.flying == 0
+	} else {
+		h.begin(c, s.attempt, s.wait, s.reason, s.decided(), c.gauges(s))
+	}
+	h.arm(time.Until(s.at), s.wake, s.reset)
+}
+
 // ended counts how long the wait timed lasted, now that it is over: its
 // timer fired, or what it waited for came or went, another replaced it,
 // or the request is over.
@@ -229,8 +242,7 @@ func (h *hedger) due(c *call) {
 	if n := h.resend; n > 0 {
 		switch s := c.admit(n, true); s.kind { // a resend waits out a hold too
 		case stepWait:
-			h.begin(c, n, s.wait, s.reason, s.decided(), c.gauges(s))
-			h.arm(time.Until(s.at), s.wake, s.reset)
+			h.gated(c, s)
 		case stepNoMore:
 			h.resend = 0
 			c.unresent()
@@ -248,8 +260,7 @@ func (h *hedger) due(c *call) {
 	s := c.admit(n, false)
 	switch s.kind {
 	case stepWait:
-		h.begin(c, n, s.wait, s.reason, s.decided(), c.gauges(s))
-		h.arm(time.Until(s.at), s.wake, s.reset)
+		h.gated(c, s)
 	case stepNoMore:
 		h.close(c, s)
 	default:

@@ -19,6 +19,7 @@ import (
 	"github.com/retryhttp/retryhttp"
 	"github.com/retryhttp/retryhttp/policy"
 	rt "github.com/retryhttp/retryhttp/retryhttptest"
+	"github.com/retryhttp/retryhttp/retrytrace"
 )
 
 // twoRules is the default policy with a rule for /a/ and one for /b/
@@ -233,5 +234,100 @@ func TestANonFatalAnswerDoesNotSendAHedgeBeforeItsSlot(t *testing.T) {
 		for i := 1; i < len(at); i++ {
 			assert.GreaterOrEqual(t, at[i]-at[i-1], time.Second, "hedge %d went at its slot (rate %.2f/s)", i, rate)
 		}
+	})
+}
+
+// A hedge's wait for its send slot, or for a place in line, is one wait
+// however often the hedge loop looks again meanwhile: a non-fatal answer
+// that comes during it does not count it, or report it to the hooks, a
+// second time. Two hedges that each wait once are two waits in Stats and
+// in the Wait hook, and the time waited is counted in full.
+func TestAHedgesWaitIsCountedOnce(t *testing.T) {
+	t.Run("pace", func(t *testing.T) {
+		synctest.Test(t, func(t *testing.T) {
+			srv := &rt.Server{Choose: func(_ int, req *http.Request) rt.Step {
+				switch req.URL.Path {
+				case "/limit":
+					return rt.Step{Status: 429}
+				case "/flaky":
+					return rt.Step{Status: 503, Delay: 100 * time.Millisecond}
+				}
+				return rt.Step{}
+			}}
+			var log hookLog
+			tr := &retryhttp.Transport{Base: srv, Policy: hedgeConfig(3, 10*time.Millisecond, 503), Hooks: log.hooks("")}
+			for range 5 { // a request a second
+				burst(t, tr, "/x", 1, 0)
+				time.Sleep(time.Second)
+			}
+			burst(t, tr, "/limit", 1, 0)
+			time.Sleep(1500 * time.Millisecond) // the next slot is free, the pace not yet quiet
+			before, from := tr.Stats().Total, len(log.waits())
+			start := time.Now()
+			req, err := http.NewRequestWithContext(t.Context(), "GET", "https://api.test/flaky", nil)
+			require.NoError(t, err)
+			resp, err := tr.RoundTrip(req)
+			require.NoError(t, err)
+			readAll(t, resp)
+			took := time.Since(start)
+
+			after := tr.Stats().Total
+			assert.Equal(t, uint64(2), after.PaceWaits-before.PaceWaits, "each hedge waited once for its slot")
+			var paced []int
+			for _, w := range log.waits()[from:] {
+				if w.Reason == retrytrace.WaitPace {
+					paced = append(paced, w.Attempt)
+				}
+			}
+			assert.Equal(t, []int{2, 3}, paced, "pace waits reported to the hooks, by attempt")
+			waited := after.PaceWaitTime - before.PaceWaitTime
+			assert.Greater(t, waited, 2*time.Second-2*20*time.Millisecond, "the time waited counted in full")
+			assert.Less(t, waited, took)
+		})
+	})
+	t.Run("admission", func(t *testing.T) {
+		synctest.Test(t, func(t *testing.T) {
+			srv := &rt.Server{Choose: func(_ int, req *http.Request) rt.Step {
+				switch req.URL.Path {
+				case "/slow":
+					return rt.Step{Delay: 10 * time.Second}
+				case "/flaky":
+					return rt.Step{Status: 503, Delay: 100 * time.Millisecond}
+				}
+				return rt.Step{Delay: 50 * time.Millisecond}
+			}}
+			cfg := hedgeConfig(2, 10*time.Millisecond, 503)
+			cfg.Admission = &policy.Admission{MaxConcurrency: 2, MaxWait: 5 * time.Second}
+			var log hookLog
+			tr := &retryhttp.Transport{Base: srv, Policy: cfg, Hooks: log.hooks("")}
+			var wg sync.WaitGroup
+			wg.Go(func() { burst(t, tr, "/slow", 1, 0) }) // one slot taken for 10 s
+			synctest.Wait()
+			wg.Go(func() {
+				req, err := http.NewRequestWithContext(t.Context(), "GET", "https://api.test/flaky", nil)
+				require.NoError(t, err)
+				resp, err := tr.RoundTrip(req) // its first attempt takes the other slot
+				if assert.NoError(t, err) {
+					readAll(t, resp)
+				}
+			})
+			time.Sleep(5 * time.Millisecond)
+			wg.Go(func() { burst(t, tr, "/other", 1, 0) }) // first in line; its hedge, 5 ms later, second
+			wg.Wait()
+
+			// The 503 at 100 ms hands its slot to /other, and the hedge,
+			// still in line, waits on until /other's answer at 150 ms.
+			var inLine []int
+			for _, w := range log.waits() {
+				if w.Reason == retrytrace.WaitAdmission {
+					inLine = append(inLine, w.Attempt)
+				}
+			}
+			assert.Equal(t, []int{1, 2}, inLine, "waits in line reported to the hooks, by attempt: /other's, the hedge's")
+			st := tr.Stats().Total
+			assert.Equal(t, uint64(2), st.AdmissionWaits, "each attempt waited once in line")
+			assert.Equal(t, 95*time.Millisecond+140*time.Millisecond, st.AdmissionWaitTime, "/other's 95 ms and the hedge's 140 ms")
+			assert.Zero(t, st.Shed)
+		})
 	})
 }
