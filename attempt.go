@@ -318,18 +318,44 @@ type causeError struct{ err, cause error }
 
 func (e *causeError) Error() string { return e.err.Error() + " (" + e.cause.Error() + ")" }
 
+// Timeout reports whether the cause was a timeout (the per-attempt
+// timeout, a deadline), whatever error the base carried it out with: a
+// dial cut short reports a *net.OpError that is no timeout of its own.
+func (e *causeError) Timeout() bool {
+	var t interface{ Timeout() bool }
+	return errors.As(e.cause, &t) && t.Timeout()
+}
+
 // Unwrap returns the base's error and the cause. When the cause is a
-// timeout of this package's (the per-attempt timeout), the base's bare
-// context.Canceled (net/http's over HTTP/2) is only how the timeout was
-// carried out: it is left out, so that errors.Is(err, context.Canceled),
-// in a Classify or in the caller, never takes the timeout for a
-// cancellation by the caller.
+// timeout of this package's (the per-attempt timeout), the base's
+// context.Canceled (net/http's bare one over HTTP/2, or one a dial of the
+// caller's own base wraps in a *net.OpError) is only how the timeout was
+// carried out: the base's error then no longer matches it, so that
+// errors.Is(err, context.Canceled), in a Classify or in the caller, never
+// takes the timeout for a cancellation by the caller, while the rest of
+// it (the dial that never reached the server) still counts.
 func (e *causeError) Unwrap() []error {
 	if own, ok := e.cause.(*ownCause); ok && own.timeout && errors.Is(e.err, context.Canceled) {
-		return []error{e.cause}
+		return []error{notCanceled{e.err}, e.cause}
 	}
 	return []error{e.err, e.cause}
 }
+
+// notCanceled is err, matching all that err matches but context.Canceled.
+// It has no Unwrap, so that errors.Is asks it and never finds the
+// cancellation beneath; errors.As still reaches every error in err.
+type notCanceled struct{ err error }
+
+func (e notCanceled) Error() string { return e.err.Error() }
+
+// Is reports whether err matches target, unless target is
+// context.Canceled.
+func (e notCanceled) Is(target error) bool {
+	return target != context.Canceled && errors.Is(e.err, target)
+}
+
+// As finds in err the first error that matches target.
+func (e notCanceled) As(target any) bool { return errors.As(e.err, target) }
 
 // othersCancellation reports whether err, reported for an attempt whose own
 // context is live, is the cancellation of another request: one of the

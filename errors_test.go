@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/x509"
 	"errors"
+	"fmt"
 	"io"
 	"net"
 	"net/http"
@@ -290,6 +291,52 @@ func TestPerAttemptTimeoutIsNoCancellation(t *testing.T) {
 				for i, cerr := range classified {
 					assert.NotErrorIs(t, cerr, context.Canceled, "attempt %d: Classify got %v, a cancellation", i+1, cerr)
 				}
+			})
+		})
+	}
+}
+
+// A dial the per-attempt timeout cut short, reported by a base of the
+// caller's own as a *net.OpError wrapping the bare context.Canceled, is
+// still a dial: the attempt never reached the server, and is resent at
+// once, a POST included. When every dial is cut short, the error keeps
+// the OpError, reachable by errors.As, and is a timeout, not a
+// cancellation the caller never made.
+func TestPerAttemptTimeoutDuringADialIsStillADial(t *testing.T) {
+	t.Parallel()
+	for _, cut := range []int{1, 100} {
+		t.Run(fmt.Sprintf("dials cut %d", cut), func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				var calls int
+				base := roundTripFunc(func(req *http.Request) (*http.Response, error) {
+					calls++
+					if calls <= cut {
+						<-req.Context().Done()
+						return nil, &net.OpError{Op: "dial", Net: "tcp", Err: req.Context().Err()}
+					}
+					return &http.Response{StatusCode: 200, Body: http.NoBody, Request: req}, nil
+				})
+				cfg := retryConfig(2, 503)
+				cfg.Rules[0].Retry.PerAttemptTimeout = time.Second
+				tr := &retryhttp.Transport{Base: base, Policy: cfg}
+				req, err := http.NewRequestWithContext(t.Context(), http.MethodPost, "https://api.example.com/x",
+					strings.NewReader("payload"))
+				require.NoError(t, err)
+				resp, err := tr.RoundTrip(req)
+				if cut == 1 {
+					require.NoError(t, err, "the dial cut short is resent")
+					assert.Equal(t, 200, resp.StatusCode)
+					assert.Equal(t, 2, calls)
+					assert.Equal(t, uint64(1), tr.Stats().Total.TransparentRetries)
+					return
+				}
+				require.Error(t, err)
+				var op *net.OpError
+				assert.ErrorAs(t, err, &op, "the dial's error is kept")
+				assert.NotErrorIs(t, err, context.Canceled, "got %v, a cancellation the caller never made", err)
+				var rerr *retryhttp.Error
+				require.ErrorAs(t, err, &rerr)
+				assert.True(t, rerr.Timeout(), "got %v, want a timeout", err)
 			})
 		})
 	}
