@@ -54,12 +54,16 @@ func miniStore(t *testing.T) *miniredis.Miniredis {
 	return miniredis.RunT(t)
 }
 
-// waitFor waits until cond holds, failing the test past eventually.
-func waitFor(t testing.TB, what string, cond func() bool) {
+// waitFor waits until cond holds, failing the test past eventually with
+// what it waited for and what each of seen says it saw.
+func waitFor(t testing.TB, what string, cond func() bool, seen ...func() string) {
 	t.Helper()
 	deadline := time.Now().Add(eventually)
 	for !cond() {
 		if time.Now().After(deadline) {
+			for _, s := range seen {
+				what += "; " + s()
+			}
 			t.Fatalf("waited %v for %s", eventually, what)
 		}
 		time.Sleep(poll)

@@ -1,6 +1,7 @@
 package redisfleet_test
 
 import (
+	"fmt"
 	"testing"
 	"time"
 
@@ -37,6 +38,13 @@ func TestRealRingShardDies(t *testing.T) {
 		}
 	}
 	holdReaches("a hold through the first shard", time.Minute)
+	// Its 429 counted as a failure there, before the shard dies: a
+	// failure the shard never answered would go to the other shard,
+	// rightly, and count there too.
+	dying := admin(t, shards[dies].addr)
+	waitFor(t, "the first failure in the shard that dies", func() bool {
+		return budgetLevel(t, dying, opts.Prefix, host) == 99_000
+	})
 
 	following := func(n uint64) {
 		t.Helper()
@@ -51,9 +59,11 @@ func TestRealRingShardDies(t *testing.T) {
 	members[1].Report(host, failure)
 	a := admin(t, shards[0].addr)
 	// The 429 of the hold counted as a failure too.
+	var level int64
 	waitFor(t, "the failures in the other shard, on a full bucket", func() bool {
-		return budgetLevel(t, a, opts.Prefix, host) == 98_000
-	})
+		level = budgetLevel(t, a, opts.Prefix, host)
+		return level == 98_000
+	}, func() string { return fmt.Sprintf("its level is %d", level) })
 
 	require.NoError(t, shards[dies].Start())
 	waitFor(t, "the Ring to put the shard back", func() bool { return probe.Len() == 2 })
