@@ -81,12 +81,8 @@ func TestResetBackoffWakesTheWaiters(t *testing.T) {
 		{"a hold", nil, holdFor30s, holdWaitTime},
 		{"a hold, hedged", hedging, holdFor30s, holdWaitTime},
 		{"a pace", nil, func(t *testing.T, tr *retryhttp.Transport) int {
-			for range 5 { // a request a second
-				burst(t, tr, "/x", 1, 0)
-				time.Sleep(time.Second)
-			}
-			burst(t, tr, "/throttle", 1, 0) // paced at 0.7/s: a slot every 1.4 s
-			return 3                        // one goes, two wait for a slot
+			pacedBy429(t, tr, "/x", "/throttle") // at 0.7/s: a slot every 1.4 s
+			return 3                             // one goes, two wait for a slot
 		}, func(c retryhttp.Counters) time.Duration { return c.PaceWaitTime }},
 		{"a concurrency limit", admission(), func(t *testing.T, tr *retryhttp.Transport) int {
 			var wg sync.WaitGroup

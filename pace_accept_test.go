@@ -121,12 +121,7 @@ func TestPaceWaitsAtMostMaxServerDelay(t *testing.T) {
 		cfg := policy.Default()
 		cfg.MaxServerDelay = 500 * time.Millisecond
 		tr := &retryhttp.Transport{Base: srv, Policy: cfg, Hooks: log.hooks("")}
-		for range 5 { // a request a second: paced at 0.7/s, a slot each 1.4 s
-			burst(t, tr, "/x", 1, 0)
-			time.Sleep(time.Second)
-		}
-		burst(t, tr, "/limit", 1, 0)
-		require.Positive(t, tr.Stats().Hosts["api.test"].PaceRate)
+		pacedBy429(t, tr, "/x", "/limit") // at 0.7/s, a slot each 1.4 s
 		before := srv.Count()
 		start := time.Now()
 		errs := burst(t, tr, "/x", 3, time.Minute)
@@ -321,13 +316,7 @@ func TestHedgesGoAtThePace(t *testing.T) {
 		cfg.Rules = []policy.Rule{{Name: []policy.Name{{}},
 			Hedge: &policy.Hedge{MaxAttempts: 3, HedgingDelay: 10 * time.Millisecond}}}
 		tr := &retryhttp.Transport{Base: srv, Policy: cfg}
-		for range 5 { // a request a second
-			burst(t, tr, "/x", 1, 0)
-			time.Sleep(time.Second)
-		}
-		burst(t, tr, "/limit", 1, 0)
-		rate := tr.Stats().Hosts["api.test"].PaceRate
-		require.Positive(t, rate)
+		rate := pacedBy429(t, tr, "/x", "/limit")
 		time.Sleep(1500 * time.Millisecond) // the next slot is free, the pace not yet quiet
 		require.Positive(t, tr.Stats().Hosts["api.test"].PaceRate, "still paced")
 		before := len(arrivals(srv))

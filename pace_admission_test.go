@@ -53,12 +53,7 @@ func TestAttemptsWaitingForTheirSlotHoldNoConcurrencySlot(t *testing.T) {
 			return rt.Step{}
 		}}
 		tr := &retryhttp.Transport{Base: srv, Policy: twoRules(2, 0)}
-		for range 5 { // a request a second: rule a paced at 0.7/s by the 429
-			burst(t, tr, "/a/x", 1, 0)
-			time.Sleep(time.Second)
-		}
-		burst(t, tr, "/a/limit", 1, 0)
-		require.Positive(t, tr.Stats().Hosts["api.test"].PaceRate, "rule a paced")
+		pacedBy429(t, tr, "/a/x", "/a/limit") // rule a, at 0.7/s
 
 		var wg sync.WaitGroup
 		wg.Go(func() {
@@ -218,13 +213,7 @@ func TestANonFatalAnswerDoesNotSendAHedgeBeforeItsSlot(t *testing.T) {
 		}}
 		cfg := hedgeConfig(3, 10*time.Millisecond, 503)
 		tr := &retryhttp.Transport{Base: srv, Policy: cfg}
-		for range 5 { // a request a second
-			burst(t, tr, "/x", 1, 0)
-			time.Sleep(time.Second)
-		}
-		burst(t, tr, "/limit", 1, 0)
-		rate := tr.Stats().Hosts["api.test"].PaceRate
-		require.Positive(t, rate)
+		rate := pacedBy429(t, tr, "/x", "/limit")
 		time.Sleep(1500 * time.Millisecond) // the next slot is free, the pace not yet quiet
 		before := len(arrivals(srv))
 		req, err := http.NewRequestWithContext(t.Context(), "GET", "https://api.test/flaky", nil)
@@ -259,11 +248,7 @@ func TestAHedgesWaitIsCountedOnce(t *testing.T) {
 			}}
 			var log hookLog
 			tr := &retryhttp.Transport{Base: srv, Policy: hedgeConfig(3, 10*time.Millisecond, 503), Hooks: log.hooks("")}
-			for range 5 { // a request a second
-				burst(t, tr, "/x", 1, 0)
-				time.Sleep(time.Second)
-			}
-			burst(t, tr, "/limit", 1, 0)
+			pacedBy429(t, tr, "/x", "/limit")
 			time.Sleep(1500 * time.Millisecond) // the next slot is free, the pace not yet quiet
 			before, from := tr.Stats().Total, len(log.waits())
 			start := time.Now()

@@ -48,6 +48,22 @@ func burst(t *testing.T, tr *retryhttp.Transport, path string, n int, d time.Dur
 	return errs
 }
 
+// pacedBy429 paces tr's host as a throttle does: a request a second to warm
+// for five seconds, so that the host has a rate for the throttle to cut,
+// then one to throttle, which the test's server answers 429 (or 503 with
+// a delay). It returns the pace's rate, which it requires.
+func pacedBy429(t *testing.T, tr *retryhttp.Transport, warm, throttle string) float64 {
+	t.Helper()
+	for range 5 {
+		burst(t, tr, warm, 1, 0)
+		time.Sleep(time.Second)
+	}
+	burst(t, tr, throttle, 1, 0)
+	rate := tr.Stats().Hosts["api.test"].PaceRate
+	require.Positive(t, rate, "paced")
+	return rate
+}
+
 // throttlesOnce is a server that answers the first request to /limit
 // with st, and every other request 200.
 func throttlesOnce(st rt.Step) *rt.Server {
@@ -268,13 +284,7 @@ func TestPacedRequestsLeaveTimeForTheAnswer(t *testing.T) {
 			return rt.Step{Delay: 200 * time.Millisecond}
 		}}
 		tr := &retryhttp.Transport{Base: srv}
-		for range 5 { // a request a second
-			burst(t, tr, "/slow", 1, 0)
-			time.Sleep(time.Second)
-		}
-		burst(t, tr, "/limit", 1, 0)
-		rate := tr.Stats().Hosts["api.test"].PaceRate
-		require.NotZero(t, rate)
+		rate := pacedBy429(t, tr, "/slow", "/limit")
 		// The second slot comes 1/rate from now, before the deadline; its
 		// answer, 0.2 s later, would not.
 		deadline := time.Duration(float64(time.Second)/rate) + 100*time.Millisecond
