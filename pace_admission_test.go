@@ -202,15 +202,7 @@ func TestALongHoldEndsAtThePace(t *testing.T) {
 // second a slot apart.
 func TestANonFatalAnswerDoesNotSendAHedgeBeforeItsSlot(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		srv := &rt.Server{Choose: func(_ int, req *http.Request) rt.Step {
-			switch req.URL.Path {
-			case "/limit":
-				return rt.Step{Status: 429}
-			case "/flaky":
-				return rt.Step{Status: 503, Delay: 100 * time.Millisecond}
-			}
-			return rt.Step{}
-		}}
+		srv := limitAndFlaky()
 		cfg := hedgeConfig(3, 10*time.Millisecond, 503)
 		tr := &retryhttp.Transport{Base: srv, Policy: cfg}
 		rate := pacedBy429(t, tr, "/x", "/limit")
@@ -237,15 +229,7 @@ func TestANonFatalAnswerDoesNotSendAHedgeBeforeItsSlot(t *testing.T) {
 func TestAHedgesWaitIsCountedOnce(t *testing.T) {
 	t.Run("pace", func(t *testing.T) {
 		synctest.Test(t, func(t *testing.T) {
-			srv := &rt.Server{Choose: func(_ int, req *http.Request) rt.Step {
-				switch req.URL.Path {
-				case "/limit":
-					return rt.Step{Status: 429}
-				case "/flaky":
-					return rt.Step{Status: 503, Delay: 100 * time.Millisecond}
-				}
-				return rt.Step{}
-			}}
+			srv := limitAndFlaky()
 			var log hookLog
 			tr := &retryhttp.Transport{Base: srv, Policy: hedgeConfig(3, 10*time.Millisecond, 503), Hooks: log.hooks("")}
 			pacedBy429(t, tr, "/x", "/limit")
@@ -365,4 +349,18 @@ func TestAResendAfterAHoldTakesAConcurrencySlot(t *testing.T) {
 		wg.Wait()
 		assert.Equal(t, int32(1), most.Load(), "the host's limit is 1")
 	})
+}
+
+// limitAndFlaky is a server that answers /limit 429, /flaky 503 after
+// 100 ms, and any other path 200.
+func limitAndFlaky() *rt.Server {
+	return &rt.Server{Choose: func(_ int, req *http.Request) rt.Step {
+		switch req.URL.Path {
+		case "/limit":
+			return rt.Step{Status: 429}
+		case "/flaky":
+			return rt.Step{Status: 503, Delay: 100 * time.Millisecond}
+		}
+		return rt.Step{}
+	}}
 }
