@@ -319,11 +319,12 @@ type causeError struct{ err, cause error }
 func (e *causeError) Error() string { return e.err.Error() + " (" + e.cause.Error() + ")" }
 
 // Timeout reports whether the cause was a timeout (the per-attempt
-// timeout, a deadline), whatever error the base carried it out with: a
-// dial cut short reports a *net.OpError that is no timeout of its own.
+// timeout, a deadline), whatever error the base carried it out with (a
+// dial cut short reports a *net.OpError that is no timeout of its own),
+// or the base's error was one.
 func (e *causeError) Timeout() bool {
 	var t interface{ Timeout() bool }
-	return errors.As(e.cause, &t) && t.Timeout()
+	return errors.As(e.cause, &t) && t.Timeout() || errors.As(e.err, &t) && t.Timeout()
 }
 
 // Unwrap returns the base's error and the cause. When the cause is a
