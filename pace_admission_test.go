@@ -364,3 +364,49 @@ func limitAndFlaky() *rt.Server {
 		return rt.Step{}
 	}}
 }
+
+// A hedge's transparent resend on a paced host goes at once, on the send
+// slot of its first try, as any resend does: the slot the next hedge
+// took meanwhile is that hedge's own.
+func TestAHedgesResendOnAPacedHostGoesAtOnce(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		var mu sync.Mutex
+		var tries []time.Duration // of /h, from the request's start
+		var start time.Time
+		base := roundTripFunc(func(req *http.Request) (*http.Response, error) {
+			switch req.URL.Path {
+			case "/limit":
+				return &http.Response{StatusCode: 429, Body: http.NoBody, Request: req}, nil
+			case "/h":
+				mu.Lock()
+				tries = append(tries, time.Since(start))
+				n := len(tries)
+				mu.Unlock()
+				if n == 2 { // the first hedge's first try never reaches the host, 2 s on
+					time.Sleep(2 * time.Second)
+					return nil, &net.OpError{Op: "dial", Net: "tcp", Err: syscall.ECONNREFUSED}
+				}
+				<-req.Context().Done()
+				return nil, req.Context().Err()
+			}
+			return &http.Response{StatusCode: 200, Body: http.NoBody, Request: req}, nil
+		})
+		cfg := policy.Default()
+		cfg.Rules = []policy.Rule{{Name: []policy.Name{{}},
+			Hedge: &policy.Hedge{MaxAttempts: 3, HedgingDelay: 10 * time.Millisecond}}}
+		tr := &retryhttp.Transport{Base: base, Policy: cfg}
+		pacedBy429(t, tr, "/x", "/limit")
+		time.Sleep(1500 * time.Millisecond)
+		ctx, cancel := context.WithTimeout(t.Context(), 5*time.Second)
+		defer cancel()
+		req, err := http.NewRequestWithContext(ctx, "GET", "https://api.test/h", nil)
+		require.NoError(t, err)
+		start = time.Now()
+		_, err = tr.RoundTrip(req)
+		require.Error(t, err, "no attempt answers")
+		mu.Lock()
+		defer mu.Unlock()
+		require.GreaterOrEqual(t, len(tries), 4, "the first try, two hedges and the resend: %v", tries)
+		assert.Equal(t, tries[1]+2*time.Second, tries[3], "the resend went as its first try failed: %v", tries)
+	})
+}
