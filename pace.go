@@ -219,6 +219,8 @@ type paceFacts struct {
 	// cut is when the schedule last started again at a lower rate (see
 	// paced.cut).
 	cut time.Time
+	// answer is how long the rule's answers take (see paced.answer).
+	answer time.Duration
 }
 
 // slot returns when an attempt taking the next slot at now would go, for
@@ -258,7 +260,7 @@ func (ps *paces) get(rule string, now time.Time, asked float64) paceFacts {
 		return paceFacts{}
 	}
 	rate := p.rateAt(now)
-	return paceFacts{rate: rate, next: p.next, burst: p.burst(rate, now), cut: p.cut}
+	return paceFacts{rate: rate, next: p.next, burst: p.burst(rate, now), cut: p.cut, answer: p.answer}
 }
 
 // take takes rule's next send slot at now, if the rule is paced, and

@@ -365,6 +365,41 @@ func limitAndFlaky() *rt.Server {
 	}}
 }
 
+// A paced attempt whose send slot came while it waited in line for a
+// concurrency slot is still not sent when its answer would come after
+// its caller has gone: granted a slot 1.9 s later, with 0.1 s left for a
+// 0.2 s answer, it fails with ErrPaced, nothing sent, as it would have
+// had it taken its send slot then.
+func TestASlotThatCameInLineStillLeavesTimeForTheAnswer(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		srv := &rt.Server{Choose: func(_ int, req *http.Request) rt.Step {
+			switch req.URL.Path {
+			case "/a/limit":
+				return rt.Step{Status: 429, Delay: 200 * time.Millisecond}
+			case "/b/hog":
+				return rt.Step{Delay: 1900 * time.Millisecond}
+			}
+			return rt.Step{Delay: 200 * time.Millisecond}
+		}}
+		cfg := twoRules(1, 0)
+		cfg.Admission.MaxWait = 5 * time.Second
+		tr := &retryhttp.Transport{Base: srv, Policy: cfg}
+		pacedBy429(t, tr, "/a/x", "/a/limit")
+		time.Sleep(1500 * time.Millisecond) // the next slot of /a/ is free
+		var wg sync.WaitGroup
+		wg.Go(func() { burst(t, tr, "/b/hog", 1, 0) }) // the only concurrency slot, for 1.9 s
+		synctest.Wait()
+		before := srv.Count()
+		errs := burst(t, tr, "/a/x", 1, 2*time.Second)
+		wg.Wait()
+		require.ErrorIs(t, errs[0], retryhttp.ErrPaced)
+		var rerr *retryhttp.Error
+		require.ErrorAs(t, errs[0], &rerr)
+		assert.Zero(t, rerr.Attempts, "nothing sent")
+		assert.Zero(t, srv.Count()-before, "nothing reached the host")
+	})
+}
+
 // A hedge's transparent resend on a paced host goes at once, on the send
 // slot of its first try, as any resend does: the slot the next hedge
 // took meanwhile is that hedge's own.
