@@ -10,8 +10,9 @@ import (
 // server delay; a response the Transport's classifier calls Throttled),
 // every attempt of that host and rule, first attempts included, takes a
 // send slot from a rate that the throttles set: a throttle cuts it to 0.7
-// of the rate sent, and it grows back, within two seconds, to a little
-// below what the host served since the last cut, then probes past it along
+// of the rate sent, and it grows back, within two seconds (or, after a
+// throttle that set a longer hold, by the hold's end), to a little below
+// what the host served since the last cut, then probes past it along
 // a cubic curve (as the AWS SDKs' adaptive retry mode and TCP CUBIC do),
 // slowly after a throttle that set a hold, as each probe that finds the
 // limit then costs the hold; once throttles stop, the host and rule are
@@ -32,8 +33,11 @@ import (
 // [Config.MaxServerDelay], leaving time for the answer before the
 // deadline (the rule's answers' smoothed latency), and otherwise fails at
 // once, nothing sent, with the Transport's paced error: a slot spent on an
-// answer that comes too late would waste the host's quota. A hold ([Hold])
-// stays what it is; when it ends, the requests it kept go out at the pace.
+// answer that comes too late would waste the host's quota; an attempt
+// whose slot came while it waited in line for a concurrency slot
+// ([Admission]) is refused so too when that wait left no time for the
+// answer. A hold ([Hold]) stays what it is; when it ends, the requests it
+// kept go out at the pace.
 //
 // The zero Pace, {} in JSON, turns pacing on, as a nil Config.Pace does;
 // Off turns it off.
