@@ -19,31 +19,10 @@ func (f *Fleet) flusher() {
 	var b batch
 	timer := time.NewTimer(time.Hour)
 	defer timer.Stop()
-	round := func() {
-		s.start(time.Now())
-		ok, what := f.flush(&b)
-		s.end(ok, what, rand.Float64())
-	}
 	for {
 		var due <-chan time.Time
 		if !s.due.IsZero() {
-			wait := time.Until(s.due)
-			if wait <= 0 {
-				// Due already (a failure, with the interval passed):
-				// the round trip goes from here. A timer's firing
-				// would put the flusher back in line behind every
-				// goroutine a busy process has ready, and the store's
-				// answer could then come after the member's own retry
-				// had asked the fleet.
-				select {
-				case <-f.stop:
-					return
-				default:
-				}
-				round()
-				continue
-			}
-			timer.Reset(wait)
+			timer.Reset(time.Until(s.due))
 			due = timer.C
 		}
 		select {
@@ -54,7 +33,9 @@ func (f *Fleet) flusher() {
 		case <-f.wake:
 			s.work(time.Now(), false)
 		case <-due:
-			round()
+			s.start(time.Now())
+			ok, what := f.flush(&b)
+			s.end(ok, what, rand.Float64())
 		case ok := <-f.fetched:
 			if !ok {
 				// As after a round trip of the flusher's own whose work
