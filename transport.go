@@ -238,8 +238,10 @@ func (st *state) changed(t *Transport) error {
 // policy from the next request on; a nil cfg means [policy.Default], as a
 // nil Policy does. An invalid cfg changes nothing and is returned as an
 // error naming the field. Requests in flight keep the rule they started
-// with. The per-host budgets keep their tokens and take the new
-// throttle's limits (a cfg whose throttle is off stops gating); statistics
+// with, but a host's concurrency limit is the host's: it takes the new
+// maxConcurrency at once, for their attempts too. The per-host budgets
+// keep their tokens and take the new throttle's limits (a cfg whose
+// throttle is off stops gating); statistics
 // per rule start afresh for the new rules, while the totals and the
 // per-host figures carry on. SetPolicy is safe to call while requests
 // run. It takes a deep copy of cfg ([policy.Config.Clone]): edits to cfg
