@@ -41,7 +41,6 @@ func (c *call) admit(n int, again bool) step {
 		budgets: n > 1 && !again, capped: c.capped(), maxServerDelay: f.maxServerDelay})
 	f.slotTaken, f.slotDue = c.slot == n && !c.slotAt.Before(f.host.pace.cut), c.slotDue
 	f.probing = again && c.probe.n == n && f.host.hold.wake == c.probe.wake
-	f.heldBack = c.heldBack&(1<<n) != 0
 	if a := c.pol.cfg.Admission; a != nil {
 		f.host.admit, f.admitted, f.admitWait = c.host.admission(c.concurrency(a)).factsNow(), c.admits&(1<<n) != 0, a.Wait()
 	}
@@ -58,9 +57,6 @@ func (c *call) admit(n int, again bool) step {
 	case s.kind == stepWait && s.reason == retrytrace.WaitHold:
 		c.slot = 0   // a slot taken before the hold has passed unused: the attempt takes a new one after it
 		c.unadmit(n) // nothing in flight while it waits: its concurrency slot goes back, and is taken anew after
-		if again {
-			c.heldBack |= 1 << n
-		}
 		if !c.onReset(&s, resets) {
 			return c.admit(n, again) // reset since the facts were read
 		}

@@ -71,10 +71,7 @@ type call struct {
 	// admits are the attempts that hold a slot under the host's
 	// concurrency limit, one bit each; waiter is attempt waitFor's place
 	// in line for one, until waitUntil.
-	admits uint32
-	// heldBack are the attempts whose resend a hold kept back, one bit
-	// each: they gave their slots back for the wait, and take them anew.
-	heldBack  uint32
+	admits    uint32
 	waiter    *admitWaiter
 	waitFor   int
 	waitUntil time.Time

@@ -36,7 +36,6 @@ type facts struct {
 	slotTaken     bool      // the attempt decided on holds a send slot of its host's pace
 	slotDue       time.Time // when that slot is due
 	admitted      bool      // it holds a slot under its host's concurrency limit
-	heldBack      bool      // a resend that gave its slots back while a hold kept it back
 	// admitWait is the longest an attempt waits in line for a concurrency
 	// slot: the policy's maxWait.
 	admitWait time.Duration
@@ -194,12 +193,14 @@ func gate(f *facts, n int, again bool, rnd float64) step {
 		s.probe, s.hold = true, h.hold
 	}
 	switch {
-	case again && !f.heldBack:
+	case again && (f.admitted || h.admit.limit == 0) && (f.slotTaken || h.pace.rate <= 0):
 		return s // it holds the slots, and spent the budgets, of its first try
 	case again:
-		// It spent the budgets of its first try, but gave its slots back
-		// while a hold kept it back (see call.admit): it takes them
-		// anew, as a new attempt would.
+		// It spent the budgets of its first try, but holds not all its
+		// slots: it gave them back while a hold kept it back (see
+		// call.admit), or its send slot was taken before a cut, or
+		// before the host was paced. It takes them anew, as a new
+		// attempt would: a resend goes no sooner than one.
 	case n > 1:
 		if why, ok := f.allowed(); !ok {
 			return noMore(n, why)
