@@ -172,9 +172,7 @@ func noMore(n int, why retrytrace.RefusalReason) step {
 // has ended, the attempt goes first (a probe), or waits for the answer of
 // the one that did, until the probe's lapse, or is refused when the lapse
 // is past the deadline or maxServerDelay; the probe's own resend goes on.
-// A resend holds the slots of its first try, unless it gave them back
-// (a hold kept it back) or the pace has cut since; then it takes them
-// anew. A retry or hedge (not a resend) needs the host's budgets and the
+// A retry or hedge (not a resend) needs the host's budgets and the
 // request's body to allow it, and a hedge one of the host's hedge budget,
 // which each first attempt earns. Under a host's
 // concurrency limit, the attempt takes a slot, unless it holds one: when
@@ -192,16 +190,10 @@ func gate(f *facts, n int, again bool, rnd float64) step {
 	if h.holding == holdProbe {
 		s.probe, s.hold = true, h.hold
 	}
-	switch {
-	case again && (f.admitted || h.admit.limit == 0) && (f.slotTaken || h.pace.rate <= 0):
-		return s // it holds the slots, and spent the budgets, of its first try
-	case again:
-		// It spent the budgets of its first try, but holds not all its
-		// slots: it gave them back while a hold kept it back (see
-		// call.admit), or its send slot was taken before a cut, or
-		// before the host was paced. It takes them anew, as a new
-		// attempt would: a resend goes no sooner than one.
-	case n > 1:
+	if again {
+		return s // it holds the slot, and spent the budgets, of its first try
+	}
+	if n > 1 {
 		if why, ok := f.allowed(); !ok {
 			return noMore(n, why)
 		}
@@ -211,7 +203,7 @@ func gate(f *facts, n int, again bool, rnd float64) step {
 			}
 			s.hedges = hedgeSpend
 		}
-	case h.capped:
+	} else if h.capped {
 		s.hedges = hedgeEarn
 	}
 	if f.slotTaken && h.pace.rate > 0 && f.slotDue.After(f.now) {

@@ -19,7 +19,6 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/retryhttp/retryhttp"
-	"github.com/retryhttp/retryhttp/internal/memfleet"
 	"github.com/retryhttp/retryhttp/policy"
 	rt "github.com/retryhttp/retryhttp/retryhttptest"
 	"github.com/retryhttp/retryhttp/retrytrace"
@@ -301,53 +300,6 @@ func TestAHedgesWaitIsCountedOnce(t *testing.T) {
 			assert.Equal(t, 95*time.Millisecond+140*time.Millisecond, st.AdmissionWaitTime, "/other's 95 ms and the hedge's 140 ms")
 			assert.Zero(t, st.Shed)
 		})
-	})
-}
-
-// The transparent resend of an attempt that never reached the host, held
-// back by a hold met meanwhile, takes a concurrency slot when the hold
-// ends, as any attempt does: it gave back the first try's while it
-// waited, and the host never has more in flight than its limit.
-func TestAResendAfterAHoldTakesAConcurrencySlot(t *testing.T) {
-	synctest.Test(t, func(t *testing.T) {
-		fleet := memfleet.New()
-		var refused atomic.Bool
-		var inFlight, most atomic.Int32
-		base := roundTripFunc(func(req *http.Request) (*http.Response, error) {
-			if req.URL.Path == "/a" && refused.CompareAndSwap(false, true) {
-				// Another member met a 429 meanwhile: the host is held a second.
-				fleet.Report("api.test", retryhttp.FleetReport{Rule: "*", HoldUntil: time.Now().Add(time.Second), HoldStatus: 429})
-				return nil, &net.OpError{Op: "dial", Net: "tcp", Err: syscall.ECONNREFUSED}
-			}
-			n := inFlight.Add(1)
-			for m := most.Load(); n > m && !most.CompareAndSwap(m, n); m = most.Load() {
-			}
-			time.Sleep(time.Second)
-			inFlight.Add(-1)
-			return &http.Response{StatusCode: 200, Body: http.NoBody, Request: req}, nil
-		})
-		cfg := retryConfig(3, 503)
-		cfg.Hold = &policy.Hold{}
-		cfg.Admission = &policy.Admission{MaxConcurrency: 1, MaxWait: 5 * time.Second}
-		tr := &retryhttp.Transport{Base: base, Policy: cfg, Fleet: fleet}
-		var wg sync.WaitGroup
-		for _, path := range []string{"/a", "/b"} {
-			wg.Go(func() {
-				req, err := http.NewRequestWithContext(t.Context(), "GET", "https://api.test"+path, nil)
-				require.NoError(t, err)
-				resp, err := tr.RoundTrip(req)
-				if assert.NoError(t, err, path) {
-					readAll(t, resp)
-				}
-			})
-			synctest.Wait() // /a's first try refused, and held; then /b, held too
-		}
-		time.Sleep(1500 * time.Millisecond) // the hold over, one of them at the host
-		synctest.Wait()
-		hs := tr.Stats().Hosts["api.test"]
-		assert.Equal(t, int(inFlight.Load()), hs.InFlight, "every attempt at the host holds a slot")
-		wg.Wait()
-		assert.Equal(t, int32(1), most.Load(), "the host's limit is 1")
 	})
 }
 
