@@ -212,11 +212,12 @@ func gate(f *facts, n int, again bool, rnd float64) step {
 		return step{kind: stepWait, attempt: n, wait: f.slotDue.Sub(f.now), reason: retrytrace.WaitPace, rate: h.pace.rate,
 			resumed: true}
 	}
-	if f.slotTaken && h.pace.rate > 0 && !f.deadline.IsZero() && !f.now.Add(h.pace.answer).Before(f.deadline) {
-		// Its slot came, but a wait since (in line for a concurrency
-		// slot) leaves no time for the answer before the deadline: as
-		// when the slot is taken, the host's quota is not spent on an
-		// answer that would come too late for the caller.
+	if f.slotTaken && f.admitted && h.pace.rate > 0 && !f.deadline.IsZero() && !f.now.Add(h.pace.answer).Before(f.deadline) {
+		// Its slot came, and then its place under the concurrency limit,
+		// but the wait in line for that leaves no time for the answer
+		// before the deadline: as when the slot is taken, the host's
+		// quota is not spent on an answer that would come too late for
+		// the caller.
 		r := noMore(n, retrytrace.RefusedPaced)
 		r.rate = h.pace.rate
 		return r
