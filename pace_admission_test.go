@@ -19,6 +19,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/retryhttp/retryhttp"
+	"github.com/retryhttp/retryhttp/internal/memfleet"
 	"github.com/retryhttp/retryhttp/policy"
 	rt "github.com/retryhttp/retryhttp/retryhttptest"
 	"github.com/retryhttp/retryhttp/retrytrace"
@@ -395,5 +396,41 @@ func TestAHedgesResendOnAPacedHostGoesAtOnce(t *testing.T) {
 		defer mu.Unlock()
 		require.GreaterOrEqual(t, len(tries), 4, "the first try, two hedges and the resend: %v", tries)
 		assert.Equal(t, tries[1]+2*time.Second, tries[3], "the resend went as its first try failed: %v", tries)
+	})
+}
+
+// A hedged request whose first attempt never reached the host while a
+// hold came, its hedge waiting in line meanwhile, leaves no concurrency
+// slot behind: once it is over nothing is in flight, and the host's next
+// request goes at once.
+func TestAHedgedResendAfterAHoldLeavesNoSlotBehind(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		fleet := memfleet.New()
+		var calls atomic.Int32
+		base := roundTripFunc(func(req *http.Request) (*http.Response, error) {
+			if calls.Add(1) == 1 {
+				time.Sleep(50 * time.Millisecond)
+				fleet.Report("api.test", retryhttp.FleetReport{Rule: "*", HoldUntil: time.Now().Add(time.Second), HoldStatus: 429})
+				return nil, &net.OpError{Op: "dial", Net: "tcp", Err: syscall.ECONNREFUSED}
+			}
+			return &http.Response{StatusCode: 200, Body: http.NoBody, Request: req}, nil
+		})
+		cfg := &policy.Config{Rules: []policy.Rule{{Name: []policy.Name{{}},
+			Hedge: &policy.Hedge{MaxAttempts: 3, HedgingDelay: 10 * time.Millisecond}}},
+			Admission: &policy.Admission{MaxConcurrency: 1, MaxWait: 5 * time.Second}}
+		tr := &retryhttp.Transport{Base: base, Policy: cfg, Fleet: fleet}
+		for _, path := range []string{"/h", "/next"} {
+			req, err := http.NewRequestWithContext(t.Context(), "GET", "https://api.test"+path, nil)
+			require.NoError(t, err)
+			start := time.Now()
+			resp, err := tr.RoundTrip(req)
+			require.NoError(t, err, path)
+			readAll(t, resp)
+			synctest.Wait()
+			assert.Zero(t, tr.Stats().Hosts["api.test"].InFlight, "%s: nothing in flight once it is over", path)
+			if path == "/next" {
+				assert.Zero(t, time.Since(start), "the host idle, the next request goes at once")
+			}
+		}
 	})
 }
