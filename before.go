@@ -50,15 +50,13 @@ func (c *call) admit(n int, again bool) step {
 	case s.kind == stepNoMore:
 		c.unadmit(n)
 		return s
-	case s.kind == stepWait && s.reason == retrytrace.WaitPace: // for the slot it holds
-		if !c.onReset(&s, resets) {
-			return c.admit(n, again) // reset since the facts were read: the pace is lifted
+	case s.kind == stepWait: // for a hold, or for the send slot it holds
+		if s.reason == retrytrace.WaitHold {
+			c.slot = 0   // a slot taken before the hold has passed unused: the attempt takes a new one after it
+			c.unadmit(n) // nothing in flight while it waits: its concurrency slot goes back, and is taken anew after
 		}
-	case s.kind == stepWait && s.reason == retrytrace.WaitHold:
-		c.slot = 0   // a slot taken before the hold has passed unused: the attempt takes a new one after it
-		c.unadmit(n) // nothing in flight while it waits: its concurrency slot goes back, and is taken anew after
 		if !c.onReset(&s, resets) {
-			return c.admit(n, again) // reset since the facts were read
+			return c.admit(n, again) // reset since the facts were read: the hold ended, the pace is lifted
 		}
 	}
 	if s.pace { // before the concurrency slot: an attempt waiting for its send slot is not in flight
