@@ -191,4 +191,11 @@
 // flight and the pending delta, each clamped to one bucket's swing, and
 // at most 16 holds. Nothing queues:
 // the wake-ups of the flusher are channels of one slot.
+//
+// Most of a member's memory is its client's: go-redis v9.23 gives each
+// pipeline connection 128 KiB buffers each way, and a Fleet keeps two
+// pipeline connections to each server. ClusterOptions (or Options, or
+// RingOptions) with PipelineReadBufferSize and PipelineWriteBufferSize
+// of 16 KiB take a member over a Cluster of three primaries from about
+// 1.8 MiB to 0.5 MiB; the Fleet's round trips need no more.
 package redisfleet
