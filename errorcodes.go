@@ -18,6 +18,12 @@ import (
 // holding in memory to find out.
 const codePeek = 64 << 10
 
+// codeWait is how long the code is waited for: as long as a drain waits
+// for a body that is discarded, so that an error table does not let a
+// body that trickles or stalls hold up the retry that its status asks
+// for any longer than it would without one.
+const codeWait = drainTimeout
+
 // codeVerdict reads resp's error code, an answer of status 400 or above,
 // as the rule's error table e says, and returns it ("" when none is found)
 // with its verdict: that of the list it is in, or UsePolicy when it is
@@ -54,7 +60,12 @@ func errorCode(ctx context.Context, resp *http.Response, e *policy.ErrorCodes) (
 	if e.JSON == "" && e.XML == "" {
 		return "", false
 	}
-	body, _ := peekBody(ctx, resp, codePeek) // a body cut short may still hold its code
+	// A body cut short may still hold its code; one that has not come
+	// within codeWait is read by status alone.
+	body, ok := peekWithin(ctx, resp, codePeek, codeWait)
+	if !ok {
+		return "", false
+	}
 	body = bytes.TrimLeft(bytes.TrimPrefix(body, []byte("\uFEFF")), " \t\r\n")
 	switch {
 	case len(body) == 0:

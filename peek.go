@@ -7,6 +7,7 @@ import (
 	"io"
 	"net/http"
 	"sync"
+	"time"
 )
 
 // maxPeek is the most bytes [PeekBody] reads: a larger n counts as this
@@ -46,28 +47,77 @@ func PeekBody(resp *http.Response, n int) ([]byte, error) {
 // Transport's own peeks (an error code, a read-ahead) know the context of
 // their attempt, whatever the base set as the response's Request.
 func peekBody(ctx context.Context, resp *http.Response, n int) ([]byte, error) {
+	pb := peekable(resp, n)
+	if pb == nil {
+		return nil, nil
+	}
+	if pb.filling == nil && pb.has(n) {
+		return pb.peeked(n)
+	}
+	stop := context.AfterFunc(ctx, func() { pb.Close() })
+	pb.wait() // a fill that peekWithin left going
+	if !pb.has(n) {
+		pb.fill(n)
+	}
+	if !stop() && pb.err != nil && pb.err != io.EOF {
+		// The read ended because the body was closed: say why.
+		pb.err = errors.Join(context.Cause(ctx), pb.err)
+	}
+	return pb.peeked(n)
+}
+
+// peekWithin is peekBody bounded by wait as well, and ok is false when
+// the bytes did not come within it: a body that trickles or stalls then
+// goes on filling on a goroutine of its own, up to n bytes, its end, or
+// its Close, and its next reader waits for that fill and reads every
+// byte, so that giving up on a peek loses nothing. The Transport reads
+// error codes so: whether to retry is not kept waiting on a body longer
+// than a drain would wait for it.
+func peekWithin(ctx context.Context, resp *http.Response, n int, wait time.Duration) (read []byte, ok bool) {
+	pb := peekable(resp, n)
+	switch {
+	case pb == nil:
+		return nil, true
+	case pb.filling != nil:
+		return nil, false // an earlier peek gave up on this body already
+	case pb.has(n):
+		read, _ = pb.peeked(n)
+		return read, true
+	}
+	filled := make(chan struct{})
+	pb.filling = filled
+	go func() {
+		defer close(filled)
+		pb.fill(n)
+	}()
+	stop := context.AfterFunc(ctx, func() { pb.Close() })
+	defer stop()
+	t := time.NewTimer(wait)
+	defer t.Stop()
+	select {
+	case <-filled:
+		pb.filling = nil
+		read, _ = pb.peeked(n)
+		return read, true
+	case <-t.C:
+		return nil, false
+	}
+}
+
+// peekable returns resp's body as a peekedBody, put in its place if it
+// was not one, ready to read ahead n bytes from where its next reader
+// would read; nil when there is nothing to read ahead.
+func peekable(resp *http.Response, n int) *peekedBody {
 	if resp == nil || resp.Body == nil || resp.Body == http.NoBody || n <= 0 ||
 		resp.StatusCode == http.StatusSwitchingProtocols { // its body is a connection
-		return nil, nil
+		return nil
 	}
 	pb, ok := resp.Body.(*peekedBody)
 	if !ok {
 		pb = &peekedBody{rc: resp.Body}
 		resp.Body = pb
 	}
-	// Bytes a reader took since the last peek are no longer the body's
-	// to give: peek from where the next reader would read.
-	pb.buf, pb.off = pb.buf[pb.off:], 0
-	if len(pb.buf) >= n || pb.err != nil {
-		return pb.peeked(n)
-	}
-	stop := context.AfterFunc(ctx, func() { pb.Close() })
-	pb.fill(n)
-	if !stop() && pb.err != nil && pb.err != io.EOF {
-		// The read ended because the body was closed: say why.
-		pb.err = errors.Join(context.Cause(ctx), pb.err)
-	}
-	return pb.peeked(n)
+	return pb
 }
 
 // peekedBody is a response body with its first bytes read ahead: Read
@@ -78,6 +128,10 @@ type peekedBody struct {
 	buf []byte
 	off int   // bytes of buf already read
 	err error // what ended the peek short of its bytes: io.EOF or a failure
+	// filling, when not nil, is closed once a fill that peekWithin left
+	// going has stopped: buf and err are that fill's until then, and
+	// every reader waits for it first (see wait).
+	filling chan struct{}
 
 	// closeOnce closes rc once: a peek whose context ended closes it
 	// from the context's goroutine, and its reader closes it again;
@@ -85,6 +139,22 @@ type peekedBody struct {
 	// mind it.
 	closeOnce sync.Once
 	closeErr  error
+}
+
+// wait waits for a fill that peekWithin left going, if there is one.
+func (b *peekedBody) wait() {
+	if b.filling != nil {
+		<-b.filling
+		b.filling = nil
+	}
+}
+
+// has reports whether b holds n bytes read ahead, or the read ahead has
+// stopped short of them, once the bytes a reader took since the last
+// peek are dropped: they are no longer the body's to give.
+func (b *peekedBody) has(n int) bool {
+	b.buf, b.off = b.buf[b.off:], 0
+	return len(b.buf) >= n || b.err != nil
 }
 
 // peeked returns up to n bytes read ahead, and what ended the reading
@@ -117,6 +187,7 @@ func (b *peekedBody) fill(n int) {
 
 // Read implements io.Reader.
 func (b *peekedBody) Read(p []byte) (int, error) {
+	b.wait()
 	if b.off < len(b.buf) {
 		n := copy(p, b.buf[b.off:])
 		b.off += n
@@ -138,6 +209,7 @@ func (b *peekedBody) Close() error {
 // WriteTo lets io.Copy take the peeked bytes and the rest without a
 // buffer of its own.
 func (b *peekedBody) WriteTo(w io.Writer) (int64, error) {
+	b.wait()
 	n, err := bytes.NewReader(b.buf[b.off:]).WriteTo(w)
 	b.off = len(b.buf)
 	if err != nil {

@@ -18,7 +18,12 @@ import (
 // present, and otherwise from the body, as JSON when it starts with "{"
 // and JSON is set, as XML when it starts with "<" and XML is set. Only the
 // first 64 KiB of a body are read, and they stay the body's, for whoever
-// reads it next (as with the Transport's PeekBody). A code read is cut at
+// reads it next (as with the Transport's PeekBody). They are waited for
+// 100 ms at most, as long as a discarded answer's drain: an answer whose
+// code has not come by then is judged by its status alone, and its body,
+// still arriving, stays whole for the caller. A body that trickles or
+// stalls thus delays a retry no more with an error table than without
+// one. A code read is cut at
 // its first ":", read after its "#" when it has one (the last, should it
 // have several), and trimmed of whitespace, as the AWS SDKs read theirs:
 // "com.amazonaws.dynamodb.v20120810#ProvisionedThroughputExceededException"
