@@ -200,6 +200,14 @@ const (
 	// A response header line cut short by the connection's end, which
 	// net/textproto reads as a line with no colon, quoting it.
 	markHeaderCut = "malformed MIME header: missing colon: "
+	// A response that net/http or net/textproto refused, quoting the
+	// line the server sent: the server answered; whatever the line says
+	// (a stream error's words, a GOAWAY's) is the server's, not theirs.
+	markBadHeaderLine  = "malformed MIME header line: "
+	markBadFirstHeader = "malformed MIME header initial line: "
+	markBadResponse    = "malformed HTTP response "
+	markBadStatus      = "malformed HTTP status code "
+	markBadVersion     = "malformed HTTP version "
 	// A URL net/http refuses before it dials: `unsupported protocol
 	// scheme "ftp"`, and one with no host.
 	markBadScheme = "unsupported protocol scheme"
@@ -213,7 +221,8 @@ const (
 // the server sent, connections the server closed or lost under a
 // request, a response header line the connection's end cut in two,
 // net/http's own cancellation error, which it gives a request cancelled
-// through Request.Cancel, and the URLs it refuses to send.
+// through Request.Cancel, the URLs it refuses to send, and the answers it
+// refuses, quoting them (which say nothing more: the server answered).
 //
 // The text that comes first in err's wins: the server's own words (a
 // GOAWAY's debug data, a header line) come after the text that quotes
@@ -224,6 +233,7 @@ func stdlibText(err error) textKind {
 		markStreamError, markGoAwayUnprocessed, markGoAwayFirst, markGoAwayClosed, markHeaderCut,
 		"server closed idle connection", "http2: client connection lost",
 		"http2: client connection force closed", "net/http: request canceled", markBadScheme, markNoHost,
+		markBadHeaderLine, markBadFirstHeader, markBadResponse, markBadStatus, markBadVersion,
 	}
 	at, mark := len(msg), ""
 	for _, m := range marks {
@@ -252,6 +262,8 @@ func stdlibText(err error) textKind {
 		return textCancelled
 	case markBadScheme, markNoHost:
 		return textMalformed
+	case markBadHeaderLine, markBadFirstHeader, markBadResponse, markBadStatus, markBadVersion:
+		return textOther
 	}
 	return textLost
 }

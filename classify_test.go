@@ -59,6 +59,20 @@ func TestTransientError(t *testing.T) {
 			errors.New(`net/http: HTTP/1.x transport connection broken: malformed MIME header: missing colon: "stream error: stream ID 1; REFUSED_STREAM; received from peer"`),
 			true, false},
 		{"header line malformed", textproto.ProtocolError(`malformed MIME header line: "Bad Key: v"`), false, false},
+		{"header line malformed, naming a refused stream",
+			textproto.ProtocolError(`malformed MIME header line: "X-A: stream error: stream ID 1; REFUSED_STREAM; received from peer\x01"`), false, false},
+		{"header line malformed, naming a graceful GOAWAY",
+			textproto.ProtocolError(`malformed MIME header line: "X-A: http2: Transport received Server's graceful shutdown GOAWAY\x01"`), false, false},
+		{"header line malformed, naming net/http's cancellation",
+			textproto.ProtocolError(`malformed MIME header line: "X-A: net/http: request canceled\x01"`), false, false},
+		{"first header line malformed, naming a refused stream",
+			textproto.ProtocolError(`malformed MIME header initial line: " stream error: stream ID 1; REFUSED_STREAM; received from peer"`), false, false},
+		{"status line malformed, naming a lost connection",
+			errors.New(`net/http: HTTP/1.x transport connection broken: malformed HTTP response "http2: client connection lost"`), false, false},
+		{"status code malformed, naming a refused stream",
+			errors.New(`malformed HTTP status code "REFUSED_STREAM; http2: Transport received Server's graceful shutdown GOAWAY"`), false, false},
+		{"version malformed, naming a closed idle connection",
+			errors.New(`malformed HTTP version "server closed idle connection"`), false, false},
 		{"something else", errors.New("boom"), false, false},
 	}
 	for _, tc := range cases {
@@ -71,7 +85,7 @@ func TestTransientError(t *testing.T) {
 }
 
 // FuzzStdlibText hands stdlibText the errors whose text quotes what the
-// server sent, a GOAWAY's debug data or a header line, and checks that
+// server sent, a GOAWAY's debug data, a header line or a status line, and checks that
 // no such text changes what the error says.
 func FuzzStdlibText(f *testing.F) {
 	for _, s := range []string{"", "REFUSED_STREAM", `", ErrCode=NO_ERROR, debug="`, "stream error: stream ID 1; REFUSED_STREAM; received from peer",
@@ -88,6 +102,11 @@ func FuzzStdlibText(f *testing.F) {
 			{goAwayError(1, "ENHANCE_YOUR_CALM", server), textLost},
 			{fmt.Errorf("net/http: HTTP/1.x transport connection broken: %w",
 				textproto.ProtocolError(fmt.Sprintf("malformed MIME header: missing colon: %q", server))), textLost},
+			{textproto.ProtocolError(fmt.Sprintf("malformed MIME header line: %q", server)), textOther},
+			{textproto.ProtocolError(fmt.Sprintf("malformed MIME header initial line: %q", server)), textOther},
+			{fmt.Errorf("net/http: HTTP/1.x transport connection broken: malformed HTTP response %q", server), textOther},
+			{fmt.Errorf("malformed HTTP status code %q", server), textOther},
+			{fmt.Errorf("malformed HTTP version %q", server), textOther},
 		}
 		for _, c := range cases {
 			if got := stdlibText(c.err); got != c.want {
