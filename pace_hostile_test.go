@@ -35,7 +35,11 @@ func once(header http.Header) *rt.Server {
 // One answer whose rate-limit fields name a quota that lasts for years
 // paces the host no longer than the policy waits for a server, as a hold
 // of years is cut to maxServerDelay: once answers stop bringing the
-// fields, the pace lifts, and the next requests go at once.
+// fields, the pace lifts, and the next requests go at once. Meanwhile,
+// fields read alone are obeyed to the letter: one request left for
+// thirty years lets one more go, and the others fail with ErrPaced, their
+// slot past maxServerDelay. Under a policy, r is read as the quota's
+// level, not a rate, and the policy's q per w caps the pace.
 func TestFieldsOfYearsPaceNoLongerThanMaxServerDelay(t *testing.T) {
 	year := int64(365 * 24 * 3600)
 	remaining := []policy.DelayHeader{{Name: "X-RateLimit-Reset", Format: policy.DelaySeconds, Remaining: "X-RateLimit-Remaining"}}
@@ -43,17 +47,18 @@ func TestFieldsOfYearsPaceNoLongerThanMaxServerDelay(t *testing.T) {
 		name    string
 		header  http.Header
 		headers []policy.DelayHeader
+		sent    int // of the five requests at first: the first, and what the fields allow
 	}{
-		{"RateLimit", http.Header{"Ratelimit": {`"default";r=1;t=` + strconv.FormatInt(30*year, 10)}}, nil},
-		{"RateLimit at the largest t", http.Header{"Ratelimit": {`"default";r=1;t=999999999999999`}}, nil},
+		{"RateLimit", http.Header{"Ratelimit": {`"default";r=1;t=` + strconv.FormatInt(30*year, 10)}}, nil, 2},
+		{"RateLimit at the largest t", http.Header{"Ratelimit": {`"default";r=1;t=999999999999999`}}, nil, 2},
 		{"RateLimit under a policy", http.Header{
 			"Ratelimit":        {`"default";r=1;t=` + strconv.FormatInt(30*year, 10)},
 			"Ratelimit-Policy": {`"default";q=1;w=1`},
-		}, nil},
+		}, nil, 5},
 		{"a delay header with remaining", http.Header{
 			"X-Ratelimit-Remaining": {"1"},
 			"X-Ratelimit-Reset":     {strconv.FormatInt(30*year, 10)},
-		}, remaining},
+		}, remaining, 2},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -63,8 +68,11 @@ func TestFieldsOfYearsPaceNoLongerThanMaxServerDelay(t *testing.T) {
 				cfg.DelayHeaders = tc.headers
 				tr := &retryhttp.Transport{Base: srv, Policy: cfg}
 				for _, err := range burst(t, tr, "/x", 5, 0) {
-					require.NoError(t, err)
+					if err != nil {
+						require.ErrorIs(t, err, retryhttp.ErrPaced)
+					}
 				}
+				assert.Equal(t, tc.sent, srv.Count(), "requests sent of five")
 				require.NotZero(t, tr.Stats().Hosts["api.test"].PaceRate, "paced by the fields")
 				time.Sleep(cfg.ServerDelayLimit() + 10*time.Second)
 				assertUnpaced(t, tr, 10)

@@ -131,7 +131,9 @@ func (ps *paces) fields(rule string, now, sent time.Time, q quota, rate float64,
 		if p.fieldsRate(now) > 0 {
 			left = paceSmooth*left + (1-paceSmooth)*p.quota
 		}
-		p.quota = max(left, paceFloor)
+		// No floor: r per t is what the host allows, however few (a
+		// throttle's floor is for a rate the client guessed).
+		p.quota = left
 	default:
 		p.steer(now, sent, float64(q.r), t, rate)
 	}
