@@ -115,10 +115,14 @@ type paced struct {
 	// unless an answer brings them again (see stale).
 	fieldsUntil time.Time
 	// level is the units left that the fields said at levelAt, the last
-	// step of the fields' rate; top the most they said (see steer).
-	level   float64
-	levelAt time.Time
-	top     float64
+	// step of the fields' rate; top the most that two answers in a row
+	// said (see steer); lastR what the last answer said, heardAny
+	// whether one did (see heard).
+	level    float64
+	levelAt  time.Time
+	top      float64
+	lastR    float64
+	heardAny bool
 	// cut is when the schedule of slots last started again, at a lower
 	// rate: a throttle's cut, or a fall of the fields' rate. A slot taken
 	// before it was scheduled at the rate that was too fast, and is

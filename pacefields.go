@@ -125,6 +125,8 @@ func (ps *paces) fields(rule string, now, sent time.Time, q quota, rate float64,
 	if q.limit > 0 {
 		p.limit = q.limit
 	}
+	r := p.heard(q)
+	left = r / t.Seconds()
 	switch {
 	case !q.left:
 	case p.limit == 0:
@@ -135,15 +137,43 @@ func (ps *paces) fields(rule string, now, sent time.Time, q quota, rate float64,
 		// throttle's floor is for a rate the client guessed).
 		p.quota = left
 	default:
-		p.steer(now, sent, float64(q.r), t, rate)
+		p.steer(now, sent, r, t, rate)
 	}
 	if q.left {
-		p.quotaR, p.quotaUntil = float64(q.r), now.Add(min(t, keep))
+		p.quotaR, p.quotaUntil = r, now.Add(min(t, keep))
 	}
 	// Under a policy, the steered rate stays in force while answers
 	// bring the fields, and for as long again as they spread the units
 	// over (the hold a spent quota sets lasts until t).
 	p.fieldsUntil = now.Add(max(min(t, keep), paceSpread))
+}
+
+// heard returns the units left that q says, as the pace takes them: no
+// more than the most that two answers in a row said before, unless the
+// answer before this one said as much; and it keeps that most (top). A
+// quota's units rise past what answers said before only at a refill,
+// which the answers after it say again; one answer's made-up r (a quota
+// in the trillions) counts as no more than the others said, and is never
+// the most seen, which would otherwise stand for as long as the pace
+// lasts: under a policy holding the rate at its floor (see steer),
+// without one setting a rate the host never allowed. 0 when q says
+// nothing of the units left.
+func (p *paced) heard(q quota) float64 {
+	if !q.left {
+		return 0
+	}
+	said := float64(q.r)
+	if !p.heardAny {
+		p.heardAny, p.lastR = true, said
+		return said
+	}
+	r := min(said, max(p.top, p.lastR))
+	if said > 0 {
+		r = max(r, 1) // not spent, as it said: after a spent quota, a refill
+	}
+	p.top = max(p.top, min(said, p.lastR))
+	p.lastR = said
+	return r
 }
 
 // steer moves the fields' rate for r units left until t, read at now
@@ -162,7 +192,6 @@ func (ps *paces) fields(rule string, now, sent time.Time, q quota, rate float64,
 // nothing (the quota refilled past it): the rate grows by paceGrow a
 // second. A fall of the rate starts the schedule of slots again at once.
 func (p *paced) steer(now, sent time.Time, r float64, t time.Duration, asked float64) {
-	p.top = max(p.top, r)
 	if p.quota == 0 { // paced by a throttle until now: its rate
 		p.quota = min(max(p.rateAt(now), paceFloor), p.limit)
 	}
