@@ -51,7 +51,11 @@ type Hold struct {
 	// Since is when the hold was set, or last extended; Until when it
 	// ends. For a hold from the fleet, Since is when a request of this
 	// Transport first met it as it stands, and Until is no later than
-	// this Transport's maxServerDelay past Since (see [FleetView]).
+	// this Transport's maxServerDelay past Since (see [FleetView]). Once
+	// a hold cut to maxServerDelay has ended, while the request that went
+	// first waits for its answer and the others wait for it, the hold is
+	// listed still, Until the latest they wait (as [HoldError.Remaining]
+	// says): the answer may end it sooner, or set it again.
 	Since, Until time.Time
 	// Fleet says the hold came from the Transport's [Fleet]: another
 	// member met the answer that set it, and the requests here are held
@@ -189,10 +193,21 @@ func (hs *holds) get(rule string, now time.Time) (hold, holdState) {
 
 // inForce returns the holds in force at now, in no order, for Stats: the
 // Transport's own, among them the fleet's that requests met (see meet).
+// A capped hold whose probe is out holds the rule's other requests still,
+// until its lapse at most, and is listed until then; once its probe may
+// go, nothing is held.
 func (hs *holds) inForce(now time.Time) []Hold {
 	var out []Hold
-	for _, h := range hs.list.InForce(now) {
-		out = append(out, Hold{Rule: h.Rule, Status: h.Status, Since: h.since, Until: h.Until, Fleet: h.fleet})
+	for _, h := range hs.list.Matter(now) {
+		until := h.Until
+		switch h.state(now) {
+		case holdHeld:
+		case holdProbing:
+			until = h.lapse
+		default:
+			continue
+		}
+		out = append(out, Hold{Rule: h.Rule, Status: h.Status, Since: h.since, Until: until, Fleet: h.fleet})
 	}
 	return out
 }

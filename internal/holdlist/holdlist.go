@@ -113,6 +113,24 @@ func (l *List[E]) InForce(now time.Time) []E {
 	return out
 }
 
+// Matter returns the entries that still matter at now, in no order: those
+// InForce returns, and the capped ones past their end that their holder
+// has not settled; nil when there are none.
+func (l *List[E]) Matter(now time.Time) []E {
+	if !l.Any(now) {
+		return nil
+	}
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	var out []E
+	for _, e := range l.list {
+		if !e.Held().over(now) {
+			out = append(out, e)
+		}
+	}
+	return out
+}
+
 // Set puts e's hold in force at now, keeping at most bound holds (at
 // least one), and reports the entry in force for e's rule, the entry e
 // displaced (the zero E if none), and whether e was taken.

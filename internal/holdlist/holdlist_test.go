@@ -177,6 +177,10 @@ func TestCapping(t *testing.T) {
 	require.True(t, ok)
 	assert.True(t, e.Capped)
 	assert.Empty(t, l.InForce(at(100)), "got a capped hold over listed in force")
+	if m := l.Matter(at(100)); assert.Len(t, m, 1, "the capped hold, unsettled, still matters") {
+		assert.Equal(t, "r", m[0].Rule)
+	}
+	assert.Len(t, l.Matter(at(2)), 2, "both holds matter before their ends")
 
 	l.Edit(func(list []entry) []entry {
 		for i := range list {
