@@ -289,7 +289,11 @@ func (st *state) setPolicy(cfg *policy.Config) error {
 //
 // When no response was obtained, the error is an [*Error] that wraps the
 // last cause; when the caller's context ended, it wraps the context's
-// cause.
+// cause. A request that RoundTrip cannot take at all (a nil request, URL
+// or Header; an invalid rule, given by [WithPolicy] or in the policy; a
+// field of the Transport changed after its first use) is refused with an
+// error that names the fault instead, not an [*Error]: nothing is sent,
+// and the body is closed.
 func (t *Transport) RoundTrip(req *http.Request) (*http.Response, error) {
 	st := t.init()
 	err := checkRequest(req)
