@@ -96,6 +96,8 @@ func describe(t reflect.Type) string {
 		return "an object"
 	case t.Kind() == reflect.Slice && t.Elem().Kind() == reflect.Int:
 		return "an array of integers"
+	case t.Kind() == reflect.Slice && t.Elem().Kind() == reflect.String:
+		return "an array of strings"
 	case t.Kind() == reflect.Slice:
 		return "an array"
 	case t.Kind() == reflect.Int, t.Kind() == reflect.Int64:

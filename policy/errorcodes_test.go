@@ -92,7 +92,8 @@ func TestErrorCodesRejects(t *testing.T) {
 			`{"json": "code", "final": ["x "]}`, `policy: methodConfig[0].errorCodes.final[0]: "x ": can never match: a code read is trimmed of whitespace`},
 		{"unknown key", nil, "", `{"json": "code", "final": ["x"], "fatal": ["y"]}`,
 			`policy: methodConfig[0].errorCodes.fatal: ["y"]: unknown field`},
-		{"not a list", nil, "", `{"json": "code", "final": "x"}`, `policy: methodConfig[0].errorCodes.final: "x": must be an array`},
+		{"not a list", nil, "", `{"json": "code", "final": "x"}`, `policy: methodConfig[0].errorCodes.final: "x": must be an array of strings`},
+		{"a list of numbers", nil, "", `{"json": "code", "retryable": [5]}`, `policy: methodConfig[0].errorCodes.retryable: [5]: must be an array of strings`},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
