@@ -324,12 +324,24 @@ func (b *replayableBody) newGetBodyReader() (io.ReadCloser, int64, error) {
 		return b.req.Body, b.length, nil
 	}
 	rc, err := b.req.GetBody()
+	switch {
+	case err == nil && rc == nil && b.length == 0:
+		rc = http.NoBody
+	case err == nil && rc == nil:
+		// net/http would refuse the attempt for it, with no word of
+		// GetBody; the attempt is not sent, as for an error.
+		err = errNilGetBody
+	}
 	if err != nil {
 		b.getBodyErr = fmt.Errorf("%w: GetBody: %w", errBodyCommitted, err)
 		return nil, 0, b.getBodyErr
 	}
 	return rc, b.length, nil
 }
+
+// errNilGetBody is the error of a GetBody that returned neither a body
+// nor an error, for a request with a body.
+var errNilGetBody = errors.New("returned a nil body and no error")
 
 // refusalLocked returns the error newReader gives now, or nil if it would
 // hand out a reader. b.mu must be held.

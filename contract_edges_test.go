@@ -251,3 +251,34 @@ func TestResendErrorWrappedOnce(t *testing.T) {
 		assert.Equal(t, 1, strings.Count(err.Error(), "connection refused"), "error: %v", err)
 	})
 }
+
+// A GetBody that returns neither a body nor an error is one that cannot
+// give the body again: a request with a body hands back the answer it
+// has, as when GetBody fails, rather than net/http's refusal of a nil
+// body; a request without one is resent with no body.
+func TestGetBodyReturningNilIsNoBody(t *testing.T) {
+	cases := []struct {
+		name       string
+		body       string
+		wantStatus int
+		wantSent   int
+	}{
+		{"a body: the 503 handed back", "payload", 503, 1},
+		{"no body: resent", "", 200, 2},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				srv := script(rt.Step{Status: 503}, rt.Step{Body: "ok"})
+				tr := &retryhttp.Transport{Base: srv, Policy: retryConfig(3, 503)}
+				req := newRequest(t, t.Context(), "PUT", tc.body)
+				req.GetBody = func() (io.ReadCloser, error) { return nil, nil }
+				resp, err := tr.RoundTrip(req)
+				require.NoError(t, err)
+				readAll(t, resp)
+				assert.Equal(t, tc.wantStatus, resp.StatusCode)
+				assert.Equal(t, tc.wantSent, srv.Count())
+			})
+		})
+	}
+}
