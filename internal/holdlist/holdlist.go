@@ -99,24 +99,19 @@ func (l *List[E]) Get(rule string, now time.Time) (E, bool) {
 // InForce returns the entries whose hold ends after now, in no order; nil
 // when there are none.
 func (l *List[E]) InForce(now time.Time) []E {
-	if !l.Any(now) {
-		return nil
-	}
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	var out []E
-	for _, e := range l.list {
-		if e.Held().Until.After(now) {
-			out = append(out, e)
-		}
-	}
-	return out
+	return l.collect(now, func(h Hold) bool { return h.Until.After(now) })
 }
 
 // Matter returns the entries that still matter at now, in no order: those
 // InForce returns, and the capped ones past their end that their holder
 // has not settled; nil when there are none.
 func (l *List[E]) Matter(now time.Time) []E {
+	return l.collect(now, func(h Hold) bool { return !h.over(now) })
+}
+
+// collect returns the entries whose hold keep takes, in no order; nil
+// when there are none, or when no hold matters at now.
+func (l *List[E]) collect(now time.Time, keep func(Hold) bool) []E {
 	if !l.Any(now) {
 		return nil
 	}
@@ -124,7 +119,7 @@ func (l *List[E]) Matter(now time.Time) []E {
 	defer l.mu.Unlock()
 	var out []E
 	for _, e := range l.list {
-		if !e.Held().over(now) {
+		if keep(e.Held()) {
 			out = append(out, e)
 		}
 	}
