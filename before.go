@@ -276,6 +276,10 @@ func (c *call) refusal(s step) error {
 	case retrytrace.RefusedHeld:
 		return &HoldError{Host: c.host.name, Remaining: s.wait, Status: s.hold.Status}
 	case retrytrace.RefusedPaced:
+		if s.wait <= 0 { // the slot is due: its answer is what would come too late
+			return fmt.Errorf("host %s paced at %.3g requests/s: its send slot leaves no time for the answer before the deadline (%w)",
+				c.host.name, s.rate, ErrPaced)
+		}
 		return fmt.Errorf("host %s paced at %.3g requests/s: its next send slot is %v away (%w)",
 			c.host.name, s.rate, s.wait.Round(time.Millisecond), ErrPaced)
 	case retrytrace.RefusedShed:

@@ -350,6 +350,7 @@ func TestASlotThatCameInLineStillLeavesTimeForTheAnswer(t *testing.T) {
 		require.ErrorAs(t, errs[0], &rerr)
 		assert.Zero(t, rerr.Attempts, "nothing sent")
 		assert.Zero(t, srv.Count()-before, "nothing reached the host")
+		assert.Contains(t, errs[0].Error(), "leaves no time for the answer before the deadline", "why, not a slot 0s away")
 	})
 }
 
