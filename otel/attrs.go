@@ -99,18 +99,19 @@ func server(u *url.URL) []attribute.KeyValue {
 func fullURL(u *url.URL) string { return redact.URL(u) }
 
 // errorType returns the attempt's error.type, or "" when it succeeded:
-// the status code for a status of 400 or more, else for an error
-// "cancelled" for an attempt cut off, "timeout" for a timeout, and
-// otherwise the attempt's outcome ("network", "never-sent", "fatal" or
+// "cancelled" for an attempt cut off (a hedge another won, even with a
+// response in hand as it was cut off), the status code for a status of
+// 400 or more, else for an error "timeout" for a timeout, and otherwise
+// the attempt's outcome ("network", "never-sent", "fatal" or
 // "retryable").
 func errorType(a retrytrace.AttemptDoneInfo) string {
 	switch {
+	case a.Outcome == retrytrace.OutcomeCancelled:
+		return "cancelled"
 	case a.Err == nil && a.StatusCode >= 400:
 		return strconv.Itoa(a.StatusCode)
 	case a.Err == nil:
 		return ""
-	case a.Outcome == retrytrace.OutcomeCancelled:
-		return "cancelled"
 	case timeout(a.Err):
 		return "timeout"
 	}
