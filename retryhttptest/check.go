@@ -24,7 +24,11 @@ const attemptsHeader = "X-Retry-Attempts"
 // WantAttempts checks that the server received exactly n requests.
 func (s *Server) WantAttempts(tb testing.TB, n int) bool {
 	tb.Helper()
-	return s.healthy(tb) && s.wantCount(tb, n, "")
+	if !s.healthy(tb) {
+		return false
+	}
+	got, as := s.snapshot()
+	return wantCount(tb, got, as, n, "")
 }
 
 // WantHeader checks that attempt i carried want[i] as its header key
@@ -33,11 +37,15 @@ func (s *Server) WantAttempts(tb testing.TB, n int) bool {
 // request carry X-Retry-Attempts "", "1" and "2".
 func (s *Server) WantHeader(tb testing.TB, key string, want ...string) bool {
 	tb.Helper()
-	if !s.healthy(tb) || !s.wantCount(tb, len(want), fmt.Sprintf(" (%s %q)", key, want)) {
+	if !s.healthy(tb) {
+		return false
+	}
+	got, as := s.snapshot()
+	if !wantCount(tb, got, as, len(want), fmt.Sprintf(" (%s %q)", key, want)) {
 		return false
 	}
 	ok := true
-	for i, a := range s.Attempts() {
+	for i, a := range as {
 		if got := strings.Join(a.Header.Values(key), ", "); got != want[i] {
 			tb.Errorf("attempt %d: %s is %q, want %q", a.N, key, got, want[i])
 			ok = false
@@ -78,11 +86,15 @@ func (s *Server) WantBody(tb testing.TB, want string) bool {
 // calls for reading [Attempt.At] directly.
 func (s *Server) WantArrivals(tb testing.TB, at ...time.Duration) bool {
 	tb.Helper()
-	if !s.healthy(tb) || !s.wantCount(tb, len(at), fmt.Sprintf(" (at %v)", at)) {
+	if !s.healthy(tb) {
+		return false
+	}
+	got, as := s.snapshot()
+	if !wantCount(tb, got, as, len(at), fmt.Sprintf(" (at %v)", at)) {
 		return false
 	}
 	ok := true
-	for i, a := range s.Attempts() {
+	for i, a := range as {
 		if a.At != at[i] {
 			tb.Errorf("attempt %d: arrived at %v, want %v", a.N, a.At, at[i])
 			ok = false
@@ -101,22 +113,22 @@ func (s *Server) healthy(tb testing.TB) bool {
 	return true
 }
 
-// wantCount reports an error unless the server received n requests;
-// what is appended to the message.
-func (s *Server) wantCount(tb testing.TB, n int, what string) bool {
+// wantCount reports an error unless got, the requests a server received
+// when the records as were read, is n; what is appended to the message.
+// The records are at most got, so that a check that goes on to index
+// its want by them stays within it.
+func wantCount(tb testing.TB, got int, as []Attempt, n int, what string) bool {
 	tb.Helper()
-	got := s.Count()
 	if got == n {
 		return true
 	}
-	tb.Errorf("got %d %s, want %d%s%s", got, plural(got, "attempt"), n, what, s.summary())
+	tb.Errorf("got %d %s, want %d%s%s", got, plural(got, "attempt"), n, what, summary(as))
 	return false
 }
 
-// summary lists the attempts received, for a failure message.
-func (s *Server) summary() string {
+// summary lists the attempts as, for a failure message.
+func summary(as []Attempt) string {
 	const most = 20
-	as := s.Attempts()
 	var b strings.Builder
 	for i, a := range as {
 		if i == most {

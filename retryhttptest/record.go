@@ -139,6 +139,14 @@ func (v *visit) end(cancelled bool) {
 // served may not yet have its body or its Cancelled mark: call
 // [Server.Wait] first when that matters.
 func (s *Server) Attempts() []Attempt {
+	_, as := s.snapshot()
+	return as
+}
+
+// snapshot returns the number of requests received and copies of the
+// records of the attempts, read together: a check that compares them
+// sees no attempt arrive in between.
+func (s *Server) snapshot() (int, []Attempt) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	out := make([]Attempt, len(s.records))
@@ -147,7 +155,7 @@ func (s *Server) Attempts() []Attempt {
 		a.Body = bytes.Clone(a.Body)
 		out[i] = a
 	}
-	return out
+	return s.count, out
 }
 
 // Count returns the number of requests the server has received, whether
