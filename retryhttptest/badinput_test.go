@@ -51,6 +51,16 @@ func TestBadScriptsFailWithAClearError(t *testing.T) {
 		{"negative delay", script(rt.Step{Delay: -time.Second}), "Script[0]: negative Delay -1s"},
 		{"negative trickle", script(rt.Step{Trickle: rt.Rate{Bytes: -1}}), "Script[0]: negative Trickle {Bytes:-1 Every:0s}"},
 		{"unknown fault", script(rt.Step{Fault: 9}), "Script[0]: unknown fault Fault(9)"},
+		// A field no server can send would answer three ways: as written
+		// in memory, blanked over HTTP/1.1, dropped over HTTP/2.
+		{"a header name with a space", script(rt.Step{Header: http.Header{"Bad Key": {"v"}}}),
+			`Script[0]: header name "Bad Key" is no HTTP field name: no server can send it`},
+		{"an empty header name", script(rt.Step{Header: http.Header{"": {"v"}}}),
+			`Script[0]: header name "" is no HTTP field name: no server can send it`},
+		{"a header value with CR LF", script(rt.Step{Header: http.Header{"X-Bad": {"a\r\nInjected: yes"}}}),
+			`Script[0]: header X-Bad: value "a\r\nInjected: yes" holds a control byte: no server can send it`},
+		{"a header value with NUL", script(rt.Step{Header: http.Header{"X-Bad": {"ok", "a\x00"}}}),
+			`Script[0]: header X-Bad: value "a\x00" holds a control byte: no server can send it`},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {

@@ -4,7 +4,10 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"net/http"
+	"slices"
+	"strings"
 	"sync"
 	"time"
 )
@@ -93,7 +96,10 @@ type Step struct {
 	// Header is sent with the reply, e.g. Retry-After or
 	// X-Retry-Pushback-Ms. The server sets Content-Length to the length
 	// of Body; a Content-Length given here must agree with it (to cut a
-	// body short, use CloseMidBody). Transfer-Encoding may not be set.
+	// body short, use CloseMidBody). Transfer-Encoding may not be set,
+	// nor a field that no server can send (a name that is no HTTP token,
+	// a value with a control byte other than a tab): over a socket
+	// net/http would drop or blank it, so it is a bad script.
 	// Content-Type defaults to what [http.DetectContentType] makes of
 	// Body, and Date to the time of the reply.
 	Header http.Header
@@ -223,12 +229,42 @@ func (st *Step) check() error {
 	case len(headerValues(st.Header, "Transfer-Encoding")) > 0:
 		return errors.New("Transfer-Encoding is set: the server frames the body itself")
 	}
+	if err := checkHeader(st.Header); err != nil {
+		return err
+	}
 	for _, v := range headerValues(st.Header, "Content-Length") {
 		if v != fmt.Sprint(len(st.Body)) {
 			return fmt.Errorf("Content-Length %q does not match a body of %d bytes (to cut a body short, use CloseMidBody)", v, len(st.Body))
 		}
 	}
 	return st.checkFault()
+}
+
+// checkHeader reports a field of h that no server can send: a name that
+// is no HTTP token, a value with a control byte (CR LF among them) other
+// than a tab. Over HTTP/1.1 net/http drops such a name and blanks such
+// bytes, over HTTP/2 it drops both, and in memory they would reach the
+// client as written: the same script would answer three ways. Fields are
+// checked in the order of their names, so that the message is the same
+// from run to run.
+func checkHeader(h http.Header) error {
+	for _, k := range slices.Sorted(maps.Keys(h)) {
+		if k == "" || strings.ContainsFunc(k, func(r rune) bool { return !isTokenChar(r) }) {
+			return fmt.Errorf("header name %q is no HTTP field name: no server can send it", k)
+		}
+		for _, v := range h[k] {
+			if strings.ContainsFunc(v, func(r rune) bool { return r < ' ' && r != '\t' || r == 0x7f }) {
+				return fmt.Errorf("header %s: value %q holds a control byte: no server can send it", k, v)
+			}
+		}
+	}
+	return nil
+}
+
+// isTokenChar reports whether r may be part of an HTTP token (RFC 9110,
+// section 5.6.2), such as a field name.
+func isTokenChar(r rune) bool {
+	return 'a' <= r && r <= 'z' || 'A' <= r && r <= 'Z' || '0' <= r && r <= '9' || strings.ContainsRune("!#$%&'*+-.^_`|~", r)
 }
 
 // headerValues returns the values of h under key, a canonical key, and
