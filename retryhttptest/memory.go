@@ -222,15 +222,16 @@ type replyBody struct {
 
 	mu       sync.Mutex // Read and Close may run at once
 	data     string     // still to send
+	arrived  int        // of a trickle, the bytes of data that its last piece brought and no Read took yet
 	isClosed bool
 }
 
 func (b *replyBody) Read(p []byte) (int, error) {
-	n, err := b.next(len(p))
+	n, wait, err := b.next(len(p))
 	if err != nil || n == 0 {
 		return 0, err
 	}
-	if b.rate.Every > 0 {
+	if wait {
 		if err := b.wait(); err != nil {
 			return 0, err
 		}
@@ -242,27 +243,36 @@ func (b *replyBody) Read(p []byte) (int, error) {
 	}
 	n = copy(p, b.data[:n])
 	b.data = b.data[n:]
+	b.arrived = max(b.arrived-n, 0)
 	return n, nil
 }
 
-// next returns the size of the next piece to read into a buffer of size
-// n, or the error that ends the body.
-func (b *replyBody) next(n int) (int, error) {
+// next returns the size of the next read into a buffer of size n, and
+// whether it waits for the next piece of a trickle first, or the error
+// that ends the body. A trickle's piece is Bytes bytes, however the
+// reader's buffer cuts it: a piece that arrived is read without a wait,
+// as from a socket, so that a body takes the same time in memory as
+// over one, whatever the reads.
+func (b *replyBody) next(n int) (int, bool, error) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
+	wait := false
 	switch {
 	case b.isClosed:
-		return 0, http.ErrBodyReadAfterClose
+		return 0, false, http.ErrBodyReadAfterClose
 	case b.ctx.Err() != nil:
 		b.finish(true)
-		return 0, context.Cause(b.ctx)
+		return 0, false, context.Cause(b.ctx)
 	case len(b.data) == 0:
 		b.finish(false)
-		return 0, b.end
+		return 0, false, b.end
 	case b.rate.Every > 0:
-		n = min(n, b.rate.piece())
+		if b.arrived == 0 {
+			wait, b.arrived = true, b.rate.piece()
+		}
+		n = min(n, b.arrived)
 	}
-	return min(n, len(b.data)), nil
+	return min(n, len(b.data)), wait, nil
 }
 
 // wait waits for the next piece of a trickle, and returns the error that
