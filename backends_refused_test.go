@@ -13,11 +13,13 @@ import (
 	"sync"
 	"syscall"
 	"testing"
+	"testing/synctest"
 	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/retryhttp/retryhttp/dial"
 	"github.com/retryhttp/retryhttp/policy"
 )
 
@@ -125,7 +127,8 @@ func (h *halfDown) url() string { return "http://down.test:" + strconv.Itoa(h.po
 // tried once: its refusal is resent at once, transparently, to the other
 // address, for a POST too, spending no attempt and no token; later
 // requests, and every hedge, leave it alone while it backs off. (A hedge
-// that finds no address free is the base's to send, to the host's name.)
+// that finds no other address free goes to the one that backs off, whose
+// dial fails at once: it dials nothing.)
 func TestAnAddressThatRefusesIsAvoided(t *testing.T) {
 	hedge := &policy.Config{Rules: []policy.Rule{{Name: []policy.Name{{}},
 		Hedge: &policy.Hedge{MaxAttempts: 2}}}} // hedgingDelay 0: both at once
@@ -176,4 +179,51 @@ func TestAnAddressThatRefusesIsAvoided(t *testing.T) {
 			assert.True(t, errors.Is(st.DialBackoff[0].Err, syscall.ECONNREFUSED), "got %v", st.DialBackoff[0].Err)
 		})
 	}
+}
+
+// A host whose every address refuses, each now inside its backoff
+// window: the next calls fail at once with ErrBackoff and dial nothing,
+// as for a host of one address. Left to the base, an attempt would dial
+// the host's name, which has no window of its own, and reach the
+// addresses that are down.
+func TestEveryAddressBackingOffDialsNothing(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		tr := &Transport{Policy: policy.Default()}
+		st := tr.init()
+		defer tr.CloseIdleConnections()
+		st.dialer.LookupNetIP = func(context.Context, string, string) ([]netip.Addr, error) {
+			return []netip.Addr{netip.MustParseAddr("10.0.0.1"), netip.MustParseAddr("10.0.0.2")}, nil
+		}
+		var mu sync.Mutex
+		dials := map[string]int{}
+		st.dialer.Dial = func(_ context.Context, network, addr string) (net.Conn, error) {
+			mu.Lock()
+			dials[addr]++
+			mu.Unlock()
+			return nil, &net.OpError{Op: "dial", Net: network, Err: syscall.ECONNREFUSED}
+		}
+		st.dialer.Backoff = policy.Table{Steps: []time.Duration{time.Hour}}
+		get := func() error {
+			req, err := http.NewRequestWithContext(t.Context(), "GET", "http://two.test/", nil)
+			require.NoError(t, err)
+			resp, err := tr.RoundTrip(req)
+			if err == nil {
+				resp.Body.Close()
+			}
+			return err
+		}
+		require.Error(t, get())
+		mu.Lock()
+		assert.Equal(t, map[string]int{"10.0.0.1:80": 1, "10.0.0.2:80": 1}, dials, "each address dialed once, the name never")
+		mu.Unlock()
+		for call := range 3 {
+			start := time.Now()
+			err := get()
+			assert.ErrorIs(t, err, dial.ErrBackoff, "call %d", call)
+			assert.Less(t, time.Since(start), time.Second, "call %d: the policy's waits, no dial's", call)
+		}
+		mu.Lock()
+		assert.Equal(t, map[string]int{"10.0.0.1:80": 1, "10.0.0.2:80": 1}, dials, "no dial while every address backs off")
+		mu.Unlock()
+	})
 }

@@ -52,10 +52,15 @@ func NewBase() (*http.Transport, *Dialer) {
 // req.URL.Host, lowercased; ctx bounds a lookup of its addresses, which
 // are looked up again every 30 s and shared by concurrent callers.
 //
+// When no address is left and one is backing off, avoided or not, it
+// returns the one whose window ends first: the attempt's dial fails there
+// at once with a [*BackoffError], and no dial reaches an address that is
+// down through the host's name, which the base would dial.
+//
 // It returns nil, "" when the choice is the base's to make: the Dialer was
 // not made by NewBase, the host is an IP literal, has one address or none,
-// is reached through a proxy, or every address is avoided, backing off or
-// stalled so. Once a host is known, Route costs a map lookup and no
+// is reached through a proxy, or every address is avoided or stalled so,
+// none backing off. Once a host is known, Route costs a map lookup and no
 // allocation.
 func (d *Dialer) Route(ctx context.Context, req *http.Request, host string, avoid []string) (http.RoundTripper, string) {
 	if d.spread == nil {

@@ -279,13 +279,20 @@ func bareHost(addr string) (host string, hasPort bool) {
 const stallAfter = 250 * time.Millisecond
 
 // unready reports whether new attempts should not be sent to addr on
-// network at now: a dial to it would be refused for its backoff window,
-// or its dials have been in flight for stallAfter with none ending.
-func (d *Dialer) unready(network, addr string, now time.Time) bool {
+// network at now, and why: a dial to it would be refused until window
+// ends (zero when it would not be), or its dials have been in flight for
+// stallAfter with none ending.
+func (d *Dialer) unready(network, addr string, now time.Time) (unready bool, window time.Time) {
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	e := d.addrs[dialKey{network, addr}]
-	return e != nil && (now.Before(e.until) || e.inflight > 0 && now.Sub(e.quiet) >= stallAfter)
+	switch {
+	case e == nil:
+		return false, time.Time{}
+	case now.Before(e.until):
+		return true, e.until
+	}
+	return e.inflight > 0 && now.Sub(e.quiet) >= stallAfter, time.Time{}
 }
 
 // Window is the backoff of one address that failed since its last

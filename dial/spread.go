@@ -113,10 +113,15 @@ func newSpread(base *http.Transport, d *Dialer) *spread {
 // lowercased is host, and the address it dials, given the addresses the
 // attempt must avoid; ctx bounds a lookup. An address backing off is
 // passed over, and so is one whose dials have been in flight for 250 ms
-// with none ending (a black hole, until its dials time out). It returns
-// nil, "" when the choice is the base's to make: the host is an IP
-// literal, has one address or none, is reached through a proxy, or every
-// address is avoided, backing off or stalled.
+// with none ending (a black hole, until its dials time out). When no
+// address is left and one is backing off, avoided or not (a retry avoids
+// the addresses that failed it), the attempt goes to the one whose window
+// ends first, where its dial fails at once with a [*BackoffError],
+// touching no network: left to the base, it would dial the host's name,
+// a key with no window of its own, and reach the addresses that are
+// down. It returns nil, "" when the choice is the base's to make: the
+// host is an IP literal, has one address or none, is reached through a
+// proxy, or every address is avoided or stalled, none backing off.
 func (s *spread) route(ctx context.Context, req *http.Request, host string, avoid []string) (http.RoundTripper, string) {
 	if s.base.Proxy != nil {
 		if pu, err := s.base.Proxy(req); err != nil || pu != nil {
@@ -128,11 +133,18 @@ func (s *spread) route(ctx context.Context, req *http.Request, host string, avoi
 		return nil, ""
 	}
 	now := time.Now()
+	first, firstEnds := -1, time.Time{} // of those backing off, whose window ends first
 	for i, ap := range e.addrs {
-		if slices.Contains(avoid, ap) || s.dialer.unready("tcp", ap, now) {
-			continue
+		unready, window := s.dialer.unready("tcp", ap, now)
+		if !unready && !slices.Contains(avoid, ap) {
+			return s.transport(e, i), ap
 		}
-		return s.transport(e, i), ap
+		if !window.IsZero() && (first < 0 || window.Before(firstEnds)) {
+			first, firstEnds = i, window
+		}
+	}
+	if first >= 0 {
+		return s.transport(e, first), e.addrs[first]
 	}
 	return nil, ""
 }
