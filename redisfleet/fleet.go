@@ -280,7 +280,12 @@ func (f *Fleet) rehome(h *host, hostname string) {
 	}
 	to := f.host(hostname)
 	if d != 0 {
-		f.count(to.add(d, tokens.Limits(h.limits.Load()).Capacity()))
+		// The new record sends the deltas with the throttle's capacity,
+		// as the evicted one would have: with none, the store would read
+		// the bucket as one of capacity 0, and refill it.
+		l := tokens.Limits(h.limits.Load())
+		to.setLimits(l)
+		f.count(to.add(d, l.Capacity()))
 	}
 	now := time.Now().UnixMilli()
 	for _, k := range holds {
