@@ -349,7 +349,10 @@ func (f *Fleet) apply(it *item) {
 	case budgetItem:
 		it.h.inflight.Store(0)
 		if level, err := it.cmd.(*redis.Cmd).Int64(); err == nil {
-			it.h.setReading(f.sinceEpoch(time.Now()), 2*level <= it.capacity)
+			// At half the capacity or less: level <= capacity-level, which
+			// a level from a broken store, near the longest int64, cannot
+			// overflow as 2*level would (and read a full bucket as spent).
+			it.h.setReading(f.sinceEpoch(time.Now()), level <= it.capacity-level)
 		}
 		if it.h.pending.Load() != 0 {
 			// Deltas reported while the batch was in flight waited
