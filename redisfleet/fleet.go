@@ -236,7 +236,7 @@ func (f *Fleet) report(h *host, r retryhttp.FleetReport) (wrote bool) {
 		if limit := now.Add(maxHoldAhead); until.After(limit) {
 			until = limit
 		}
-		if h.setHold(r.Rule, ceilMilli(until), r.HoldStatus, false, now.UnixMilli()) {
+		if f.setHold(h, r.Rule, ceilMilli(until), r.HoldStatus, false, now.UnixMilli()) {
 			signal(f.urgent)
 			wrote = true
 		}
@@ -289,7 +289,7 @@ func (f *Fleet) rehome(h *host, hostname string) {
 	}
 	now := time.Now().UnixMilli()
 	for _, k := range holds {
-		to.setHold(k.Rule, k.Until.UnixMilli(), k.Status, false, now)
+		f.setHold(to, k.Rule, k.Until.UnixMilli(), k.Status, false, now)
 	}
 	signal(f.urgent)
 }
@@ -328,6 +328,15 @@ func (f *Fleet) count(cut bool) {
 	if cut {
 		f.stats.dropped.Add(1)
 	}
+}
+
+// setHold records a hold on h as host.setHold does, counting in
+// Stats.Dropped the holds the member met that the bound on a host's
+// holds lost unsent.
+func (f *Fleet) setHold(h *host, rule string, end int64, status int, sent bool, now int64) bool {
+	extended, lost := h.setHold(rule, end, status, sent, now)
+	f.stats.dropped.Add(lost)
+	return extended
 }
 
 // Close stops the Fleet's background work and returns nil once none of
@@ -406,7 +415,9 @@ type Stats struct {
 	RoundTrip, MaxRoundTrip, AvgRoundTrip time.Duration
 	// Dropped counts the reports whose effect was lost: each one cut by
 	// the bound on a host's pending deltas (a batch moves a bucket from
-	// full to empty at most); and, of a host forgotten to make room,
+	// full to empty at most); each hold met and not sent that the bound
+	// of 16 holds on a host lost, for holds on other rules that end
+	// later; and, of a host forgotten to make room,
 	// its deltas pending and holds unsent, once, and its batch in
 	// flight, once, when the store did not take the round trip that
 	// carried it (a batch that the store takes is not lost, though its

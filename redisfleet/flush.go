@@ -364,7 +364,7 @@ func (f *Fleet) apply(it *item) {
 	case fetchItem:
 		now := time.Now().UnixMilli()
 		for rule, v := range it.cmd.(*redis.MapStringStringCmd).Val() {
-			if end, status, ok := parseHoldValue(v); ok && it.h.setHold(rule, end, status, true, now) {
+			if end, status, ok := parseHoldValue(v); ok && f.setHold(it.h, rule, end, status, true, now) {
 				f.stats.learned.Add(1)
 			}
 		}

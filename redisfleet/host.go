@@ -133,11 +133,21 @@ func (h *host) holdOn(rule string, now time.Time) (hold, bool) {
 // setHold records a hold on rule ending at end (Unix ms), extending only.
 // sent says whether the store already has it (a hold learned from the
 // store) or the member must send it (a hold it met). It reports whether
-// the hold was extended, now being Unix ms.
-func (h *host) setHold(rule string, end int64, status int, sent bool, now int64) bool {
+// the hold was extended, now being Unix ms, and how many holds the
+// member met are lost, unsent, to the bound on a host's holds: this one,
+// not kept as the host holds maxHolds on other rules that end no
+// earlier, or another rule's, unsent, that this one displaced.
+func (h *host) setHold(rule string, end int64, status int, sent bool, now int64) (extended bool, lost uint64) {
+	t := time.UnixMilli(now)
 	k := hold{Hold: holdlist.Hold{Rule: rule, Until: time.UnixMilli(end), Status: status}, sent: sent}
-	_, _, ok := h.holds.Set(k, time.UnixMilli(now), maxHolds)
-	return ok
+	in, displaced, ok := h.holds.Set(k, t, maxHolds)
+	if !ok && !sent && in.Rule == "" && k.Until.After(t) {
+		lost++
+	}
+	if ok && displaced.Rule != "" && displaced.Rule != rule && !displaced.sent && displaced.Until.After(t) {
+		lost++
+	}
+	return ok, lost
 }
 
 // unsent appends to dst the holds the store is still to be told of, and

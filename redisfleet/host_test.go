@@ -107,8 +107,9 @@ func TestHoldsOnlyExtend(t *testing.T) {
 	}
 	var h host
 	for i, s := range steps {
-		got := h.setHold(s.rule, s.end, s.status, s.sent, s.now)
+		got, lost := h.setHold(s.rule, s.end, s.status, s.sent, s.now)
 		require.Equal(t, s.wantExtend, got, "step %d: got extended %v, want %v", i, got, s.wantExtend)
+		require.Zero(t, lost, "step %d: got a hold lost with room for 16", i)
 	}
 	k, ok := h.holdOn("r", time.UnixMilli(1000))
 	assert.True(t, ok)
@@ -140,12 +141,39 @@ func TestHoldsPerHostAreBounded(t *testing.T) {
 	_, ok = h.holdOn("rule0", time.UnixMilli(1000))
 	assert.False(t, ok, "got the shortest hold kept over longer ones")
 	// A shorter hold than all kept does not push a longer one out.
-	assert.False(t, h.setHold("late", 1500, 429, true, 1000))
+	extended, lost := h.setHold("late", 1500, 429, true, 1000)
+	assert.False(t, extended)
+	assert.Zero(t, lost, "got a hold learned from the store counted lost")
+}
+
+// A hold the member met, and must send, that the bound on a host's holds
+// keeps out, or another rule's unsent one that it pushes out, is lost:
+// setHold says so, for Stats.Dropped.
+func TestAHoldMetLostToTheBoundIsCounted(t *testing.T) {
+	var h host
+	for i := range maxHolds {
+		h.setHold(fmt.Sprint("learned", i), int64(9000+i), 429, true, 1000)
+	}
+	extended, lost := h.setHold("met", 5000, 429, false, 1000)
+	assert.False(t, extended, "got a hold shorter than all kept taken")
+	assert.Equal(t, uint64(1), lost, "got the member's hold, kept out, not counted")
+
+	var g host
+	for i := range maxHolds {
+		g.setHold(fmt.Sprint("met", i), int64(2000+i), 429, false, 1000) // unsent
+	}
+	extended, lost = g.setHold("learned", 9000, 429, true, 1000)
+	assert.True(t, extended)
+	assert.Equal(t, uint64(1), lost, "got the unsent hold it pushed out not counted")
+	extended, lost = g.setHold("met1", 9500, 429, false, 1000)
+	assert.True(t, extended)
+	assert.Zero(t, lost, "got a rule's own hold, extended, counted lost")
 }
 
 func TestUnsentForgetsEndedHolds(t *testing.T) {
 	var h host
-	require.True(t, h.setHold("r", 2000, 429, false, 1000))
+	extended, _ := h.setHold("r", 2000, 429, false, 1000)
+	require.True(t, extended)
 	assert.Empty(t, h.unsent(nil, 2000), "got an ended hold to send")
 	assert.True(t, h.quiet(2000), "got a host with only an ended hold busy")
 	assert.False(t, h.quiet(1999), "got a host under a hold quiet")

@@ -131,7 +131,7 @@ func (f *Fleet) receive(msg any) {
 		// Only hosts the member has met: the others' holds would cost
 		// memory for hosts it may never send to, and a fetch brings
 		// them when it does.
-		if h := f.tracked(name); h != nil && h.setHold(rule, end, status, true, time.Now().UnixMilli()) {
+		if h := f.tracked(name); h != nil && f.setHold(h, rule, end, status, true, time.Now().UnixMilli()) {
 			f.stats.learned.Add(1)
 		}
 	}
