@@ -413,9 +413,10 @@ type Stats struct {
 	// MaxRoundTrip the longest one, and AvgRoundTrip a moving average
 	// (the last one weighing 1/8). Zero before the first answer.
 	RoundTrip, MaxRoundTrip, AvgRoundTrip time.Duration
-	// Dropped counts the reports whose effect was lost: each one cut by
-	// the bound on a host's pending deltas (a batch moves a bucket from
-	// full to empty at most); each hold met and not sent that the bound
+	// Dropped counts the reports whose effect was lost: each failure cut
+	// by the bound on a host's pending deltas (a batch moves a bucket
+	// from full to empty at most; a success cut so fills any bucket all
+	// the same, and is not counted); each hold met and not sent that the bound
 	// of 16 holds on a host lost, for holds on other rules that end
 	// later; and, of a host forgotten to make room,
 	// its deltas pending and holds unsent, once, and its batch in

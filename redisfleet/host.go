@@ -70,16 +70,19 @@ type hold struct {
 // [-capacity, capacity]: a batch can move a bucket no further than from
 // full to empty or back, so more would be lost at the store anyway, and
 // the bound keeps a long outage of the store from growing the count. It
-// reports whether part of d was cut.
+// reports whether part of a failure's d was cut: a success's cut is no
+// loss, as a full swing fills any bucket, and a sampled success on a
+// bucket of few tokens (16 refills above its capacity) is cut every time
+// in healthy use.
 func (h *host) add(d, capacity int64) (cut bool) {
 	for {
 		old := h.pending.Load()
 		next := min(max(old+d, -capacity), capacity)
 		if next == old {
-			return d != 0
+			return d < 0
 		}
 		if h.pending.CompareAndSwap(old, next) {
-			return next != old+d
+			return d < 0 && next != old+d
 		}
 	}
 }

@@ -18,7 +18,10 @@ func TestPendingDeltasAreClamped(t *testing.T) {
 	}{
 		{"within bounds", []int64{-1000, -1000, 250}, -1750, 0},
 		{"floor at minus the capacity", []int64{-4000, -4000, -4000}, -10000, 1},
-		{"ceiling at the capacity", []int64{4000, 4000, 4000, 4000}, 10000, 2},
+		// Successes cut at the ceiling fill any bucket all the same:
+		// no loss, not counted.
+		{"ceiling at the capacity", []int64{4000, 4000, 4000, 4000}, 10000, 0},
+		{"a failure cut after successes", []int64{4000, 4000, 4000, -10000, -10000, -10000}, -10000, 1},
 		{"back from the floor", []int64{-10000, -1000, 4000}, -6000, 1},
 	}
 	for _, tt := range tests {
