@@ -2,6 +2,7 @@ package redisfleet
 
 import (
 	"errors"
+	"strings"
 
 	"github.com/redis/go-redis/v9"
 )
@@ -15,6 +16,13 @@ const (
 	answered answer = iota
 	// noScript: the store lacked the script; it is to be sent whole.
 	noScript
+	// rejected: the store replied that the command's key holds a value
+	// of another type (WRONGTYPE: a key under the prefix that something
+	// else wrote), which no round trip mends. The work is dropped and
+	// counted, and the round trip not failed for it: sent again, it
+	// would hold every other host's work behind the backoff of a store
+	// that fails.
+	rejected
 	// refused: the store replied with an error instead (a password it
 	// does not take, LOADING, OOM, a cluster moving slots): the work was
 	// not done.
@@ -48,6 +56,10 @@ func answerOf(cmd redis.Cmder, execErr error) answer {
 		return unanswered
 	case redis.HasErrorPrefix(err, "NOSCRIPT"):
 		return noScript
+	case isReply(err) && strings.Contains(err.Error(), "WRONGTYPE"):
+		// As the command's own error, or quoted in a script's: a key
+		// written by something else.
+		return rejected
 	case isReply(err):
 		return refused
 	}

@@ -50,6 +50,11 @@ func TestAnswerOf(t *testing.T) {
 		{"NOSCRIPT", cmd(nil, storeError("NOSCRIPT No matching script")), storeError("NOSCRIPT No matching script"), noScript},
 		{"an error reply", cmd(nil, storeError("LOADING Redis is loading the dataset in memory")), nil, refused},
 		{"a missing password", cmd(nil, storeError("NOAUTH Authentication required.")), nil, refused},
+		{"a key of another type", cmd(nil, storeError("WRONGTYPE Operation against a key holding the wrong kind of value")), nil, rejected},
+		{"a key of another type, in a script",
+			cmd(nil, storeError("ERR Error running script (call to f_1): @user_script:3: WRONGTYPE Operation against a key holding the wrong kind of value")),
+			nil, rejected},
+		{"the store's error on the connection, naming WRONGTYPE", cmd(nil, nil), storeError("WRONGTYPE on the connection"), refused},
 		{"a timeout", cmd(nil, timeout), timeout, unanswered},
 		{"the deadline", cmd(nil, context.DeadlineExceeded), context.DeadlineExceeded, unanswered},
 	}

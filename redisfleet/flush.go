@@ -195,7 +195,7 @@ func (f *Fleet) send(b *batch, t *tally) {
 	for _, it := range b.items {
 		if it.answer != noScript { // counted by its copy, sent whole
 			t.add(it.answer)
-			if it.answer != answered {
+			if it.answer != answered && it.answer != rejected {
 				t.itemsMissed++
 				if it.kind == budgetItem {
 					b.unanswered = append(b.unanswered, it.h)
@@ -324,6 +324,8 @@ func (f *Fleet) settle(items []item, execErr error) {
 		case answered:
 			f.apply(it)
 		case noScript:
+		case rejected:
+			f.drop(it)
 		default:
 			f.keep(it)
 		}
@@ -371,6 +373,20 @@ func (f *Fleet) apply(it *item) {
 	}
 }
 
+// drop gives up the work of an item the store rejected for good (see
+// rejected), counting in Stats.Dropped a batch of deltas or a hold lost
+// so; a fetch has nothing to lose.
+func (f *Fleet) drop(it *item) {
+	switch it.kind {
+	case budgetItem:
+		it.h.inflight.Store(0)
+		f.stats.dropped.Add(1)
+	case holdItem:
+		it.h.markSent(it.hold.Rule, it.hold.Until.UnixMilli())
+		f.stats.dropped.Add(1)
+	}
+}
+
 // keep leaves the work of an item the store did not take for the next
 // round trip. A budget batch stays in flight, to be sent again as it
 // was: the store may have applied it, its answer lost, and the script
@@ -401,12 +417,13 @@ type tally struct {
 	itemsMissed                   int // items, of the refused and unanswered: work that waits
 }
 
-// add counts one answer.
+// add counts one answer; a rejected command counts as refused, as the
+// store answered it with an error.
 func (t *tally) add(a answer) {
 	switch a {
 	case answered:
 		t.answered++
-	case refused:
+	case refused, rejected:
 		t.refused++
 	default:
 		t.unanswered++

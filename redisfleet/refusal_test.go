@@ -58,3 +58,32 @@ func TestRealStoreRefusesTheMember(t *testing.T) {
 		})
 	}
 }
+
+// TestRealAKeyOfAnotherTypeIsDropped has a real store hold a string
+// where a host's bucket goes, as something else sharing the prefix may
+// write: the store answers the host's failures WRONGTYPE, which no round
+// trip mends. Its batches are dropped and counted, and the member's
+// round trips go on being answered: another host's failures and hold
+// reach the store and the other members.
+func TestRealAKeyOfAnotherTypeIsDropped(t *testing.T) {
+	s := startRedis(t)
+	a := admin(t, s.addr)
+	require.NoError(t, a.Set(context.Background(), redisfleet.DefaultPrefix+"budget:bad.example.com", "not a hash", 0).Err())
+	m := newMember(t, s.addr, redisfleet.Options{})
+	other := newMember(t, s.addr, redisfleet.Options{})
+	subscribed(t, m)
+	subscribed(t, other)
+	other.Look(host, "r") // met
+	m.Report("bad.example.com", failure)
+	waitFor(t, "the bad host's batch dropped", func() bool { return m.Stats().Dropped == 1 })
+	errs := m.Stats().FlushErrors
+	for range 3 {
+		m.Report(host, failure)
+	}
+	end := time.Now().Add(time.Minute).Truncate(time.Millisecond)
+	m.Report(host, heldUntil("r", end))
+	waitFor(t, "the good host's hold at the other member", func() bool { return other.Look(host, "r").HoldUntil.Equal(end) })
+	assert.Equal(t, int64(96_000), budgetLevel(t, a, redisfleet.DefaultPrefix, host), "the good host's failures")
+	assert.Equal(t, errs, m.Stats().FlushErrors, "round trips failed after the rejection")
+	assert.Equal(t, uint64(1), m.Stats().Dropped)
+}
