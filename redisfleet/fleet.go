@@ -162,9 +162,9 @@ var _ retryhttp.Fleet = (*Fleet)(nil)
 // ContextTimeoutEnabled, the Fleet's commands go through a clone of it
 // with Options.Timeout as its read and write timeouts, which none of the
 // client's hooks see (see [Options.Timeout]). New panics if client is
-// nil.
+// nil, or a nil pointer of one of go-redis's client types.
 func New(client redis.UniversalClient, opts Options) *Fleet {
-	if client == nil {
+	if isNil(client) {
 		panic("redisfleet: New with a nil client")
 	}
 	f := newFleet(client, opts)
@@ -292,6 +292,22 @@ func (f *Fleet) rehome(h *host, hostname string) {
 		f.setHold(to, k.Rule, k.Until.UnixMilli(), k.Status, false, now)
 	}
 	signal(f.urgent)
+}
+
+// isNil reports whether client is nil, or a nil *redis.Client,
+// *redis.ClusterClient or *redis.Ring in an interface that is not.
+func isNil(client redis.UniversalClient) bool {
+	switch c := client.(type) {
+	case nil:
+		return true
+	case *redis.Client:
+		return c == nil
+	case *redis.ClusterClient:
+		return c == nil
+	case *redis.Ring:
+		return c == nil
+	}
+	return false
 }
 
 // Look returns what the fleet knows of hostname for the requests of rule:

@@ -5,6 +5,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/redis/go-redis/v9"
 	"github.com/retryhttp/retryhttp/redisfleet"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -57,4 +58,15 @@ func TestAnExpiryBelowAMillisecond(t *testing.T) {
 	waitFor(t, "the failure in the store", func() bool { return m.Exists(key) })
 	assert.Equal(t, int64(99_000), stored(t, m, key))
 	assert.Equal(t, time.Millisecond, m.TTL(key))
+}
+
+// New with no client panics with a message that says so, whether the
+// client is nil or a nil pointer of go-redis's client types.
+func TestNewWithANilClientSaysSo(t *testing.T) {
+	var client *redis.Client
+	var cluster *redis.ClusterClient
+	var ring *redis.Ring
+	for _, c := range []redis.UniversalClient{nil, client, cluster, ring} {
+		assert.PanicsWithValue(t, "redisfleet: New with a nil client", func() { redisfleet.New(c, redisfleet.Options{}) }, "%T", c)
+	}
 }
