@@ -52,8 +52,14 @@ func (c *call) admit(n int, again bool) step {
 		return s
 	case s.kind == stepWait: // for a hold, or for the send slot it holds
 		if s.reason == retrytrace.WaitHold {
-			c.slot = 0   // a slot taken before the hold has passed unused: the attempt takes a new one after it
-			c.unadmit(n) // nothing in flight while it waits: its concurrency slot goes back, and is taken anew after
+			c.slot = 0 // a slot taken before the hold has passed unused: the attempt takes a new one after it
+			if !again {
+				// Nothing in flight while it waits: its concurrency slot
+				// goes back, and is taken anew after. A resend keeps the
+				// slot of its first try, as the gate has it go on it
+				// (given back, the resend would go with none).
+				c.unadmit(n)
+			}
 		}
 		if !c.onReset(&s, resets) {
 			return c.admit(n, again) // reset since the facts were read: the hold ended, the pace is lifted
@@ -215,15 +221,25 @@ func (c *call) unadmit(n int) {
 	c.host.admit.Load().release(time.Now(), 0, signNone)
 }
 
+// leaveLine gives up the place in line of attempt waitFor, and the slot
+// handed to it meanwhile, if any: it no longer goes when a slot comes (a
+// server's delay put it off, or no further hedge may go).
+func (c *call) leaveLine() {
+	w := c.waiter
+	if w == nil {
+		return
+	}
+	c.waiter = nil
+	if c.host.admit.Load().leave(w) {
+		c.admits |= 1 << c.waitFor
+		c.unadmit(c.waitFor)
+	}
+}
+
 // unadmitAll gives back every concurrency slot the request holds, and its
 // place in line: the request is over.
 func (c *call) unadmitAll() {
-	if w := c.waiter; w != nil {
-		c.waiter = nil
-		if c.host.admit.Load().leave(w) {
-			c.admits |= 1 << c.waitFor
-		}
-	}
+	c.leaveLine()
 	for n := range 32 {
 		c.unadmit(n)
 	}

@@ -351,6 +351,11 @@ func (h *hedger) landed(c *call, r result) (*http.Response, error, bool) {
 		if s.wait > 0 {
 			h.begin(c, s.attempt, s.wait, s.reason, s.decided(), c.gauges(s))
 			h.notBefore = later(h.notBefore, s.at)
+			// The next hedge, in line for a slot, goes no sooner than
+			// the server's delay: it leaves the line, and gives back a
+			// slot handed to it, as nothing is in flight for it while it
+			// waits; it takes one anew once the delay is over.
+			c.leaveLine()
 		}
 		h.arm(0, nil, nil)
 	}
@@ -367,6 +372,7 @@ func (h *hedger) close(c *call, s step) {
 		c.whyUnsent = err
 	}
 	h.closed = true
+	c.leaveLine() // no further hedge goes: its place in line, and a slot handed to it, go back
 	if h.resend == 0 {
 		h.ended(c) // no hedge waits any more
 	}
