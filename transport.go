@@ -72,7 +72,8 @@ type Transport struct {
 	// err) or err (with a nil resp) is the outcome. It is not asked
 	// about an attempt that provably never reached the server (its
 	// transparent resend keeps its number), nor once the caller's
-	// context has ended. Its [Verdict] overrides the rule: its error
+	// context has ended; it is asked about one refused before anything
+	// was sent for a malformed URL, which no verdict retries (below). Its [Verdict] overrides the rule: its error
 	// codes ([policy.ErrorCodes]), the server's own verdict and its
 	// status lists; [UsePolicy], the zero Verdict, leaves them to decide.
 	// No verdict retries what the Transport never retries: a redirect or
