@@ -123,7 +123,19 @@ func TestErrorCodeIsRecorded(t *testing.T) {
 	})
 }
 
+// A hedged request's attempts each end their span, the loser's as
+// cancelled (Error, error.type "cancelled"), whether its base ends with
+// the cancellation's error or, as a real one may when the headers come
+// at that instant, with a response.
 func TestHedgedRequest(t *testing.T) {
+	for _, lateAnswer := range []bool{false, true} {
+		t.Run(map[bool]string{false: "the loser ends with an error", true: "the loser ends with a response"}[lateAnswer], func(t *testing.T) {
+			testHedgedRequest(t, lateAnswer)
+		})
+	}
+}
+
+func testHedgedRequest(t *testing.T, lateAnswer bool) {
 	synctest.Test(t, func(t *testing.T) {
 		r := newRig(t)
 		// The first attempt hangs until it is cancelled; the hedge answers.
@@ -137,6 +149,9 @@ func TestHedgedRequest(t *testing.T) {
 			mu.Unlock()
 			if first {
 				<-req.Context().Done()
+				if lateAnswer {
+					return httpmock.NewStringResponse(200, "late"), nil
+				}
 				return nil, context.Cause(req.Context())
 			}
 			return httpmock.NewStringResponse(200, ""), nil
@@ -161,12 +176,18 @@ func TestHedgedRequest(t *testing.T) {
 			attribute.String("retryhttp.outcome", "success"), attribute.Int("http.response.status_code", 200),
 		), hedge.Attributes)
 		assert.Equal(t, codes.Unset, hedge.Status.Code)
-		assert.ElementsMatch(t, spanAttrs("*",
+		want := []attribute.KeyValue{
 			attribute.Int("retryhttp.attempt", 1), attribute.Bool("retryhttp.hedge", false), attribute.Bool("retryhttp.resend", false),
 			attribute.String("retryhttp.outcome", "cancelled"), attribute.String("error.type", "cancelled"),
-		), first.Attributes)
-		assert.Equal(t, codes.Error, first.Status.Code)
-		assert.Contains(t, first.Status.Description, "another hedge won")
+		}
+		if lateAnswer {
+			want = append(want, attribute.Int("http.response.status_code", 200))
+		}
+		assert.ElementsMatch(t, spanAttrs("*", want...), first.Attributes)
+		assert.Equal(t, codes.Error, first.Status.Code, "a cancelled hedge's span is an Error")
+		if !lateAnswer {
+			assert.Contains(t, first.Status.Description, "another hedge won")
+		}
 		for _, s := range spans {
 			assert.Equal(t, parent.SpanContext(), s.Parent)
 		}
