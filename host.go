@@ -232,7 +232,12 @@ func (h *host) account(r *result, out outcome, throttle *policy.Throttle) FleetB
 		// Refused by the dialer's backoff window, it says nothing new
 		// of the host: the failure that opened the window was counted.
 	case out == outRetryStatus, out == outNetwork, out == outNeverSent,
-		out == outDone && r.resp.StatusCode >= 400 && r.serverDelay.Kind == delayStop:
+		out == outDone && r.resp.StatusCode >= 400 && r.serverDelay.Kind == delayStop,
+		// A listed status handed back at once, as a verdict or the
+		// server's X-Should-Retry said: it is still an attempt answered
+		// with a retryable status, as gRPC counts a retryable code that a
+		// pushback forbids retrying.
+		out == outDone && r.class == outRetryStatus:
 		h.bucket.Failure()
 		return FleetFailure
 	case out == outDone:

@@ -181,33 +181,42 @@ func TestPushbackJitterIsAtMostASecond(t *testing.T) {
 }
 
 // What each outcome does to its host's budget, read in Stats: a retryable
-// status, a retryable network error, a non-fatal hedge and a pushback that
-// forbids retrying take a token; any other answer adds tokenRatio, up to
+// status (handed back at once too, as the server or a verdict says), a
+// retryable network error, a non-fatal hedge and a pushback that forbids
+// retrying take a token; any other answer adds tokenRatio, up to
 // maxTokens; an attempt that never reached the server counts for nothing.
 func TestBudgetCountsEachOutcome(t *testing.T) {
 	const ratio = 0.25
+	final := func(int, *http.Response, error) retryhttp.Verdict { return retryhttp.Final }
 	cases := []struct {
-		name  string
-		cfg   *policy.Config
-		base  func(srv *rt.Server) http.RoundTripper
-		steps []rt.Step
-		want  float64 // tokens after one request, from 10
+		name     string
+		cfg      *policy.Config
+		base     func(srv *rt.Server) http.RoundTripper
+		steps    []rt.Step
+		want     float64 // tokens after one request, from 10
+		classify func(int, *http.Response, error) retryhttp.Verdict
 	}{
 		{"two listed statuses, then a success", retryConfig(3, 503), nil,
-			[]rt.Step{{Status: 503}, {Status: 503}, {}}, 10 - 2 + ratio},
-		{"a status not listed is a success", retryConfig(3, 503), nil, []rt.Step{{Status: 500}}, 10},
-		{"a redirect is a success", retryConfig(3, 503), nil, []rt.Step{{Status: 302}}, 10},
+			[]rt.Step{{Status: 503}, {Status: 503}, {}}, 10 - 2 + ratio, nil},
+		{"a status not listed is a success", retryConfig(3, 503), nil, []rt.Step{{Status: 500}}, 10, nil},
+		{"a redirect is a success", retryConfig(3, 503), nil, []rt.Step{{Status: 302}}, 10, nil},
 		{"a pushback that forbids retrying", retryConfig(3, 503), nil,
-			[]rt.Step{{Status: 503, Header: hdr("X-Retry-Pushback-Ms", "-1")}}, 9},
-		{"a reset, then a success", retryConfig(3, 503), nil, []rt.Step{{Fault: rt.Reset}, {}}, 10 - 1 + ratio},
+			[]rt.Step{{Status: 503, Header: hdr("X-Retry-Pushback-Ms", "-1")}}, 9, nil},
+		{"a listed status the server says not to retry", retryConfig(3, 503), nil,
+			[]rt.Step{{Status: 503, Header: hdr("X-Should-Retry", "false")}}, 9, nil},
+		{"a listed status the classifier calls final", retryConfig(3, 503), nil,
+			[]rt.Step{{Status: 503}}, 9, final},
+		{"a status not listed the classifier calls final", retryConfig(3, 503), nil,
+			[]rt.Step{{Status: 500}}, 10, final},
+		{"a reset, then a success", retryConfig(3, 503), nil, []rt.Step{{Fault: rt.Reset}, {}}, 10 - 1 + ratio, nil},
 		{"a refused dial resent transparently", retryConfig(3, 503), func(srv *rt.Server) http.RoundTripper {
 			return &calls{do: []roundTripFunc{refuse, srv.RoundTrip}}
-		}, []rt.Step{{Status: 503}, {}}, 10 - 1 + ratio},
+		}, []rt.Step{{Status: 503}, {}}, 10 - 1 + ratio, nil},
 		{"a non-fatal hedge, then a success", hedgeConfig(3, time.Second, 503), nil,
-			[]rt.Step{{Status: 503}, {}}, 10 - 1 + ratio},
+			[]rt.Step{{Status: 503}, {}}, 10 - 1 + ratio, nil},
 		{"a refused dial under no rule", &policy.Config{}, func(srv *rt.Server) http.RoundTripper {
 			return &calls{do: []roundTripFunc{refuse, srv.RoundTrip}}
-		}, []rt.Step{{}}, 10},
+		}, []rt.Step{{}}, 10, nil},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -218,7 +227,7 @@ func TestBudgetCountsEachOutcome(t *testing.T) {
 				if tc.base != nil {
 					base = tc.base(srv)
 				}
-				tr := &retryhttp.Transport{Base: base, Policy: tc.cfg}
+				tr := &retryhttp.Transport{Base: base, Policy: tc.cfg, Classify: tc.classify}
 				resp, err := tr.RoundTrip(newRequest(t, t.Context(), "GET", ""))
 				require.NoError(t, err)
 				readAll(t, resp)
