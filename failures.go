@@ -21,10 +21,12 @@ const maxFailureText = 256
 
 // Failure is one request that failed, as [Stats] keeps it: its URL's
 // host and path, never its query, userinfo or header values. Every text
-// is cut to 256 bytes.
+// but Host is cut to 256 bytes; Host is the host's key in Stats.Hosts,
+// whole, so that a host's failures are found under its name whatever its
+// length (the Transport keeps the name for the host already).
 type Failure struct {
 	Time   time.Time
-	Host   string // the URL host, lowercased, its port kept
+	Host   string // the URL host, lowercased, its port kept, as Stats.Hosts keys it
 	Method string
 	Path   string // escaped, as the request's URL writes it
 	Status int    // the status handed back; 0 with an error
@@ -74,7 +76,7 @@ func (c *call) noteFailure(resp *http.Response, err error) {
 	if err == nil && (c.tried <= 1 || !troubled(resp.StatusCode)) {
 		return
 	}
-	f := Failure{Time: time.Now(), Host: clip(c.host.name), Method: clip(c.req.Method),
+	f := Failure{Time: time.Now(), Host: c.host.name, Method: clip(c.req.Method),
 		Path: clip(c.req.URL.EscapedPath()), Attempts: c.tried}
 	if f.Method == "" {
 		f.Method = http.MethodGet

@@ -111,6 +111,9 @@ type handler struct{ stats func() retryhttp.Stats }
 
 // ServeHTTP answers with the page as the request's format asks.
 func (h handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	// Every answer, an error's too (a 405 is cacheable by heuristic):
+	// what the page says is true only now.
+	w.Header().Set("Cache-Control", "no-store")
 	if r.Method != http.MethodGet && r.Method != http.MethodHead {
 		w.Header().Set("Allow", "GET, HEAD")
 		http.Error(w, "status: the page answers GET and HEAD only", http.StatusMethodNotAllowed)
@@ -134,7 +137,6 @@ func (h handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	hd := w.Header()
 	hd.Set("Content-Type", ctype)
 	hd.Set("Content-Length", strconv.Itoa(len(body)))
-	hd.Set("Cache-Control", "no-store")
 	hd.Set("X-Content-Type-Options", "nosniff")
 	hd.Set("Content-Security-Policy", "default-src 'none'; style-src 'unsafe-inline'; base-uri 'none'; form-action 'none'")
 	if r.Method == http.MethodHead {
