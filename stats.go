@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/retryhttp/retryhttp/dial"
+	"github.com/retryhttp/retryhttp/internal/tokens"
 	"github.com/retryhttp/retryhttp/policy"
 )
 
@@ -119,7 +120,8 @@ type Stats struct {
 	// requests to hosts beyond them count under "(other)". What a host
 	// holds now (its budget, its holds) is given for the hosts the
 	// Transport keeps state for, at most 4096, the least recently used
-	// forgotten first.
+	// forgotten first; a host forgotten, and "(other)", show a full
+	// budget, as their next request finds, and nothing else held.
 	Hosts map[string]HostStats
 	// Buffer reports the request-body buffer.
 	Buffer BufferStats
@@ -326,12 +328,15 @@ func (st *state) snapshot(now time.Time) Stats {
 		}
 		s.Rules[rules.names[i]] = snap
 	}
+	capacity := st.hosts.capacity()
+	full := float64(capacity) / tokens.PerToken // 0: no throttle
 	st.hosts.stats.Each(func(h string, c *counters) {
 		snap := c.snapshot()
-		s.Hosts[h] = HostStats{Counters: snap}
+		// A host with no state kept (forgotten, or "(other)") has a full
+		// budget, which its next request gets: not the 0 of no throttle.
+		s.Hosts[h] = HostStats{Counters: snap, Tokens: full, MaxTokens: full}
 		s.Total.add(snap)
 	})
-	capacity := st.hosts.capacity()
 	var admit *policy.Admission
 	if cfg := st.pol.Load().cfg; cfg != nil { // nil: the policy is invalid
 		admit = cfg.Admission
