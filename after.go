@@ -54,7 +54,9 @@ func (c *call) absorb(r *result, out outcome) (f facts, now time.Time, again boo
 	f = c.facts(now)
 	f.attempt = attemptFactsOf(r, out)
 	if again = f.sendsAgain(); !again {
-		c.learn(r, out, now)
+		if out != outCancelled { // cut off, as a hedge that lost: it showed nothing of its host
+			c.learn(r, out, now)
+		}
 		c.readmit(r, out, now)
 	}
 	return f, now, again
@@ -146,7 +148,13 @@ func (c *call) judge(r *result) outcome {
 		}
 		return outNoBody
 	case r.err != nil && c.ctx.Err() != nil:
-		return outFatal // the caller has gone since the attempt ended
+		// The caller has gone since the attempt ended. A hedged
+		// request's attempts are all cut off by it, whichever of them
+		// the loop hears of first: each is cancelled, as those it cuts.
+		if c.plan.kind == planHedge {
+			return outCancelled
+		}
+		return outFatal
 	case r.class == outNeverSent || ownError(r.err) || c.ctx.Err() != nil:
 		return r.class
 	}
