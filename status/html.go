@@ -142,6 +142,12 @@ dd small { font-size: 12px; font-weight: 400; color: var(--muted); }
 <div><dt>Hedges</dt><dd>{{.Hedges}} <small>{{.HedgesWon}} won, {{.HedgesCancelled}} cancelled</small></dd></div>
 <div><dt>Refusals</dt><dd>{{template "refusals-inline" .}}</dd></div>
 <div><dt>Holds set</dt><dd>{{.HoldsSet}} <small>{{count .HoldWaits "hold wait" "hold waits"}}, {{.HoldWaitTime}}</small></dd></div>
+{{- if .PaceWaits}}
+<div><dt>Paced</dt><dd>{{count .PaceWaits "pace wait" "pace waits"}} <small>{{.PaceWaitTime}}</small></dd></div>
+{{- end}}
+{{- if .AdmissionWaits}}
+<div><dt>In line</dt><dd>{{count .AdmissionWaits "wait in line" "waits in line"}} <small>{{.AdmissionWaitTime}}</small></dd></div>
+{{- end}}
 {{- with .CommittedForSize}}
 <div><dt>Committed for size</dt><dd>{{.}}</dd></div>
 {{- end}}
@@ -197,7 +203,8 @@ dd small { font-size: 12px; font-weight: 400; color: var(--muted); }
 {{- with .AdmissionWaits}}<div class="muted">{{count . "wait in line" "waits in line"}}, {{$.AdmissionWaitTime}}</div>{{end}}{{end}}
 {{- define "dialBackoff"}}{{template "windows" .DialBackoff}}{{if .MoreDialBackoff}}<div class="muted">and {{.MoreDialBackoff}} more</div>{{end}}{{end}}
 {{- define "latency"}}{{if .LatencySamples}}<div class="mono"><span class="nw">p50 {{.LatencyP50}}</span> <span class="nw">p90 {{.LatencyP90}}</span> <span class="nw">p99 {{.LatencyP99}}</span></div><div class="muted">{{.LatencySamples}} latency samples</div>{{else}}<span class="muted">none</span>{{end}}{{end}}
-{{- define "requests"}}{{.Requests}}{{end}}
+{{- define "requests"}}{{.Requests}}{{with .TransparentRetries}}<div class="muted">{{count . "transparent retry" "transparent retries"}}</div>{{end}}
+{{- with .CommittedForSize}}<div class="muted">{{.}} committed for size</div>{{end}}{{end}}
 {{- define "extraAttempts"}}{{.ExtraAttempts}}{{with .ExtraAttemptsFailed}}<div class="muted">{{.}} failed</div>{{end}}{{end}}
 {{- define "hedges"}}{{.Hedges}}{{if .Hedges}}<div class="muted">{{.HedgesWon}} won</div>{{end}}{{with .HedgesCancelled}}<div class="muted">{{.}} cancelled</div>{{end}}{{end}}
 {{- define "refusals"}}{{if or .BudgetRefusals .HoldRefusals .PaceRefusals .Shed .FleetRefusals .HedgeBudgetRefusals}}
