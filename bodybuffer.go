@@ -106,8 +106,8 @@ func newBufferPool(l BufferLimits) *bufferPool {
 	if total == 0 {
 		total = defaultBufferTotal
 	}
-	if total < 0 {
-		total = 0
+	if total < 0 { // no room at all: as if PerRequest were negative
+		total, perRequest = 0, -1
 	}
 	return &bufferPool{perRequest: perRequest, room: semaphore.NewWeighted(total)}
 }

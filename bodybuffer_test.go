@@ -336,7 +336,10 @@ func TestBodiesThatAreNeverBuffered(t *testing.T) {
 		{"known length over total", BufferLimits{Total: firstChunk}, int64(len(data)), 1},
 		{"buffering off", BufferLimits{PerRequest: -1}, int64(len(data)), 0},
 		{"buffering off, unknown length", BufferLimits{PerRequest: -1}, 0, 0},
-		{"no room at all", BufferLimits{Total: -1}, int64(len(data)), 1},
+		// A negative Total is as a negative PerRequest: nothing is ever
+		// buffered, and nothing counted committed for size.
+		{"no room at all", BufferLimits{Total: -1}, int64(len(data)), 0},
+		{"no room at all, unknown length", BufferLimits{Total: -1}, 0, 0},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
