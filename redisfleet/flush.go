@@ -52,13 +52,16 @@ func (f *Fleet) flusher() {
 // batch is one round trip's work. The flusher keeps one and reuses its
 // slices, so that steady flushing does not grow garbage of its own.
 type batch struct {
-	warm      bool      // every server took the scripts, through the flushes' pipelines
-	failing   bool      // the last round trip's items were not all taken
-	warmAfter time.Time // no warm-up before it: the last one failed, the rest answered
-	seq       uint64    // numbers the round trips, and so the budget batches they start
-	hosts     []*host
-	holds     []hold
-	items     []item
+	warm bool // every server took the scripts, through the flushes' pipelines
+	// lostScripts says a server answered NOSCRIPT in the last round
+	// trip: it lost the scripts, and is to be warmed up again.
+	lostScripts bool
+	failing     bool      // the last round trip's items were not all taken
+	warmAfter   time.Time // no warm-up before it: the last one failed, the rest answered
+	seq         uint64    // numbers the round trips, and so the budget batches they start
+	hosts       []*host
+	holds       []hold
+	items       []item
 	// unanswered are the hosts whose batch the last round trip did not
 	// deliver: those forgotten since lost it.
 	unanswered []*host
@@ -156,6 +159,14 @@ func (f *Fleet) flush(b *batch) (ok bool, what carried) {
 		// failed is tried again after the schedule's backoff.)
 		b.warmAfter = time.Now().Add(maxStoreBackoff)
 	}
+	if b.lostScripts {
+		// After any warm-up that ran beside this round trip, which may
+		// have read a slot map from before a promotion: the next round
+		// trip warms up again, and comes even with no work.
+		b.lostScripts = false
+		b.warm, b.warmAfter = false, time.Time{}
+		signal(f.urgent)
+	}
 	f.record(t, time.Since(start))
 	switch {
 	case len(b.items) == 0:
@@ -184,7 +195,12 @@ func (f *Fleet) send(b *batch, t *tally) {
 	if retry := b.noScript(); len(retry) > 0 {
 		// The store lost its scripts (a restart, SCRIPT FLUSH, a
 		// replica promoted): EVAL sends them whole, and caches them for
-		// the next EVALSHA.
+		// the next EVALSHA. The next round trip warms up again: the
+		// server that lost them has not had the other script loaded,
+		// nor its connections opened, as a warm-up does (a replica
+		// promoted was not a primary when the last one ran), even when
+		// no work follows for a while (see flush).
+		b.lostScripts = true
 		pipe = f.client.Pipeline()
 		for i := range retry {
 			f.queue(ctx, pipe, &retry[i], true)
