@@ -38,6 +38,10 @@ type hedger struct {
 	// notBefore is when the server's delay, or a dial window, lets the
 	// next hedge go; a non-fatal answer does not send it any earlier.
 	notBefore time.Time
+	// hedgeAt is when the hedging delay has the next hedge go (zero:
+	// no delay sends one), so that a wait of a resend, which takes the
+	// timer, gives it back to the hedge once the resend is sent.
+	hedgeAt time.Time
 	// waitWhy is why the loop waits, since waitSince (zero: it does not),
 	// and waitIdle whether no attempt was in flight when the wait began:
 	// what counting it at its end (see ended) needs.
@@ -250,6 +254,11 @@ func (h *hedger) due(c *call) {
 		default:
 			h.resend = 0
 			h.launch(c, n, how{hedged: true, resend: true})
+			if at := h.hedgeAt; !at.IsZero() && h.mayLaunch(c) && !h.armed && !h.dueNow {
+				// A wait of the resend (a hold) took the timer: the next
+				// hedge is due again when its delay ends, at once if it has.
+				h.arm(time.Until(at), nil, nil)
+			}
 		}
 		return
 	}
@@ -265,8 +274,10 @@ func (h *hedger) due(c *call) {
 		h.close(c, s)
 	default:
 		h.launch(c, n, how{hedged: true})
+		h.hedgeAt = time.Time{}
 		if d := c.hedgeDelay(); h.mayLaunch(c) && d < tooLong {
 			h.begin(c, n+1, d, retrytrace.WaitHedgeDelay, time.Now(), retrytrace.Gauges{})
+			h.hedgeAt = time.Now().Add(d)
 			h.arm(d, nil, nil)
 		}
 	}
