@@ -134,7 +134,11 @@ type hedgeBudget struct {
 // returns what it added, in millionths of a hedge: less than fraction, or
 // nothing, when that would pass the burst.
 func (b *hedgeBudget) earn(fraction float64) int64 {
-	add := int64(math.Round(fraction * microPerHedge))
+	// Rounded down, never up, so that n requests earn no more than
+	// fraction*n: a fraction of half a millionth earned a whole one. The
+	// tiny lift keeps a fraction that floating point writes a hair
+	// below its millionths (0.02 as 19999.999…) from losing one.
+	add := int64(math.Floor(fraction*microPerHedge + 1e-6))
 	for {
 		old := b.micro.Load()
 		if old >= hedgeBurst || add <= 0 {
