@@ -165,11 +165,16 @@ func memoryResponse(req *http.Request, st *Step, v *visit) *http.Response {
 		// transport close the connection when the request ends, whether
 		// or not the body is being read.
 		b.v = v
+		// Set under b.mu: a request whose context has ended already
+		// runs the function at once, on a goroutine of its own, which
+		// calls b.stop through finish.
+		b.mu.Lock()
 		b.stop = context.AfterFunc(req.Context(), func() {
 			b.mu.Lock()
 			defer b.mu.Unlock()
 			b.finish(len(b.data) > 0)
 		})
+		b.mu.Unlock()
 	} else {
 		v.end(false)
 	}
